@@ -1,0 +1,294 @@
+"""Per-occurrence gradients: a reused variable's gradient is the sum over its occurrences.
+
+Source: seeds/002 ("How to fetch gradients with respect to certain occurrences of
+variables"). In ``Z = X_A * Y_B * Y_A * Y_B`` the gradient with respect to ``Y_B`` is
+``2 * X_A * Y_B * Y_A``, the sum of one ``X_A * Y_B * Y_A`` per occurrence;
+``stop_gradient`` on one occurrence isolates the other. For a non-commutative chain
+``y = B @ A @ B @ x`` the two occurrences of ``B`` get different gradients
+(``w (A B x)^T`` and ``(B A)^T w x^T``), which add up to the total.
+
+The seed's answer: ``l = stop_gradient(wa*x) * (wa*x + b)`` with wa=1.5, b=7 and x=11
+fed through a placeholder in a v1 Session gives ``dl/dx = wa*x*wa = 24.75``. The seed's
+workaround for a reused *scope*, a custom getter that wraps every variable in
+``stop_gradient``, runs as written in ``graph`` mode (``variable_scope(custom_getter=)``);
+the TF2 spelling is a module-level wrapper that reads every variable of a ``tf.Module``
+through ``stop_gradient``. Either way, the per-scope gradients add up to the total.
+"""
+import numpy as np
+from hypothesis import given, strategies as st
+from hypothesis.extra import numpy as hnp
+
+from suite import compare as cmp, strategies as ss
+from suite.behaviours import behaviour, on
+from suite.expectations import expectations
+
+BEHAVIOUR = behaviour(
+    "per-occurrence-gradients", sources=["002"],
+    links=["https://www.tensorflow.org/api_docs/python/tf/stop_gradient",
+           "https://www.tensorflow.org/api_docs/python/tf/compat/v1/variable_scope"])
+
+EXPECT = expectations({"occurrences": "sum"})
+# Sums of two products rounded separately: a few ulps.
+SUM_TOL = cmp.tolerance(float32=1e-5, float64=1e-12)
+
+# ---------------------------------------------------------------- the native functions
+# freeze: which occurrence of the reused variable is wrapped in stop_gradient.
+
+
+def tensorflow(tf, xa, yb, ya, *, freeze=None):
+    """Z = X_A * Y_B * Y_A * Y_B."""
+    first = tf.stop_gradient(yb) if freeze == "first" else yb
+    second = tf.stop_gradient(yb) if freeze == "second" else yb
+    return xa * first * ya * second
+
+
+def jax(jax, xa, yb, ya, *, freeze=None):
+    sg = jax.lax.stop_gradient
+    return xa * (sg(yb) if freeze == "first" else yb) * ya * (sg(yb) if freeze == "second" else yb)
+
+
+def torch(torch, xa, yb, ya, *, freeze=None):
+    return xa * (yb.detach() if freeze == "first" else yb) * ya * (yb.detach() if freeze == "second" else yb)
+
+
+def tensorflow_chain(tf, b, a, x, *, freeze=None):
+    """y = B @ A @ B @ x; ``freeze`` stops the outer ("first") or inner ("second") B."""
+    outer = tf.stop_gradient(b) if freeze == "first" else b
+    inner = tf.stop_gradient(b) if freeze == "second" else b
+    return tf.linalg.matvec(outer, tf.linalg.matvec(a, tf.linalg.matvec(inner, x)))
+
+
+def jax_chain(jax, b, a, x, *, freeze=None):
+    sg = jax.lax.stop_gradient
+    outer = sg(b) if freeze == "first" else b
+    inner = sg(b) if freeze == "second" else b
+    return outer @ (a @ (inner @ x))
+
+
+def torch_chain(torch, b, a, x, *, freeze=None):
+    outer = b.detach() if freeze == "first" else b
+    inner = b.detach() if freeze == "second" else b
+    return outer @ (a @ (inner @ x))
+
+
+def tensorflow_seed(tf, wa, x, b):
+    """seeds/002: l = stop_gradient(wa*x) * (wa*x + b)."""
+    return tf.stop_gradient(wa * x) * (wa * x + b)
+
+
+def jax_seed(jax, wa, x, b):
+    return jax.lax.stop_gradient(wa * x) * (wa * x + b)
+
+
+def torch_seed(torch, wa, x, b):
+    return (wa * x).detach() * (wa * x + b)
+
+
+NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
+CHAIN = {"tensorflow": tensorflow_chain, "jax": jax_chain, "torch": torch_chain}
+SEED = {"tensorflow": tensorflow_seed, "jax": jax_seed, "torch": torch_seed}
+
+
+# Scope wrappers: a reused block of variables applied twice, y = block(block(x)),
+# with every variable of one application read through stop_gradient.
+def tensorflow_scope_v1(tf, x, w, ct, *, freeze):
+    """seeds/002 custom getter, as written for a v1 graph (variable_scope(custom_getter=))."""
+    def stop_getter(getter, *args, **kwargs):
+        return tf.stop_gradient(getter(*args, **kwargs))
+
+    def block(h, frozen):
+        with tf.compat.v1.variable_scope("block", reuse=tf.compat.v1.AUTO_REUSE,
+                                         custom_getter=stop_getter if frozen else None):
+            W = tf.compat.v1.get_variable("W", initializer=w, dtype=w.dtype)
+        return tf.tanh(tf.linalg.matvec(W, h))
+
+    y = block(block(x, freeze == "first"), freeze == "second")
+    with tf.compat.v1.variable_scope("block", reuse=True):
+        var = tf.compat.v1.get_variable("W", dtype=w.dtype)
+    return tf.gradients(y, var, grad_ys=ct)[0]
+
+
+tensorflow_scope_v1.exact_shapes = True  # get_variable needs a static shape
+
+
+def tensorflow_scope_tf2(tf, x, w, ct, *, freeze):
+    """The TF2 spelling: a module-level wrapper reading every variable through stop_gradient."""
+    class Block(tf.Module):
+        def __init__(self):
+            super().__init__(name="block")
+            self.W = tf.Variable(w)
+
+        def __call__(self, h, frozen=False):
+            read = tf.stop_gradient if frozen else tf.identity
+            return tf.tanh(tf.linalg.matvec(read(self.W), h))
+
+    block = Block()
+    with tf.GradientTape() as tape:
+        y = block(block(x, freeze == "first"), freeze == "second")
+    return tape.gradient(y, block.trainable_variables, output_gradients=ct)[0]
+
+
+def jax_scope(jax, x, w, ct, *, freeze):
+    jnp = jax.numpy
+
+    def f(W):
+        read = lambda frozen: jax.lax.stop_gradient(W) if frozen else W  # noqa: E731
+        return jnp.tanh(read(freeze == "second") @ jnp.tanh(read(freeze == "first") @ x))
+    return jax.vjp(f, w)[1](ct)[0]
+
+
+def torch_scope(torch, x, w, ct, *, freeze):
+    W = torch.nn.Parameter(w)
+    read = lambda frozen: W.detach() if frozen else W  # noqa: E731
+    y = torch.tanh(read(freeze == "second") @ torch.tanh(read(freeze == "first") @ x))
+    return torch.autograd.grad(y, W, grad_outputs=ct)[0]
+
+
+def numpy_scope(x, w, ct):
+    """Closed form per occurrence: (first, second) gradients of sum(ct * tanh(W tanh(W x)))."""
+    h = np.tanh(w @ x)
+    y = np.tanh(w @ h)
+    dy = ct * (1 - y ** 2)
+    second = np.outer(dy, h)
+    dh = (w.T @ dy) * (1 - h ** 2)
+    first = np.outer(dh, x)
+    return first, second
+
+
+# ---------------------------------------------------------------- strategies
+@st.composite
+def scalar_triples(draw):
+    d = draw(ss.float_dtypes())
+    s = draw(ss.small_shapes())
+    return tuple(draw(ss.float_arrays(dtype=d, shape=s, min_value=-3, max_value=3), label=n)
+                 for n in ("xa", "yb", "ya"))
+
+
+@st.composite
+def chains(draw, *, square=False):
+    d = draw(ss.float_dtypes())
+    n = draw(st.sampled_from([1, 2, 3]))
+    el = dict(min_value=-2, max_value=2)
+    b = draw(ss.float_arrays(dtype=d, shape=(n, n), **el), label="B")
+    a = draw(ss.float_arrays(dtype=d, shape=(n, n), **el), label="A")
+    x = draw(ss.float_arrays(dtype=d, shape=(n,), **el), label="x")
+    w = draw(ss.float_arrays(dtype=d, shape=(n,), **el), label="cotangent")
+    return b, a, x, w
+
+
+# ---------------------------------------------------------------- properties
+@given(t=scalar_triples())
+def test_reused_variable_gradient_is_sum_over_occurrences(subject, oracles, record, t):
+    """d/dY_B of X_A*Y_B*Y_A*Y_B is 2*X_A*Y_B*Y_A; each stopped occurrence leaves half."""
+    xa, yb, ya = t
+    record.example(xa=xa, yb=yb, ya=ya)
+    f = NATIVE[subject.framework]
+    _, (_, total, _) = subject.vjp(f, xa, yb, ya)
+    _, (_, g1, _) = subject.vjp(f, xa, yb, ya, freeze="second")
+    _, (_, g2, _) = subject.vjp(f, xa, yb, ya, freeze="first")
+    record.close(name="total", out=total, ref=2 * xa * yb * ya, oracle="closed-form", tol=SUM_TOL)
+    record.close(name="first", out=g1, ref=xa * yb * ya, oracle="closed-form", tol=SUM_TOL)
+    record.close(name="second", out=g2, ref=xa * yb * ya, oracle="closed-form", tol=SUM_TOL)
+    record.check(EXPECT, occurrences="sum" if cmp.rel_err(g1 + g2, total) <= SUM_TOL.of(yb.dtype) else "not-sum")
+    for o in oracles:
+        _, (_, rtotal, _) = o.vjp(NATIVE[o.framework], xa, yb, ya)
+        _, (_, r1, _) = o.vjp(NATIVE[o.framework], xa, yb, ya, freeze="second")
+        record.close(name="total", out=total, ref=rtotal, oracle=o.id, tol=SUM_TOL)
+        record.close(name="first", out=g1, ref=r1, oracle=o.id, tol=SUM_TOL)
+
+
+@given(c=chains())
+def test_non_commutative_occurrences_differ_and_add_up(subject, oracles, record, c):
+    """y = B A B x: outer B gets w (ABx)^T, inner B gets (BA)^T w x^T; they sum to the total."""
+    b, a, x, w = c
+    record.example(B=b, A=a, x=x, w=w)
+    f = CHAIN[subject.framework]
+    _, (total, _, _) = subject.vjp(f, b, a, x, cotangent=w)
+    _, (outer, _, _) = subject.vjp(f, b, a, x, cotangent=w, freeze="second")
+    _, (inner, _, _) = subject.vjp(f, b, a, x, cotangent=w, freeze="first")
+    ref_outer = np.outer(w, a @ b @ x)
+    ref_inner = np.outer((b @ a).T @ w, x)
+    record.close(name="outer", out=outer, ref=ref_outer, oracle="closed-form", tol=SUM_TOL)
+    record.close(name="inner", out=inner, ref=ref_inner, oracle="closed-form", tol=SUM_TOL)
+    record.close(name="total", out=total, ref=ref_outer + ref_inner, oracle="closed-form", tol=SUM_TOL)
+    record.check(EXPECT, occurrences="sum" if cmp.rel_err(outer + inner, total) <= SUM_TOL.of(b.dtype) else "not-sum")
+    for o in oracles:
+        _, (rtotal, _, _) = o.vjp(CHAIN[o.framework], b, a, x, cotangent=w)
+        _, (rinner, _, _) = o.vjp(CHAIN[o.framework], b, a, x, cotangent=w, freeze="first")
+        record.close(name="total", out=total, ref=rtotal, oracle=o.id, tol=SUM_TOL)
+        record.close(name="inner", out=inner, ref=rinner, oracle=o.id, tol=SUM_TOL)
+
+
+@on("tensorflow", "jax", "torch", modes=("eager", "graph"))
+@given(c=chains())
+def test_scope_wrapper_per_scope_gradients_add_up(subject, record, c):
+    """Every variable of one application of a reused scope read through stop_gradient:
+    the two per-scope gradients match the closed form and add up to the total.
+    TensorFlow: v1 custom getter in ``graph`` mode, tf.Module wrapper in ``eager``
+    (variables are created per call, which tf.function forbids, so not in function/xla)."""
+    w, _, x, ct = c
+    record.example(x=x, W=w, ct=ct)
+    if subject.framework == "tensorflow":
+        fn = tensorflow_scope_v1 if subject.mode == "graph" else tensorflow_scope_tf2
+    else:
+        fn = {"jax": jax_scope, "torch": torch_scope}[subject.framework]
+    first = subject.run(fn, x, w, ct, freeze="second")
+    second = subject.run(fn, x, w, ct, freeze="first")
+    total = subject.run(fn, x, w, ct, freeze=None)
+    ref_first, ref_second = numpy_scope(x, w, ct)
+    record.close(name="scope1", out=first, ref=ref_first, oracle="closed-form", tol=SUM_TOL)
+    record.close(name="scope2", out=second, ref=ref_second, oracle="closed-form", tol=SUM_TOL)
+    record.close(name="total", out=total, ref=ref_first + ref_second, oracle="closed-form", tol=SUM_TOL)
+    record.check(EXPECT, occurrences="sum" if cmp.rel_err(first + second, total) <= SUM_TOL.of(w.dtype) else "not-sum")
+
+
+# ---------------------------------------------------------------- seed examples
+@on("tensorflow", "jax", "torch")
+@given(v=st.just((np.float32(1.5), np.float32(11.0), np.float32(7.0))))
+def test_seed_stop_gradient_wa_x(subject, record, v):
+    """seeds/002: wa=1.5, b=7, x=11: dl/dx = 24.75, dl/dwa = 181.5, dl/db = 16.5."""
+    wa, x, b = (np.asarray(u) for u in v)
+    record.example(wa=wa, x=x, b=b)
+    out, (gwa, gx, gb) = subject.vjp(SEED[subject.framework], wa, x, b)
+    record.equal(name="l", out=out, ref=np.float32(16.5 * 23.5), oracle="closed-form")
+    record.equal(name="dl/dx", out=gx, ref=np.float32(24.75), oracle="closed-form")
+    record.equal(name="dl/dwa", out=gwa, ref=np.float32(181.5), oracle="closed-form")
+    record.equal(name="dl/db", out=gb, ref=np.float32(16.5), oracle="closed-form")
+    record.observe(dl_dx=float(gx))
+
+
+@on("tensorflow", modes=("graph",))
+@given(x=st.just(np.float32(11.0)))
+def test_seed_v1_session_as_written(subject, record, x):
+    """seeds/002 run as written: get_variable(1.5), get_variable(7), placeholder x fed 11
+    -> sess.run([tf.gradients(l, x)]) == [[24.75]]."""
+    record.example(x=x)
+    out = subject.run(_seed_v1_graph, x)
+    record.equal(name="op_gradient", out=np.asarray(out[0]), ref=np.float32(24.75), oracle="closed-form")
+    record.observe(op_gradient=float(out[0]))
+
+
+def _seed_v1_graph(tf, x):
+    wa = tf.compat.v1.get_variable("a", shape=(), dtype=tf.float32,
+                                   initializer=tf.compat.v1.constant_initializer(1.5))
+    b = tf.compat.v1.get_variable("b", shape=(), dtype=tf.float32,
+                                  initializer=tf.compat.v1.constant_initializer(7))
+    l = tf.stop_gradient(wa * x) * (wa * x + b)  # noqa: E741  (the seed's name)
+    return tf.gradients(l, x)
+
+
+@on("tensorflow", "jax", "torch")
+@given(v=st.just((2.0, 3.0, 5.0)))
+def test_seed_z_xa_yb_ya_yb(subject, record, v):
+    """seeds/002: X_A=2, Y_B=3, Y_A=5: Z=90; dZ/dY_B = 60 = 30 (first) + 30 (second)."""
+    xa, yb, ya = (np.float64(u) for u in v)
+    record.example(xa=xa, yb=yb, ya=ya)
+    f = NATIVE[subject.framework]
+    z, (_, total, _) = subject.vjp(f, xa, yb, ya)
+    _, (_, g1, _) = subject.vjp(f, xa, yb, ya, freeze="second")
+    _, (_, g2, _) = subject.vjp(f, xa, yb, ya, freeze="first")
+    record.equal(name="Z", out=np.float64(z), ref=np.float64(90), oracle="closed-form")
+    record.equal(name="dZ/dY_B", out=np.float64(total), ref=np.float64(60), oracle="closed-form")
+    record.equal(name="first", out=np.float64(g1), ref=np.float64(30), oracle="closed-form")
+    record.equal(name="second", out=np.float64(g2), ref=np.float64(30), oracle="closed-form")
+    record.check(EXPECT, occurrences="sum" if g1 + g2 == total else "not-sum")

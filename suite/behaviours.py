@@ -1,0 +1,95 @@
+"""The Behaviour record and the registry (``autodiff-semantics list``).
+
+Each case module declares exactly one behaviour at import time::
+
+    BEHAVIOUR = behaviour("straight-through-estimator", sources=["000", "002"],
+                          links=["https://www.tensorflow.org/api_docs/python/tf/stop_gradient"])
+
+The title is the first line of the module docstring. Case modules import only the suite
+and NumPy/Hypothesis (frameworks arrive through the runners), so listing is cheap.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+ALL_MODES = ("eager", "function", "xla", "graph")
+
+_REGISTRY: dict[str, "Behaviour"] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Behaviour:
+    id: str
+    title: str
+    sources: tuple[str, ...]
+    modes: tuple[str, ...]
+    links: tuple[str, ...]
+    module: str
+
+    @property
+    def module_file(self) -> str:
+        return f"test_{self.id.replace('-', '_')}.py"
+
+
+def behaviour(id: str, *, sources, modes=ALL_MODES, links=(), title=None) -> Behaviour:
+    """Declare the behaviour of the calling case module (and register it)."""
+    if not ID_RE.match(id):
+        raise ValueError(f"behaviour id {id!r} is not kebab-case")
+    frame = sys._getframe(1)
+    doc = frame.f_globals.get("__doc__") or ""
+    title = title or (doc.strip().splitlines() or [id])[0].strip()
+    bad = set(modes) - set(ALL_MODES)
+    if bad:
+        raise ValueError(f"{id}: unknown modes {sorted(bad)}")
+    b = Behaviour(id, title, tuple(sources), tuple(modes), tuple(links), frame.f_globals.get("__name__", "?"))
+    _REGISTRY[id] = b
+    return b
+
+
+def default_cases_dir() -> Path:
+    """``cases/`` beside the ``suite`` package (an editable or source checkout), else ``./cases``."""
+    here = Path(__file__).resolve().parent.parent / "cases"
+    return here if here.is_dir() else Path.cwd() / "cases"
+
+
+def discover(cases_dir: Path | None = None) -> dict[str, Behaviour]:
+    """Import every ``cases/test_*.py`` and return the behaviours by id (sorted)."""
+    cases_dir = Path(cases_dir or default_cases_dir())
+    if not cases_dir.is_dir():
+        raise FileNotFoundError(f"no cases directory at {cases_dir}")
+    found = {}
+    for path in sorted(cases_dir.glob("test_*.py")):
+        name = f"_cases_{path.stem}"
+        mod = sys.modules.get(name)
+        if mod is None:
+            spec = importlib.util.spec_from_file_location(name, path)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[name] = mod
+            spec.loader.exec_module(mod)
+        b = getattr(mod, "BEHAVIOUR", None)
+        if b is None:
+            raise ValueError(f"{path} declares no BEHAVIOUR")
+        if b.module_file != path.name:
+            raise ValueError(f"{path.name} declares behaviour {b.id!r}; expected file {b.module_file}")
+        found[b.id] = b
+    return dict(sorted(found.items()))
+
+
+def on(*framework_names: str, modes=None):
+    """Restrict a test to some frameworks' rows, and TensorFlow to some modes (put it
+    above ``@given``). Use it where an API exists only there, and say so in the docstring.
+
+    >>> @on("tensorflow", modes=("graph",))
+    ... def test_seed_example(subject, record): ...
+    """
+    def deco(fn):
+        fn.frameworks = tuple(framework_names)
+        if modes is not None:
+            fn.tf_modes = tuple(modes)
+        return fn
+    return deco

@@ -1,0 +1,208 @@
+"""Framework plumbing: import, version, devices, execution modes, conversion to NumPy.
+
+Nothing here translates meaning. A case spells each framework natively in a small
+function ``fn(module, *arrays)``; a :class:`Runner` runs it in one execution mode on one
+device and hands back NumPy (``None`` stays ``None``). Process hygiene (import order,
+TF32 off, GPU memory growth, quiet logs, JAX x64) happens once, in :func:`hygiene`.
+
+>>> from suite import frameworks
+>>> [r.id for r in frameworks.runners(frameworks=["tensorflow"], modes=["eager"])]
+['tensorflow-eager-cpu', 'tensorflow-eager-gpu']
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import platform
+import sys
+
+#: Frameworks in import order: torch before TensorFlow (DESIGN.md, process hygiene).
+FRAMEWORKS = ("torch", "tensorflow", "jax")
+#: Execution modes per framework, in the order rows are shown.
+MODES = {
+    "tensorflow": ("eager", "function", "xla", "graph"),
+    "jax": ("eager", "jit"),
+    "torch": ("eager",),
+}
+DEVICES = ("cpu", "gpu")
+#: Which runner of each oracle framework is used as the reference inside a test.
+REFERENCE_MODE = {"jax": "jit", "torch": "eager"}
+
+_ENV = {
+    "TF_CPP_MIN_LOG_LEVEL": "2",          # quiet the TF C++ logs
+    "TF_FORCE_GPU_ALLOW_GROWTH": "true",  # TF must not grab the whole GPU
+    "XLA_PYTHON_CLIENT_PREALLOCATE": "false",  # nor JAX
+    "JAX_ENABLE_X64": "1",                # float64 inputs stay float64
+    "NVIDIA_TF32_OVERRIDE": "0",          # TF32 off in cuBLAS/cuDNN for every framework
+    "JAX_DEFAULT_MATMUL_PRECISION": "highest",
+    "TF_ENABLE_ONEDNN_OPTS": "0",         # reproducible CPU numerics across TF builds
+    "GRPC_VERBOSITY": "ERROR",
+}
+
+_loaded: dict[str, "Framework"] = {}
+_hygiene_done = False
+
+
+class Unavailable(RuntimeError):
+    """A framework (or device, or mode) that cannot run here; ``str()`` is the reason."""
+
+
+@dataclasses.dataclass
+class Framework:
+    name: str
+    module: object | None
+    version: str | None
+    devices: tuple[str, ...]
+    error: str | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.module is not None
+
+
+def hygiene() -> None:
+    """Set the process-wide environment every framework must see before import."""
+    global _hygiene_done
+    if _hygiene_done:
+        return
+    for k, v in _ENV.items():
+        os.environ.setdefault(k, v)
+    _hygiene_done = True
+
+
+def _configure(name: str, mod) -> tuple[str, tuple[str, ...]]:
+    if name == "torch":
+        mod.backends.cuda.matmul.allow_tf32 = False
+        mod.backends.cudnn.allow_tf32 = False
+        devices = ("cpu", "gpu") if mod.cuda.is_available() else ("cpu",)
+        return mod.__version__, devices
+    if name == "tensorflow":
+        mod.get_logger().setLevel("ERROR")
+        gpus = mod.config.list_physical_devices("GPU")
+        for g in gpus:
+            try:
+                mod.config.experimental.set_memory_growth(g, True)
+            except RuntimeError:  # already initialised: growth must be set before first use
+                pass
+        mod.config.experimental.enable_tensor_float_32_execution(False)
+        return mod.__version__, ("cpu", "gpu") if gpus else ("cpu",)
+    if name == "jax":
+        mod.config.update("jax_enable_x64", True)
+        mod.config.update("jax_default_matmul_precision", "highest")
+        try:
+            gpus = mod.devices("gpu")
+        except RuntimeError:
+            gpus = []
+        return mod.__version__, ("cpu", "gpu") if gpus else ("cpu",)
+    raise KeyError(name)
+
+
+def load(name: str) -> Framework:
+    """Import one framework (and every one that must come before it) once per process."""
+    if name not in FRAMEWORKS:
+        raise KeyError(f"unknown framework {name!r}; known: {', '.join(FRAMEWORKS)}")
+    if name in _loaded:
+        return _loaded[name]
+    hygiene()
+    for earlier in FRAMEWORKS[: FRAMEWORKS.index(name)]:
+        load(earlier)
+    try:
+        mod = importlib.import_module(name)
+        version, devices = _configure(name, mod)
+        fw = Framework(name, mod, version, devices)
+    except ImportError as e:  # not installed, or a broken install
+        fw = Framework(name, None, None, (), f"{name} is not installed ({type(e).__name__}: {e})")
+    _loaded[name] = fw
+    if fw.available:
+        from suite import faults  # faults patch a framework right after it is imported
+
+        faults.apply(name, fw.module)
+    return fw
+
+
+def environment() -> dict:
+    """The report's ``environment`` block for the frameworks (measured, never typed in)."""
+    out = {}
+    for name in FRAMEWORKS:
+        fw = load(name)
+        entry = {"version": fw.version, "devices": list(fw.devices)}
+        if fw.error:
+            entry["error"] = fw.error
+        out[name] = entry
+    return out
+
+
+def python_environment() -> dict:
+    return {"python": platform.python_version(), "platform": f"{platform.system()}-{platform.machine()}",
+            "executable": sys.executable}
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """What a row is about before anything is imported: framework x mode x device."""
+
+    framework: str
+    mode: str
+    device: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.framework}-{self.mode}-{self.device}"
+
+
+def specs(*, frameworks=FRAMEWORKS, modes=None, devices=DEVICES) -> list[Spec]:
+    """Every framework x mode x device the options ask for, available or not."""
+    out = []
+    for fw in sorted(frameworks, key=lambda f: ("tensorflow", "jax", "torch").index(f)):
+        for mode in MODES[fw]:
+            if modes and fw == "tensorflow" and mode not in modes:
+                continue
+            for dev in devices:
+                out.append(Spec(fw, mode, dev))
+    return out
+
+
+_runners: dict[Spec, object] = {}
+
+
+def runner(spec: Spec):
+    """The runner for a spec, or raise :class:`Unavailable` with the reason."""
+    if spec in _runners:
+        return _runners[spec]
+    fw = load(spec.framework)
+    if not fw.available:
+        raise Unavailable(fw.error)
+    if spec.device not in fw.devices:
+        raise Unavailable(f"no {spec.device.upper()} visible to {spec.framework} {fw.version}")
+    module = importlib.import_module(f"suite.frameworks.{'tf' if spec.framework == 'tensorflow' else spec.framework}_runner")
+    r = module.make(fw, spec)
+    _runners[spec] = r
+    return r
+
+
+def runners(*, frameworks=FRAMEWORKS, modes=None, devices=DEVICES) -> list:
+    """Available runners only (unavailable ones are dropped silently: use specs() for rows)."""
+    out = []
+    for s in specs(frameworks=frameworks, modes=modes, devices=devices):
+        try:
+            out.append(runner(s))
+        except Unavailable:
+            pass
+    return out
+
+
+def reference_oracles(exclude: str | None = None, frameworks=("jax", "torch"), device="cpu") -> list:
+    """One reference runner per oracle framework (jax-jit, torch-eager) that is available."""
+    out = []
+    for fw in frameworks:
+        if fw == exclude:
+            continue
+        try:
+            out.append(runner(Spec(fw, REFERENCE_MODE[fw], device)))
+        except Unavailable:
+            try:
+                out.append(runner(Spec(fw, REFERENCE_MODE[fw], "cpu")))
+            except Unavailable:
+                pass
+    return out

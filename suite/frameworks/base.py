@@ -1,0 +1,132 @@
+"""The runner interface shared by every framework (plumbing only; see package docstring)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def is_float(a) -> bool:
+    return np.asarray(a).dtype.kind in "fc"
+
+
+class Runner:
+    """Runs native functions of one framework in one mode on one device.
+
+    ``compile(builder, **static)`` returns a callable taking NumPy arrays and returning
+    NumPy (same nesting; ``None`` stays ``None``); ``builder(module, *tensors, **static)``
+    is native code. Define builders at module level: compiled callables are cached per
+    builder (and per static argument), so a property test traces once, not per example.
+
+    ``vjp(fn, *arrays, cotangent=None)`` returns ``(value, grads)``: ``value = fn(module,
+    *arrays)`` and ``grads[i]`` the gradient of ``sum(cotangent * value)`` with respect to
+    ``arrays[i]`` by the framework's native reverse mode (``None`` where the framework
+    says unconnected; integer inputs are not differentiated and give ``None``).
+    ``cotangent=None`` uses the framework's own default where it has one (TensorFlow:
+    ones) and an explicit ones array where it has none (JAX, PyTorch).
+    """
+
+    framework: str
+    mode: str
+    device: str
+    module: object
+    version: str
+
+    def __init__(self, fw, spec):
+        self.framework, self.mode, self.device = spec.framework, spec.mode, spec.device
+        self.spec = spec
+        self.module = fw.module
+        self.version = fw.version
+        self._cache: dict = {}
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    def __repr__(self) -> str:
+        return self.id
+
+    # -- to be provided by each framework
+    def _build(self, builder, static: dict):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def vjp_builder(self):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def sync(self, out):
+        """Block until device work behind ``out`` is done (benchmarks)."""
+        return out
+
+    # -- shared
+    def compile(self, builder, **static):
+        key = (builder, tuple(sorted(static.items(), key=lambda kv: kv[0])))
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable static argument: no caching
+            return self._build(builder, static)
+        f = self._cache[key] = self._build(builder, static)
+        return f
+
+    def run(self, fn, *arrays, **static):
+        """``fn(module, *arrays, **static)`` in this runner's mode, as NumPy."""
+        return self.compile(fn, **static)(*arrays)
+
+    def vjp(self, fn, *arrays, cotangent=None, **static):
+        diff = tuple(is_float(a) for a in arrays)
+        builder = self.vjp_builder()
+        if cotangent is None:
+            return self.compile(builder, fn=fn, diff=diff, static=_Frozen(static), ct=False)(*arrays)
+        return self.compile(builder, fn=fn, diff=diff, static=_Frozen(static), ct=True)(*arrays, cotangent)
+
+
+class _Frozen(dict):
+    """A hashable dict for static keyword arguments."""
+
+    def __hash__(self):
+        return hash(tuple(sorted(self.items())))
+
+
+def nest_map(f, x):
+    """Map ``f`` over tuples/lists/dicts; ``None`` stays ``None``."""
+    if x is None:
+        return None
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(nest_map(f, v) for v in x))
+    if isinstance(x, (list, tuple)):
+        return type(x)(nest_map(f, v) for v in x)
+    if isinstance(x, dict):
+        return {k: nest_map(f, v) for k, v in x.items()}
+    return f(x)
+
+
+def nest_flatten(x, out=None):
+    out = [] if out is None else out
+    if x is None:
+        out.append(None)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            nest_flatten(v, out)
+    elif isinstance(x, dict):
+        for k in x:
+            nest_flatten(x[k], out)
+    else:
+        out.append(x)
+    return out
+
+
+def nest_pack(template, flat):
+    it = iter(flat)
+
+    def rec(t):
+        if t is None:
+            next(it)
+            return None
+        if isinstance(t, tuple) and hasattr(t, "_fields"):
+            return type(t)(*(rec(v) for v in t))
+        if isinstance(t, (list, tuple)):
+            return type(t)(rec(v) for v in t)
+        if isinstance(t, dict):
+            return {k: rec(t[k]) for k in t}
+        return next(it)
+
+    return rec(template)

@@ -1,0 +1,146 @@
+"""TensorFlow runners: ``eager``, ``function`` (tf.function), ``xla`` (jit_compile=True)
+and ``graph`` (a ``tf.compat.v1`` Graph + Session, the style the source documents use).
+
+Builders get ``(tf, *tensors, **static)``. In ``graph`` mode the tensors are shape-free
+placeholders: the graph is built once per builder x dtypes x ranks and each example is
+fed, so a property test does not build a graph per example. Variables a builder creates
+in ``graph`` mode are re-initialised before every call (with the inputs fed, so they may
+be initialised from them), as in eager each call starts fresh. A builder marked
+``builder.exact_shapes = True`` gets placeholders of the exact input shapes (one graph
+per shape), for APIs such as ``get_variable`` that need a static shape. ``in_v1_graph()`` tells a builder it is being built for a Session.
+"""
+from __future__ import annotations
+
+import atexit
+
+import numpy as np
+
+from .base import Runner, nest_flatten, nest_map, nest_pack
+
+_V1_GRAPH = [False]
+
+
+def in_v1_graph() -> bool:
+    """True while a builder is being traced into a ``tf.compat.v1`` graph for a Session."""
+    return _V1_GRAPH[0]
+
+
+def make(fw, spec):
+    return TFRunner(fw, spec)
+
+
+class TFRunner(Runner):
+    def __init__(self, fw, spec):
+        super().__init__(fw, spec)
+        self.tf = fw.module
+        self.device_name = "/GPU:0" if spec.device == "gpu" else "/CPU:0"
+        self._sessions = []
+        atexit.register(self.close)
+
+    def close(self):
+        for s in self._sessions:
+            s.close()
+        self._sessions.clear()
+
+    def numpy(self, x):
+        tf = self.tf
+        if isinstance(x, tf.IndexedSlices):
+            x = tf.convert_to_tensor(x)
+        if type(x).__name__ == "IndexedSlicesValue":  # what Session.run gives for IndexedSlices
+            dense = np.zeros(x.dense_shape, x.values.dtype)
+            np.add.at(dense, x.indices, x.values)
+            return dense
+        if isinstance(x, tf.Variable):
+            return x.numpy()
+        if hasattr(x, "numpy"):
+            return x.numpy()
+        return np.asarray(x) if not isinstance(x, (bool, int, float, str, bytes)) else x
+
+    def _build(self, builder, static):
+        tf = self.tf
+        if self.mode == "eager":
+            def call(*arrays):
+                with tf.device(self.device_name):
+                    out = builder(tf, *[tf.constant(a) for a in arrays], **static)
+                return nest_map(self.numpy, out)
+            return call
+        if self.mode in ("function", "xla"):
+            fn = tf.function(lambda *a: builder(tf, *a, **static), reduce_retracing=True,
+                             jit_compile=self.mode == "xla")
+
+            def call(*arrays):
+                with tf.device(self.device_name):
+                    out = fn(*[tf.constant(a) for a in arrays])
+                return nest_map(self.numpy, out)
+            call.tf_function = fn
+            return call
+        if self.mode == "graph":
+            graphs = {}
+
+            def call(*arrays):
+                arrays = [np.asarray(a) for a in arrays]
+                exact = getattr(static.get("fn", builder), "exact_shapes", False)
+                key = tuple((a.dtype.str, a.shape if exact else a.ndim) for a in arrays)
+                if key not in graphs:
+                    graphs[key] = self._graph(builder, static, arrays)
+                sess, phs, template, fetches, init = graphs[key]
+                feed = dict(zip(phs, arrays))
+                if init is not None:  # variables may be initialised from the inputs
+                    sess.run(init, feed_dict=feed)
+                values = sess.run(fetches, feed_dict=feed) if fetches else []
+                flat, it = [], iter(values)
+                for t in nest_flatten(template):
+                    flat.append(None if t is None else self.numpy(next(it)) if not _is_py(t) else t)
+                return nest_pack(template, flat)
+            return call
+        raise ValueError(f"unknown TensorFlow mode {self.mode!r}")
+
+    def _graph(self, builder, static, arrays):
+        tf = self.tf
+        exact = getattr(static.get("fn", builder), "exact_shapes", False)
+        g = tf.Graph()
+        with g.as_default(), tf.device(self.device_name):
+            phs = [tf.compat.v1.placeholder(tf.as_dtype(a.dtype), shape=list(a.shape) if exact else [None] * a.ndim, name=f"arg{i}")
+                   for i, a in enumerate(arrays)]
+            _V1_GRAPH[0] = True
+            try:
+                template = builder(tf, *phs, **static)
+            finally:
+                _V1_GRAPH[0] = False
+            template = nest_map(lambda t: tf.convert_to_tensor(t) if isinstance(t, tf.IndexedSlices) else t, template)
+            fetches = [t for t in nest_flatten(template) if t is not None and not _is_py(t)]
+            init = tf.compat.v1.global_variables_initializer() if tf.compat.v1.global_variables() else None
+        g.finalize()
+        sess = tf.compat.v1.Session(graph=g)
+        self._sessions.append(sess)
+        return sess, phs, template, fetches, init
+
+    def vjp_builder(self):
+        return tf_vjp
+
+    def sync(self, out):
+        return nest_map(self.numpy, out)
+
+
+def _is_py(t) -> bool:
+    return isinstance(t, (bool, int, float, str, bytes, np.ndarray, np.generic))
+
+
+def tf_vjp(tf, *args, fn, diff, static, ct):
+    """Native reverse mode: ``tf.gradients`` in a v1 graph, ``GradientTape`` otherwise."""
+    if ct:
+        *args, cotangent = args
+    else:
+        cotangent = None
+    xs = [a for a, d in zip(args, diff) if d]
+    if in_v1_graph():
+        y = fn(tf, *args, **static)
+        gs = tf.gradients(y, xs, grad_ys=cotangent) if xs else []
+    else:
+        with tf.GradientTape() as tape:
+            for x in xs:
+                tape.watch(x)
+            y = fn(tf, *args, **static)
+        gs = tape.gradient(y, xs, output_gradients=cotangent) if xs else []
+    it = iter(gs)
+    return y, tuple(next(it) if d else None for d in diff)

@@ -1,0 +1,64 @@
+"""PyTorch runner: ``eager`` on CPU (and CUDA when visible).
+
+Builders get ``(torch, *tensors, **static)``; float inputs arrive with
+``requires_grad=True`` only inside :func:`torch_vjp`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Runner, nest_map
+
+
+def make(fw, spec):
+    return TorchRunner(fw, spec)
+
+
+class TorchRunner(Runner):
+    def __init__(self, fw, spec):
+        super().__init__(fw, spec)
+        if spec.mode != "eager":
+            raise ValueError(f"unknown PyTorch mode {spec.mode!r}")
+        self.torch = fw.module
+        self.torch_device = "cuda" if spec.device == "gpu" else "cpu"
+
+    def numpy(self, x):
+        if isinstance(x, self.torch.Tensor):
+            return x.detach().cpu().numpy()
+        if isinstance(x, (bool, int, float, str)):
+            return x
+        return np.asarray(x)
+
+    def tensor(self, a):
+        a = np.asarray(a)
+        return self.torch.from_numpy(np.array(a, copy=True)).to(self.torch_device)
+
+    def _build(self, builder, static):
+        def call(*arrays):
+            return nest_map(self.numpy, builder(self.torch, *[self.tensor(a) for a in arrays], **static))
+        return call
+
+    def vjp_builder(self):
+        return torch_vjp
+
+    def sync(self, out):
+        if self.torch_device == "cuda":
+            self.torch.cuda.synchronize()
+        return out
+
+
+def torch_vjp(torch, *args, fn, diff, static, ct):
+    if ct:
+        *args, cotangent = args
+    else:
+        cotangent = None
+    args = [a.requires_grad_(True) if d else a for a, d in zip(args, diff)]
+    y = fn(torch, *args, **static)
+    xs = [a for a, d in zip(args, diff) if d]
+    if cotangent is None:  # no implicit cotangent for non-scalars in PyTorch: ones
+        cotangent = torch.ones_like(y)
+    # A y that does not require grad makes autograd.grad raise RuntimeError: that is
+    # PyTorch's own answer, so it is not translated into None here.
+    gs = torch.autograd.grad(y, xs, grad_outputs=cotangent, allow_unused=True) if xs else []
+    it = iter(gs)
+    return y.detach(), tuple(next(it) if d else None for d in diff)

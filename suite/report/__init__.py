@@ -1,0 +1,1 @@
+"""Reports: the pytest plugin that records observations; JSON, Markdown; loading and checks."""

@@ -1,0 +1,207 @@
+"""Pytest plugin: fixtures (``subject``, ``oracles``, ``record``), Hypothesis profiles and
+the report writer.
+
+Rows stream to ``<report-dir>/latest.jsonl`` as tests finish (a header line first, a
+footer line last), so an interrupted or crashed run keeps what it measured; at the end
+``latest.json`` and ``latest.md`` are written and the terminal shows the matrix.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import hypothesis
+import pytest
+from hypothesis import HealthCheck, settings
+
+from suite import frameworks
+from suite.report import render, schema
+from suite.report.record import Record
+
+# function_scoped_fixture: ``record`` is meant to be shared by all examples of a test
+# (it accumulates observations across them); ``subject``/``oracles`` are stateless
+# handles to cached runners. too_slow: the first examples include tracing and XLA
+# compilation, which is a one-off cost per test, not slow data generation.
+_SUPPRESS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+settings.register_profile("dev", max_examples=20, deadline=None, suppress_health_check=_SUPPRESS)
+settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True, print_blob=True,
+                          suppress_health_check=_SUPPRESS, database=None)
+settings.register_profile("thorough", max_examples=300, deadline=None, suppress_health_check=_SUPPRESS)
+PROFILES = ("dev", "ci", "thorough")
+
+
+# ---------------------------------------------------------------- fixtures
+@pytest.fixture
+def subject(request):
+    """The runner under test (parametrised by conftest: framework x mode x device)."""
+    spec = request.param
+    try:
+        return frameworks.runner(spec)
+    except frameworks.Unavailable as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture
+def oracles(subject, request):
+    """Reference runners of the other frameworks (jax-jit, torch-eager), as selected."""
+    selected = request.config.getoption("frameworks")
+    fws = [f for f in ("jax", "torch") if f in selected and f != subject.framework]
+    return frameworks.reference_oracles(frameworks=fws, device=subject.device)
+
+
+@pytest.fixture
+def record(subject, request):
+    """The row's record, shared by every Hypothesis example of the test."""
+    rec = Record(subject)
+    request.node._adsem_record = rec
+    return rec
+
+
+# ---------------------------------------------------------------- report writer
+def _git_sha() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _short_error(rep) -> str:
+    text = str(rep.longrepr) if rep.longrepr else ""
+    m = re.findall(r"^E\s+(.*)$", text, flags=re.M)
+    if m:
+        return "\n".join(m[:6])
+    return text.strip().splitlines()[-1] if text.strip() else ""
+
+
+def _falsifying(rep) -> str:
+    text = str(rep.longrepr) if rep.longrepr else ""
+    m = re.search(r"Falsifying (?:explicit )?example: (.*?)(?:\n\n|\n[A-Z]|$)", text, flags=re.S)
+    blob = re.search(r"(@reproduce_failure\([^)]*\))", text)
+    out = m.group(1).strip() if m else ""
+    if blob:
+        out += ("\n" if out else "") + blob.group(1)
+    return out
+
+
+class ReportWriter:
+    def __init__(self, config):
+        self.config = config
+        self.dir = Path(config.getoption("report_dir"))
+        self.rows: list[dict] = []
+        self.started = time.time()
+        self.header: dict | None = None
+        self._fh = None
+
+    # session
+    def pytest_sessionstart(self, session):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        env = frameworks.python_environment()
+        env.pop("executable", None)
+        env["frameworks"] = frameworks.environment()
+        env["hypothesis"] = {"profile": settings.get_current_profile_name(), "seed": self.config.getoption("hypothesis_seed", None)}
+        env["suite_revision"] = _git_sha()
+        env["options"] = {k: self.config.getoption(k) for k in ("frameworks", "modes", "devices")}
+        self.header = {"kind": "header", "schema_version": schema.SCHEMA_VERSION,
+                       "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                       "environment": env}
+        self._fh = open(self.dir / "latest.jsonl", "w", encoding="utf-8")
+        self._write(self.header)
+
+    def _write(self, obj):
+        self._fh.write(json.dumps(obj, default=str) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        rep = outcome.get_result()
+        reps = item.__dict__.setdefault("_adsem_reports", {})
+        reps[call.when] = rep
+        if call.when == "teardown":
+            row = self._row(item, reps)
+            if row is not None:
+                self.rows.append(row)
+                self._write({"kind": "row", **row})
+
+    def _row(self, item, reps) -> dict | None:
+        mod = getattr(item, "module", None)
+        b = getattr(mod, "BEHAVIOUR", None)
+        if b is None:  # not a case module (self-tests): no report row
+            return None
+        spec = getattr(getattr(item, "callspec", None), "params", {}).get("subject")
+        setup, call, teardown = reps.get("setup"), reps.get("call"), reps.get("teardown")
+        if setup is not None and setup.skipped:
+            outcome, reason = "skipped", setup.longrepr[2] if isinstance(setup.longrepr, tuple) else str(setup.longrepr)
+            reason = re.sub(r"^Skipped: ", "", reason)
+        elif setup is not None and setup.failed:
+            outcome, reason = "error", _short_error(setup)
+        elif call is not None and call.skipped:
+            outcome = "skipped"
+            reason = re.sub(r"^Skipped: ", "", call.longrepr[2] if isinstance(call.longrepr, tuple) else str(call.longrepr))
+        elif call is not None and call.failed:
+            outcome, reason = "failed", _short_error(call)
+        elif teardown is not None and teardown.failed:
+            outcome, reason = "error", _short_error(teardown)
+        else:
+            outcome, reason = "passed", None
+        rec = getattr(item, "_adsem_record", None)
+        duration = sum(r.duration for r in reps.values())
+        row = {"behaviour": b.id, "test": item.nodeid,
+               "framework": spec.framework if spec else "none", "mode": spec.mode if spec else "none",
+               "device": spec.device if spec else "cpu", "outcome": outcome,
+               "observed": {}, "expected": {}, "max_rel_err": {}, "examples": 0,
+               "duration_s": round(duration, 4)}
+        if rec is not None:
+            row.update(rec.row_fields())
+        call_time = call.duration if call is not None else 0.0
+        row["examples_per_s"] = round(row["examples"] / call_time, 2) if row["examples"] and call_time > 0 else None
+        if reason:
+            row["reason" if outcome == "skipped" else "error"] = reason
+        if outcome in ("failed", "error"):
+            row["reproducer"] = self._reproducer(item, rec, call)
+        return row
+
+    def _reproducer(self, item, rec, call) -> str:
+        lines = [f"# reproduces {item.nodeid}",
+                 f"#   autodiff-semantics run -- '{item.nodeid}'"]
+        fals = _falsifying(call) if call is not None else ""
+        if fals:
+            lines.append("# falsifying example: " + fals.replace("\n", "\n#   "))
+        if rec is not None and rec.last_inputs:
+            lines += ["import numpy as np", rec.inputs_source()]
+        return "\n".join(lines)
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        if self._fh is None:
+            return
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        footer = {"kind": "footer", "finished": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "exitstatus": int(exitstatus), "interrupted": interrupted,
+                  "wall_s": round(time.time() - self.started, 2)}
+        self._write(footer)
+        self._fh.close()
+        report = schema.assemble(self.header, self.rows, footer)
+        schema.write_json(report, self.dir / "latest.json")
+        (self.dir / "latest.md").write_text(render.markdown(report), encoding="utf-8")
+        self.report = report
+
+    def pytest_terminal_summary(self, terminalreporter):
+        report = getattr(self, "report", None)
+        if not report or not report["results"]:
+            return
+        tr = terminalreporter
+        tr.section("autodiff-semantics: behaviour x framework-mode-device")
+        for line in render.terminal_matrix(report):
+            tr.write_line(line)
+        tr.write_line("")
+        for line in render.speed_lines(report):
+            tr.write_line(line)
+        tr.write_line(f"report: {self.dir / 'latest.json'} (+ .md, streamed .jsonl)")

@@ -1,0 +1,119 @@
+"""What one test saw: observations, expectations, errors against each oracle, examples.
+
+The ``record`` fixture gives each test one :class:`Record`, shared by all its Hypothesis
+examples (that is the point: the row summarises every example). A property test calls
+``record.example(**inputs)`` first in each example; the last inputs become the row's
+reproducer when the test fails.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from suite import compare as cmp
+
+
+def _jsonable(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    return v
+
+
+class Record:
+    def __init__(self, subject):
+        self.subject = subject
+        self.observed: dict[str, list] = {}
+        self.expected: dict[str, object] = {}
+        self.declared: dict[str, dict] = {}
+        self.max_rel_err: dict[str, float] = {}
+        self.examples = 0
+        self.last_inputs: dict | None = None
+        self.notes: list[str] = []
+
+    @property
+    def who(self) -> str:
+        return self.subject.id
+
+    def example(self, **inputs) -> None:
+        """Mark the start of one example and keep its inputs for the reproducer."""
+        self.examples += 1
+        self.last_inputs = inputs
+
+    def observe(self, **observations) -> None:
+        """Record observations (strings from the behaviour's vocabulary, or small numbers)."""
+        for k, v in observations.items():
+            seen = self.observed.setdefault(k, [])
+            v = _jsonable(v)
+            if v not in seen:
+                seen.append(v)
+
+    def check(self, expectations, **observations) -> None:
+        """Record each observation and assert it equals the expectation for this subject."""
+        __tracebackhide__ = True
+        self.observe(**observations)
+        for key, value in observations.items():
+            want, decl = expectations.lookup(key, self.subject)
+            self.expected[key] = _jsonable(want)
+            if decl is not None:
+                self.declared[key] = {"reason": decl.reason, "link": decl.link, "versions": decl.versions}
+            if _jsonable(value) != _jsonable(want):
+                how = f" (declared: {decl.reason}; {decl.link})" if decl else ""
+                raise AssertionError(f"{key}[{self.who}]={_jsonable(value)!r} but expected {_jsonable(want)!r}{how}")
+
+    def close(self, *, name: str, out, ref, oracle: str, tol=cmp.GRAD, dtype=None) -> float:
+        """``compare.assert_close`` that also keeps the max error per oracle for the row.
+
+        ``oracle`` is a runner id (``jax-jit-cpu``) or ``closed-form``; the error is
+        filed under its framework (``jax``) or ``numpy`` for the closed form.
+        """
+        __tracebackhide__ = True
+        key = "numpy" if oracle in ("closed-form", "numpy") else oracle.split("-")[0]
+        try:
+            err = cmp.assert_close(name=name, out=out, ref=ref, who=self.who, oracle=oracle, tol=tol, dtype=dtype)
+        except AssertionError:
+            self.max_rel_err[key] = float("inf") if out is None or ref is None else max(
+                self.max_rel_err.get(key, 0.0), cmp.rel_err(out, ref))
+            raise
+        self.max_rel_err[key] = max(self.max_rel_err.get(key, 0.0), err)
+        return err
+
+    def equal(self, *, name: str, out, ref, oracle: str) -> None:
+        __tracebackhide__ = True
+        key = "numpy" if oracle in ("closed-form", "numpy") else oracle.split("-")[0]
+        cmp.assert_equal(name=name, out=out, ref=ref, who=self.who, oracle=oracle)
+        self.max_rel_err.setdefault(key, 0.0)
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def row_fields(self) -> dict:
+        observed = {k: (v[0] if len(v) == 1 else v) for k, v in self.observed.items()}
+        out = {"observed": observed, "expected": dict(self.expected), "max_rel_err": dict(self.max_rel_err),
+               "examples": self.examples}
+        if self.declared:
+            out["declared"] = dict(self.declared)
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+    def inputs_source(self) -> str:
+        """The last example's inputs as NumPy literals (for reproducers)."""
+        if not self.last_inputs:
+            return ""
+        lines = []
+        np.set_printoptions(threshold=10_000, floatmode="unique")
+        try:
+            for k, v in self.last_inputs.items():
+                if isinstance(v, np.ndarray):
+                    lines.append(f"{k} = np.array({np.array2string(v, separator=', ')}, dtype=np.{v.dtype})")
+                else:
+                    lines.append(f"{k} = {v!r}")
+        finally:
+            np.set_printoptions(threshold=1000, floatmode="maxprec")
+        return "\n".join(lines)

@@ -1,0 +1,74 @@
+"""Self-tests of the report schema: loading JSON and streamed JSONL, partial runs, bad input."""
+import json
+
+import pytest
+
+from suite.report import render, schema
+
+
+def _row(**kw):
+    row = {"behaviour": "b", "test": "cases/test_b.py::test_x[tensorflow-eager-cpu]", "framework": "tensorflow",
+           "mode": "eager", "device": "cpu", "outcome": "passed", "observed": {"k": "v"}, "expected": {"k": "v"},
+           "max_rel_err": {"jax": 0.0}, "duration_s": 0.5, "examples": 10}
+    row.update(kw)
+    return row
+
+
+HEADER = {"kind": "header", "schema_version": 1, "created": "2026-11-22T00:00:00Z", "environment": {"python": "3.11"}}
+
+
+def test_jsonl_without_footer_loads_as_partial(tmp_path):
+    p = tmp_path / "latest.jsonl"
+    p.write_text("\n".join(json.dumps(x) for x in [HEADER, {"kind": "row", **_row()}]) + "\n")
+    r = schema.load(p)
+    assert r["partial"] is True and len(r["results"]) == 1
+
+
+def test_jsonl_with_a_torn_last_line_keeps_the_rows_before_it(tmp_path):
+    p = tmp_path / "latest.jsonl"
+    p.write_text(json.dumps(HEADER) + "\n" + json.dumps({"kind": "row", **_row()}) + "\n" + '{"kind": "ro')
+    r = schema.load(p)
+    assert r["partial"] and len(r["results"]) == 1
+
+
+def test_jsonl_with_footer_is_complete(tmp_path):
+    p = tmp_path / "latest.jsonl"
+    lines = [HEADER, {"kind": "row", **_row()}, {"kind": "footer", "exitstatus": 0, "interrupted": False}]
+    p.write_text("\n".join(json.dumps(x) for x in lines))
+    assert "partial" not in schema.load(p)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('{"schema_version": 1, "environment": {}, "results": [', "not valid JSON"),
+    ('{"schema_version": 7, "environment": {}, "results": []}', "schema_version 7"),
+    ('[1, 2]', "not a report"),
+    ('{"schema_version": 1, "environment": {}, "results": [{"behaviour": "b"}]}', "lacks"),
+    ('', "empty file"),
+])
+def test_bad_reports_name_the_file_and_the_problem(tmp_path, text, problem):
+    p = tmp_path / "r.json"
+    p.write_text(text)
+    with pytest.raises(schema.ReportError) as e:
+        schema.load(p)
+    assert str(p) in str(e.value) and problem in str(e.value)
+
+
+def test_missing_file_is_a_report_error(tmp_path):
+    with pytest.raises(schema.ReportError, match="no such file"):
+        schema.load(tmp_path / "nope.json")
+
+
+def test_markdown_shows_matrix_partial_marker_and_failures():
+    report = {"schema_version": 1, "created": "x", "environment": {}, "partial": True,
+              "results": [_row(), _row(outcome="failed", framework="jax", mode="jit", error="boom",
+                                   reproducer="import numpy as np")]}
+    md = render.markdown(report)
+    assert "PARTIAL REPORT" in md
+    assert "| b | ok 1/1 | FAIL 1/1 |" in md
+    assert "boom" in md and "import numpy as np" in md
+
+
+def test_terminal_matrix_has_a_row_per_behaviour():
+    report = {"results": [_row(), _row(behaviour="c", outcome="skipped")]}
+    lines = render.terminal_matrix(report)
+    assert lines[1].startswith("b ") and lines[2].startswith("c ")
