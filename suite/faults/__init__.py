@@ -46,4 +46,13 @@ def apply(framework: str, module) -> None:
             f.patch(module)
 
 
-from . import catalogue  # noqa: E402,F401  (registers the faults)
+def _register_all() -> None:
+    """Import every module of this package: each registers its faults with @fault."""
+    import importlib
+    import pkgutil
+
+    for m in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{m.name}")
+
+
+_register_all()
