@@ -30,6 +30,8 @@ def pytest_addoption(parser):
                 help="comma-separated devices (default: cpu,gpu; gpu rows are skipped when no GPU is visible)")
     g.addoption("--profile", default="dev", help="Hypothesis profile: dev, ci (derandomized) or thorough (default: dev)")
     g.addoption("--report-dir", default="reports", help="where latest.json/.jsonl/.md go (default: reports)")
+    g.addoption("--report-append", action="store_true",
+                help="append to latest.jsonl instead of starting it afresh (used when a crashed run resumes)")
 
 
 def pytest_configure(config):

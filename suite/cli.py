@@ -2,6 +2,11 @@
 
     autodiff-semantics run [--behaviour ID ...] [--profile P] [--report-dir DIR] [-- PYTEST_ARGS]
     autodiff-semantics list
+    autodiff-semantics report [REPORT ...] [--out DIR] [--bench JSON]
+    autodiff-semantics diff OLD NEW
+    autodiff-semantics upgrade OLD NEW          (tox -e tfOLD,tfNEW, then diff)
+    autodiff-semantics bench [--quick] [--device cpu|gpu] [--save NAME] [--compare ID]
+    autodiff-semantics faults [--fault NAME ...] [--jobs N] [--list]
 
 ``run`` runs the case modules under pytest with the report plugin and exits with pytest's
 status: 0 when every case passed, non-zero when one failed (2 for bad input).
@@ -53,14 +58,13 @@ def cmd_list(args) -> int:
 
 
 def cmd_run(args, pytest_args) -> int:
-    import pytest
-
     cases = Path(args.cases or bh.default_cases_dir())
     found = bh.discover(cases)
     ids = _behaviour_ids(args.behaviour or [], list(found))
     targets = [str(cases / found[i].module_file) for i in ids] or ([] if _has_paths(pytest_args) else [str(cases)])
     argv = [*targets, "--profile", args.profile, "--report-dir", args.report_dir,
-            "--rootdir", str(_repo_root()), "-p", "no:cacheprovider"]
+            "--rootdir", str(_repo_root()), "-p", "no:cacheprovider",
+            f"--junitxml={Path(args.report_dir) / 'latest.junit.xml'}"]
     for opt in ("frameworks", "modes", "devices"):
         if getattr(args, opt):
             argv += [f"--{opt}", getattr(args, opt)]
@@ -69,10 +73,302 @@ def cmd_run(args, pytest_args) -> int:
     argv += pytest_args
     print(f"autodiff-semantics: running {len(ids) or len(found)} behaviour(s), profile {args.profile}, "
           f"report in {args.report_dir}/", file=sys.stderr)
-    code = int(pytest.main(argv))
-    if code == 5:
+    rc = supervise(argv, Path(args.report_dir))
+    if args.versioned_dir and (Path(args.report_dir) / "latest.json").exists():
+        for p in save_versioned(Path(args.report_dir), Path(args.versioned_dir)):
+            print(f"autodiff-semantics: wrote {p}", file=sys.stderr)
+    return rc
+
+
+def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
+    """Run pytest in a child process; when a case kills the interpreter, record that case
+    as ``crashed`` (with the signal) and resume the run without it and without the cases
+    already done, appending to the same stream. Returns 0 iff nothing failed or crashed."""
+    import json
+    import signal
+    import subprocess
+
+    from suite.report import schema
+
+    jsonl = report_dir / "latest.jsonl"
+    done: list[str] = []
+    crashes = 0
+    extra: list[str] = []
+    while True:
+        cmd = [sys.executable, "-m", "pytest", *argv, *extra]
+        child = subprocess.Popen(cmd)
+        # SIGTERM to us is passed on: the child ends its run as interrupted and writes
+        # its partial report; Ctrl-C reaches the whole process group by itself.
+        previous = signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signum))
+        try:
+            while True:
+                try:
+                    rc = child.wait()
+                    break
+                except KeyboardInterrupt:
+                    continue
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        if rc == 2 and _interrupted(jsonl):
+            print("autodiff-semantics: interrupted; the partial report is in "
+                  f"{report_dir}/latest.json (render it with 'autodiff-semantics report')", file=sys.stderr)
+            return 130
+        if rc >= 0 or crashes >= max_crashes:
+            break
+        # Killed by a signal: find the case that was running.
+        started, finished = _progress(jsonl)
+        running = [t for t in started if t not in finished]
+        crashed = running[-1] if running else None
+        sig = signal.Signals(-rc).name if -rc in signal.Signals.__members__.values() else str(-rc)
+        if crashed is None:
+            print(f"autodiff-semantics: pytest died with {sig} outside any case", file=sys.stderr)
+            return 1
+        crashes += 1
+        print(f"autodiff-semantics: {crashed} crashed the interpreter ({sig}); resuming without it", file=sys.stderr)
+        with open(jsonl, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"kind": "row", **_crashed_row(crashed, sig)}) + "\n")
+        done = sorted(set(finished) | {crashed})
+        extra = ["--report-append", *[f"--deselect={t}" for t in done]]
+    if rc == 5 and crashes:  # the resumed process had nothing left to run
+        rc = 0
+    if rc in (0, 1):
+        try:
+            report = schema.load(report_dir / "latest.json")
+        except schema.ReportError:
+            return rc or 1
+        bad = [r for r in report["results"] if r["outcome"] in ("failed", "error", "crashed")]
+        return 1 if bad else 0
+    if rc == 5:
         print("autodiff-semantics: no case was collected (check --behaviour and the pytest arguments)", file=sys.stderr)
-    return code
+    return rc
+
+
+def _interrupted(jsonl: Path) -> bool:
+    import json
+
+    try:
+        last = jsonl.read_text(encoding="utf-8").splitlines()[-1]
+        return bool(json.loads(last).get("interrupted"))
+    except (OSError, IndexError, ValueError):
+        return False
+
+
+def _progress(jsonl: Path):
+    import json
+
+    started, finished = [], set()
+    try:
+        lines = jsonl.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return started, finished
+    for line in lines:
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if obj.get("kind") == "start":
+            started.append(obj["test"])
+        elif obj.get("kind") == "row":
+            finished.add(obj["test"])
+    return started, finished
+
+
+def _crashed_row(nodeid: str, sig: str) -> dict:
+    import re
+
+    m = re.search(r"\[(\w+)-(\w+)-(\w+)\]$", nodeid)
+    fw, mode, dev = m.groups() if m else ("none", "none", "cpu")
+    path = nodeid.split("::")[0]
+    beh = Path(path).stem[len("test_"):].replace("_", "-")
+    return {"behaviour": beh, "test": nodeid, "framework": fw, "mode": mode, "device": dev, "outcome": "crashed",
+            "observed": {}, "expected": {}, "max_rel_err": {}, "examples": 0, "duration_s": 0.0,
+            "error": f"the interpreter died with {sig} while this case ran",
+            "signal": sig, "reproducer": f"# reproduces {nodeid}\n#   autodiff-semantics run -- '{nodeid}'"}
+
+
+def _default_report(report_dir="reports") -> Path:
+    d = Path(report_dir)
+    return d / "latest.json" if (d / "latest.json").exists() else d / "latest.jsonl"
+
+
+def cmd_report(args) -> int:
+    from suite.report import html, render, schema
+
+    paths = _expand_reports(args.reports or [_default_report()])
+    reports = [schema.load(p) for p in paths]  # ReportError -> exit 2 with the file and problem
+    bench = _load_bench(args.bench) if args.bench else []
+    out_dir = Path(args.out) if args.out else paths[0].parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = args.name or (paths[0].stem if len(paths) == 1 else "matrix")
+    md = "\n\n".join(render.markdown(r) for r in reports)
+    (out_dir / f"{stem}.md").write_text(md, encoding="utf-8")
+    (out_dir / f"{stem}.html").write_text(html.page(reports, [str(p) for p in paths], bench), encoding="utf-8")
+    for r, p in zip(reports, paths):
+        flag = " (PARTIAL: interrupted run)" if r.get("partial") else ""
+        print(f"{p}: {len(r['results'])} rows{flag}")
+    print(f"wrote {out_dir / (stem + '.md')} and {out_dir / (stem + '.html')}")
+    return 0
+
+
+def _version_key(path: Path):
+    import re
+
+    return tuple(int(x) for x in re.findall(r"\d+", path.stem))
+
+
+def _expand_reports(items) -> list[Path]:
+    """Report files; a directory stands for its tf-*.json, in version order."""
+    out = []
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(p.glob("tf-*.json"), key=_version_key)
+            if not found:
+                raise CliError(f"{p}: no tf-*.json reports in this directory")
+            out += found
+        else:
+            out.append(p)
+    return out
+
+
+def _tf_version(report_dir: Path) -> str | None:
+    import json
+
+    try:
+        return json.loads((report_dir / "latest.json").read_text())["environment"]["frameworks"]["tensorflow"]["version"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def save_versioned(report_dir: Path, dest: Path) -> list[Path]:
+    """Copy latest.{json,md,html} to dest/tf-<version>.* (the matrix's per-version reports)."""
+    import shutil
+
+    v = _tf_version(report_dir)
+    if not v:
+        raise CliError(f"{report_dir}/latest.json has no TensorFlow version (is TensorFlow installed?)")
+    dest.mkdir(parents=True, exist_ok=True)
+    out = []
+    for ext in ("json", "md", "html", "junit.xml"):
+        src = report_dir / f"latest.{ext}"
+        if src.exists():
+            shutil.copyfile(src, dest / f"tf-{v}.{ext}")
+            out.append(dest / f"tf-{v}.{ext}")
+    return out
+
+
+def cmd_upgrade(args) -> int:
+    """Run two TensorFlow release lines through tox and print the changelog between them."""
+    import subprocess
+
+    root = _repo_root()
+    envs = []
+    for v in (args.old, args.new):
+        parts = v.split(".")
+        if len(parts) < 2 or not all(x.isdigit() for x in parts[:2]):
+            raise CliError(f"version {v!r} is not like 2.15")
+        envs.append(f"tf{parts[0]}{parts[1]}")
+    if not args.no_run:
+        cmd = ["tox", "-e", ",".join(envs)]
+        print("autodiff-semantics: " + " ".join(cmd), file=sys.stderr, flush=True)
+        subprocess.run(cmd, cwd=root)  # failing cases are expected: the diff says which
+    reports = []
+    for v in (args.old, args.new):
+        found = sorted((root / "reports").glob(f"tf-{v}*.json"), key=_version_key)
+        found = [f for f in found if not f.name.endswith(".junit.xml")]
+        if not found:
+            raise CliError(f"no reports/tf-{v}*.json (did tox -e {envs[0]} run?)")
+        reports.append(found[-1])
+    args.old, args.new = str(reports[0]), str(reports[1])
+    return cmd_diff(args)
+
+
+def _load_bench(paths) -> list:
+    import json
+
+    out = []
+    for p in paths:
+        try:
+            data = json.loads(Path(p).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise CliError(f"{p}: cannot read benchmark results ({e})") from None
+        for b in data.get("benchmarks", []):
+            info = b.get("extra_info", {})
+            out.append({"path": info.get("path", b.get("group")), "subject": info.get("subject", b.get("name")),
+                        "gbps": info.get("gbps"), "ceiling_gbps": info.get("ceiling_gbps")})
+    return out
+
+
+def cmd_diff(args) -> int:
+    from suite.report import diff, schema
+
+    old, new = schema.load(args.old), schema.load(args.new)
+    log = diff.diff(old, new, args.old, args.new)
+    text = diff.markdown(log)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    print(text)
+    return 1 if log.regressions else 0
+
+
+def cmd_faults(args) -> int:
+    from suite.faults import CATALOGUE, runner
+
+    if args.list:
+        for f in sorted(CATALOGUE.values(), key=lambda f: f.name):
+            print(f"{f.name:36s} breaks {', '.join(f.breaks)}: {f.description}")
+        return 0
+    return runner.run(args.fault, jobs=args.jobs, profile=args.profile, with_control=not args.no_control,
+                      out=lambda s: print(s, flush=True))
+
+
+def cmd_bench(args, pytest_args) -> int:
+    import json
+    import subprocess
+
+    root = _repo_root()
+    size = "quick" if args.quick else "full"
+    out = Path(args.output or f"reports/benchmarks/{args.device}-{size}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pytest", str(root / "benchmarks"), "--rootdir", str(root), "-p", "no:cacheprovider",
+           "--bench-size", size, "--devices", args.device, f"--benchmark-json={out}", "-q",
+           "--benchmark-columns=median,iqr,rounds", "--benchmark-sort=name", "--report-dir", str(out.parent / "run")]
+    storage = f"file://{(out.parent / 'storage').resolve()}"
+    if args.save:
+        cmd += [f"--benchmark-storage={storage}", f"--benchmark-save={args.save}"]
+    if args.compare:
+        cmd += [f"--benchmark-storage={storage}", f"--benchmark-compare={args.compare}",
+                f"--benchmark-compare-fail=median:{args.threshold}"]
+    cmd += pytest_args
+    print(f"autodiff-semantics: benchmarks ({size}, {args.device}) -> {out}", file=sys.stderr, flush=True)
+    rc = subprocess.run(cmd).returncode
+    try:
+        data = json.loads(out.read_text())
+    except (OSError, ValueError):
+        print(f"autodiff-semantics: no benchmark results in {out}", file=sys.stderr)
+        return rc or 1
+    for line in bench_table(data):
+        print(line)
+    return rc
+
+
+def bench_table(data) -> list[str]:
+    """Hot path x subject: GB/s, fraction of the ceiling, time ratio to the fastest subject."""
+    rows = []
+    for b in data.get("benchmarks", []):
+        i = b.get("extra_info", {})
+        if "path" in i:
+            rows.append(i)
+    fastest = {}
+    for r in rows:
+        fastest[r["path"]] = min(fastest.get(r["path"], float("inf")), r["median_s"])
+    lines = [f"{'hot path':44s} {'subject':26s} {'median ms':>10s} {'GB/s':>8s} {'of ceiling':>10s} {'x fastest':>9s}"]
+    for r in sorted(rows, key=lambda r: (r["path"], r["median_s"])):
+        lines.append(f"{r['path']:44s} {r['subject']:26s} {1e3 * r['median_s']:10.3f} {r['gbps'] or 0:8.2f} "
+                     f"{100 * (r['fraction_of_ceiling'] or 0):9.1f}% {r['median_s'] / fastest[r['path']]:9.2f}")
+    if rows:
+        lines.append(f"ceiling: copy bandwidth {rows[0]['ceiling_gbps']:.2f} GB/s measured in this run")
+    return lines
 
 
 def _has_paths(pytest_args) -> bool:
@@ -96,6 +392,43 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--devices", metavar="LIST", help="cpu,gpu (default: both; gpu rows skip without a GPU)")
     r.add_argument("--cases", metavar="DIR", help="cases directory (default: the checkout's cases/)")
     r.add_argument("--verbose", "-v", action="store_true", help="one line per test")
+    r.add_argument("--versioned-dir", metavar="DIR",
+                   help="also copy the report to DIR/tf-<version>.{json,md,html} (the tox matrix uses this)")
+    rep = sub.add_parser("report", help="render reports as Markdown and self-contained HTML",
+                         description="Render one report, or several side by side as a version matrix. "
+                                     "A streamed latest.jsonl from an interrupted run renders marked as partial.")
+    rep.add_argument("reports", nargs="*", metavar="REPORT", help="report .json or .jsonl (default: reports/latest.json)")
+    rep.add_argument("--out", metavar="DIR", help="output directory (default: beside the first report)")
+    rep.add_argument("--name", metavar="STEM", help="output file stem (default: the report's stem, or 'matrix')")
+    rep.add_argument("--bench", action="append", metavar="JSON", help="pytest-benchmark JSON to plot (repeatable)")
+    d = sub.add_parser("diff", help="semantic changelog between two reports",
+                       description="Semantic changelog OLD -> NEW. Exit 0: no regression; 1: regressions; 2: bad input.")
+    d.add_argument("old", metavar="OLD")
+    d.add_argument("new", metavar="NEW")
+    d.add_argument("--output", "-o", metavar="FILE", help="also write the Markdown here")
+    be = sub.add_parser("bench", help="benchmarks of the hot paths against a measured ceiling",
+                        description="pytest-benchmark over benchmarks/; JSON in reports/benchmarks/. "
+                                    "Arguments after '--' go to pytest.")
+    be.add_argument("--quick", action="store_true", help="small inputs (2^20 float32), n<=128 Jacobians")
+    be.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="device (default: cpu)")
+    be.add_argument("--output", metavar="FILE", help="JSON path (default: reports/benchmarks/<device>-<size>.json)")
+    be.add_argument("--save", metavar="NAME", help="also save the run in reports/benchmarks/storage for --compare")
+    be.add_argument("--compare", metavar="ID", help="compare against a saved run (pytest-benchmark's compare)")
+    be.add_argument("--threshold", default="20%", help="regression threshold on the median (default: 20%%)")
+    up = sub.add_parser("upgrade", help="run two TensorFlow versions (tox) and print the changelog",
+                        description="tox -e tfOLD,tfNEW, then diff reports/tf-OLD*.json reports/tf-NEW*.json.")
+    up.add_argument("old", metavar="OLD", help="e.g. 2.15")
+    up.add_argument("new", metavar="NEW", help="e.g. 2.21")
+    up.add_argument("--no-run", action="store_true", help="only diff the reports already there")
+    up.add_argument("--output", "-o", metavar="FILE", help="also write the Markdown here")
+    fl = sub.add_parser("faults", help="self-check: run the cases under each injected fault",
+                        description="Run the relevant cases under each fault of the catalogue (in subprocesses) "
+                                    "and print the kill matrix. Exit 1 if any fault survives.")
+    fl.add_argument("--fault", "-f", action="append", metavar="NAME", help="fault to run (repeatable; default: all)")
+    fl.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel subprocesses (default: CPU count)")
+    fl.add_argument("--profile", choices=PROFILES, default="ci", help="Hypothesis profile (default: ci)")
+    fl.add_argument("--no-control", action="store_true", help="skip the control run without any fault")
+    fl.add_argument("--list", action="store_true", help="list the catalogue and exit")
     ls = sub.add_parser("list", help="list the behaviours", description="List the behaviours the cases check.")
     ls.add_argument("--json", action="store_true", help="JSON instead of a table")
     ls.add_argument("--cases", metavar="DIR", help="cases directory (default: the checkout's cases/)")
@@ -110,18 +443,31 @@ def main(argv=None) -> int:
         argv, extra = argv[:i], argv[i + 1:]
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 with a usage message on a bad flag
-    if extra and args.command != "run":
-        parser.error(f"arguments after '--' are only for 'run' (got {' '.join(extra)})")
+    if extra and args.command not in ("run", "bench"):
+        parser.error(f"arguments after '--' are only for 'run' and 'bench' (got {' '.join(extra)})")
     try:
         if args.command == "list":
             return cmd_list(args)
+        if args.command == "report":
+            return cmd_report(args)
+        if args.command == "diff":
+            return cmd_diff(args)
+        if args.command == "faults":
+            return cmd_faults(args)
+        if args.command == "upgrade":
+            return cmd_upgrade(args)
+        if args.command == "bench":
+            return cmd_bench(args, extra)
         return cmd_run(args, extra)
-    except (CliError, FileNotFoundError, ValueError) as e:
+    except (CliError, FileNotFoundError, ValueError, OSError) as e:
         print(f"autodiff-semantics: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("autodiff-semantics: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into head & co.
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -26,3 +26,61 @@ def test_bad_flag_exits_2_with_usage():
 def test_bad_profile_exits_2():
     p = subprocess.run([sys.executable, "-m", "suite", "run", "--profile", "fast"], capture_output=True, text=True)
     assert p.returncode == 2 and "invalid choice: 'fast'" in p.stderr
+
+
+def _report(rows, version="2.21.0"):
+    return {"schema_version": 1, "created": "2026-11-22T00:00:00Z",
+            "environment": {"frameworks": {"tensorflow": {"version": version, "devices": ["cpu"]}}},
+            "results": rows}
+
+
+def _row(test, outcome="passed", observed=None):
+    return {"behaviour": "b", "test": f"cases/test_b.py::{test}[tensorflow-xla-cpu]", "framework": "tensorflow",
+            "mode": "xla", "device": "cpu", "outcome": outcome, "observed": observed or {"k": "clamp"},
+            "expected": {}, "max_rel_err": {}, "duration_s": 0.1}
+
+
+def _write(tmp_path, name, obj):
+    import json
+
+    p = tmp_path / name
+    p.write_text(json.dumps(obj))
+    return str(p)
+
+
+def test_diff_lists_changed_observations_and_exits_1_on_regression(tmp_path, capsys):
+    old = _write(tmp_path, "old.json", _report([_row("t1"), _row("t2"), _row("t3")], "2.15.1"))
+    new = _write(tmp_path, "new.json", _report([_row("t1", observed={"k": "zero-fill"}), _row("t2", "failed")]))
+    assert cli.main(["diff", old, new]) == 1
+    out = capsys.readouterr().out
+    assert "`t1[tensorflow-xla-cpu]` | k | `clamp` | `zero-fill` |" in out
+    assert "### Newly failing (1)" in out and "### Disappeared (1)" in out
+    assert "TensorFlow 2.15.1" in out and "TensorFlow 2.21.0" in out
+
+
+def test_diff_of_a_report_with_itself_is_clean(tmp_path, capsys):
+    old = _write(tmp_path, "old.json", _report([_row("t1")]))
+    assert cli.main(["diff", old, old]) == 0
+    assert "No behaviour changed" in capsys.readouterr().out
+
+
+def test_diff_and_report_reject_corrupt_input_with_exit_2(tmp_path, capsys):
+    good = _write(tmp_path, "good.json", _report([_row("t1")]))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": 1, "results": [')
+    assert cli.main(["diff", str(bad), good]) == 2
+    assert cli.main(["report", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: not valid JSON" in err and "Traceback" not in err
+
+
+def test_report_renders_a_partial_stream_marked_partial(tmp_path, capsys):
+    import json
+
+    p = tmp_path / "latest.jsonl"
+    p.write_text(json.dumps({"kind": "header", "schema_version": 1, "created": "x", "environment": {}}) + "\n"
+                 + json.dumps({"kind": "row", **_row("t1")}) + "\n")
+    assert cli.main(["report", str(p), "--out", str(tmp_path / "out")]) == 0
+    page = (tmp_path / "out" / "latest.html").read_text()
+    assert "PARTIAL REPORT" in page and "t1[tensorflow-xla-cpu]" in page
+    assert "http://" not in page.split("<body>")[0] and "<script src" not in page

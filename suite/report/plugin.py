@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -90,6 +91,10 @@ def _falsifying(rep) -> str:
     return out
 
 
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
 class ReportWriter:
     def __init__(self, config):
         self.config = config
@@ -111,8 +116,25 @@ class ReportWriter:
         self.header = {"kind": "header", "schema_version": schema.SCHEMA_VERSION,
                        "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                        "environment": env}
-        self._fh = open(self.dir / "latest.jsonl", "w", encoding="utf-8")
+        append = self.config.getoption("report_append")
+        self._fh = open(self.dir / "latest.jsonl", "a" if append else "w", encoding="utf-8")
         self._write(self.header)
+        # SIGTERM ends the run like Ctrl-C: pytest unwinds, the footer says "interrupted"
+        # and latest.json is written (marked partial) from what was measured.
+        try:
+            signal.signal(signal.SIGTERM, _raise_interrupt)
+        except ValueError:  # not the main thread
+            pass
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        if self._fh is not None:
+            self._write({"kind": "start", "test": nodeid})
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item):
+        planted = os.environ.get("AUTODIFF_SEMANTICS_CRASH")
+        if planted and planted in item.nodeid:  # self-check: a case that kills the interpreter
+            os.kill(os.getpid(), signal.SIGSEGV)
 
     def _write(self, obj):
         self._fh.write(json.dumps(obj, default=str) + "\n")
@@ -188,9 +210,16 @@ class ReportWriter:
                   "wall_s": round(time.time() - self.started, 2)}
         self._write(footer)
         self._fh.close()
-        report = schema.assemble(self.header, self.rows, footer)
+        self._fh = None
+        # Built from the stream, so rows of earlier (crashed) processes of the same run
+        # and the supervisor's ``crashed`` rows are included.
+        streamed = schema.load(self.dir / "latest.jsonl")
+        report = schema.assemble(self.header, streamed["results"], footer)
         schema.write_json(report, self.dir / "latest.json")
         (self.dir / "latest.md").write_text(render.markdown(report), encoding="utf-8")
+        from suite.report import html
+
+        (self.dir / "latest.html").write_text(html.page([report], [str(self.dir / "latest.json")]), encoding="utf-8")
         self.report = report
 
     def pytest_terminal_summary(self, terminalreporter):

@@ -103,11 +103,13 @@ def _load_jsonl(text, path) -> dict:
             raise ReportError(f"{path}: line {n} is not valid JSON") from None
         kind = obj.pop("kind", None)
         if kind == "header":
-            header = obj
+            header = header or obj  # a resumed run appends a header per process: keep the first
         elif kind == "row":
             rows.append(obj)
         elif kind == "footer":
-            footer = obj
+            footer = obj  # the last process's footer
+        elif kind == "start":
+            continue
         else:
             raise ReportError(f"{path}: line {n} has unknown kind {kind!r}")
     if header is None:

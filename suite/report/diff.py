@@ -1,0 +1,116 @@
+"""Semantic changelog between two reports (``autodiff-semantics diff OLD NEW``).
+
+Rows are matched by test id (behaviour, test, framework, mode, device). Each pair is
+classified: observation changed (old -> new per key), newly failing, newly passing,
+newly skipped or unavailable, disappeared, new. Regressions are rows that passed (or
+were new) and now fail, error or crash, and passing rows that disappeared.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+BAD = ("failed", "error", "crashed")
+QUIET = ("skipped", "unavailable")
+
+
+@dataclasses.dataclass
+class Change:
+    kind: str
+    behaviour: str
+    subject: str
+    test: str
+    old: object = None
+    new: object = None
+    detail: str = ""
+
+
+@dataclasses.dataclass
+class Changelog:
+    old_label: str
+    new_label: str
+    changes: list
+
+    @property
+    def regressions(self) -> list:
+        return [c for c in self.changes if c.kind in ("newly failing", "disappeared")]
+
+    def by_kind(self, kind) -> list:
+        return [c for c in self.changes if c.kind == kind]
+
+
+def _subject(r) -> str:
+    return f"{r['framework']}-{r['mode']}-{r['device']}"
+
+
+def _label(report, path) -> str:
+    fw = report.get("environment", {}).get("frameworks", {}).get("tensorflow", {})
+    v = fw.get("version")
+    return f"{path} (TensorFlow {v})" if v else str(path)
+
+
+def diff(old: dict, new: dict, old_path="OLD", new_path="NEW") -> Changelog:
+    o = {r["test"]: r for r in old["results"]}
+    n = {r["test"]: r for r in new["results"]}
+    changes = []
+    for test, a in o.items():
+        b = n.get(test)
+        subj = _subject(a)
+        if b is None:
+            if a["outcome"] == "passed":
+                changes.append(Change("disappeared", a["behaviour"], subj, test, a["outcome"], None))
+            else:
+                changes.append(Change("removed", a["behaviour"], subj, test, a["outcome"], None))
+            continue
+        ao, bo = a["outcome"], b["outcome"]
+        if ao not in BAD and bo in BAD:
+            changes.append(Change("newly failing", a["behaviour"], subj, test, ao, bo, b.get("error", "")))
+        elif ao in BAD and bo == "passed":
+            changes.append(Change("newly passing", a["behaviour"], subj, test, ao, bo))
+        elif ao not in QUIET and bo in QUIET:
+            changes.append(Change("newly skipped", a["behaviour"], subj, test, ao, bo, b.get("reason", "")))
+        elif ao in QUIET and bo not in QUIET:
+            changes.append(Change("newly running", a["behaviour"], subj, test, ao, bo))
+        for key in sorted(set(a.get("observed", {})) | set(b.get("observed", {}))):
+            av, bv = a.get("observed", {}).get(key), b.get("observed", {}).get(key)
+            if av is not None and bv is not None and av != bv:
+                changes.append(Change("observation changed", a["behaviour"], subj, test, av, bv, key))
+    for test, b in n.items():
+        if test not in o:
+            kind = "newly failing" if b["outcome"] in BAD else "new"
+            changes.append(Change(kind, b["behaviour"], _subject(b), test, None, b["outcome"], b.get("error", "")))
+    return Changelog(_label(old, old_path), _label(new, new_path), changes)
+
+
+def _short(test: str) -> str:
+    return test.split("::", 1)[-1]
+
+
+def markdown(log: Changelog) -> str:
+    out = [f"## Semantic changelog: {log.old_label} -> {log.new_label}", ""]
+    if not log.changes:
+        return "\n".join(out + ["No behaviour changed: same outcomes and the same observations in every row.", ""])
+    regs = log.regressions
+    out.append(f"**{len(regs)} regression(s)**" if regs else "No regressions.")
+    out.append("")
+    obs = log.by_kind("observation changed")
+    if obs:
+        out += ["### Observations that changed", "", "| behaviour | subject | test | key | old | new |",
+                "|---|---|---|---|---|---|"]
+        out += [f"| {c.behaviour} | {c.subject} | `{_short(c.test)}` | {c.detail} | `{c.old}` | `{c.new}` |" for c in obs]
+        out.append("")
+        per_b = {}
+        for c in obs:
+            per_b.setdefault(c.behaviour, set()).add(f"{c.detail}: {c.old} -> {c.new}")
+        out += ["Behaviours whose observations changed:", ""]
+        out += [f"- **{b}**: " + "; ".join(sorted(v)) for b, v in sorted(per_b.items())]
+        out.append("")
+    for kind in ("newly failing", "disappeared", "newly passing", "newly skipped", "newly running", "new", "removed"):
+        cs = log.by_kind(kind)
+        if not cs:
+            continue
+        out += [f"### {kind.capitalize()} ({len(cs)})", "", "| behaviour | subject | test | old | new | detail |",
+                "|---|---|---|---|---|---|"]
+        out += [f"| {c.behaviour} | {c.subject} | `{_short(c.test)}` | {c.old} | {c.new} | "
+                f"{str(c.detail).replace('|', '/').splitlines()[0][:160] if c.detail else ''} |" for c in cs]
+        out.append("")
+    return "\n".join(out)
