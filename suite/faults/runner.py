@@ -1,0 +1,125 @@
+"""The self-check: run the relevant cases under each fault and print the kill matrix.
+
+Each fault runs in its own ``python -m pytest`` subprocess (in parallel where cores
+allow) over the case modules of the behaviours it names, TensorFlow rows only (the
+oracles still run inside those tests), stopping at the first failure. A fault is
+*killed* when at least one of its behaviours' cases fails under it; a control run with
+no fault must pass first, or a kill would prove nothing.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+@dataclasses.dataclass
+class Outcome:
+    fault: str
+    behaviours: tuple
+    killed_by: dict          # behaviour -> first failing test
+    rc: int
+    seconds: float
+    error: str = ""
+
+    @property
+    def killed(self) -> bool:
+        return bool(self.killed_by)
+
+
+def _pytest(files, env_extra, report_dir, profile, stop_first=True, timeout=1500):
+    env = dict(os.environ)
+    env.pop("AUTODIFF_SEMANTICS_FAULTS", None)
+    env.update(env_extra)
+    cmd = [sys.executable, "-m", "pytest", *files, "--profile", profile, "--devices", "cpu",
+           "--report-dir", str(report_dir), "-p", "no:cacheprovider", "-q", "-k", "tensorflow"]
+    if stop_first:
+        cmd.append("-x")
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    try:
+        rows = json.loads((Path(report_dir) / "latest.json").read_text())["results"]
+    except (OSError, ValueError):
+        rows = []
+    return p, rows
+
+
+def run_fault(fault, files_for, profile="ci") -> Outcome:
+    t0 = time.time()
+    files = sorted({f for b in fault.breaks for f in files_for(b)})
+    with tempfile.TemporaryDirectory(prefix=f"fault-{fault.name}-") as d:
+        try:
+            p, rows = _pytest(files, {"AUTODIFF_SEMANTICS_FAULTS": fault.name}, d, profile)
+        except subprocess.TimeoutExpired:
+            return Outcome(fault.name, fault.breaks, {}, -1, time.time() - t0, "timed out")
+    killed = {}
+    for r in rows:
+        if r["outcome"] in ("failed", "error", "crashed") and r["behaviour"] in fault.breaks:
+            killed.setdefault(r["behaviour"], r["test"])
+    err = "" if killed or p.returncode == 0 else (p.stdout[-1500:] + p.stderr[-1500:])
+    return Outcome(fault.name, fault.breaks, killed, p.returncode, time.time() - t0, err)
+
+
+def control(files, profile="ci") -> tuple[bool, str]:
+    with tempfile.TemporaryDirectory(prefix="fault-control-") as d:
+        p, rows = _pytest(files, {}, d, profile, stop_first=True)
+    bad = [r["test"] for r in rows if r["outcome"] in ("failed", "error", "crashed")]
+    return p.returncode == 0 and not bad, "\n".join(bad) or p.stdout[-1500:]
+
+
+def run(names=None, *, jobs=None, profile="ci", with_control=True, out=print) -> int:
+    from suite import behaviours as bh
+    from suite.faults import CATALOGUE
+
+    found = bh.discover()
+    cases = bh.default_cases_dir()
+    unknown = [n for n in (names or []) if n not in CATALOGUE]
+    if unknown:
+        raise ValueError(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(sorted(CATALOGUE))}")
+    faults = [CATALOGUE[n] for n in (names or sorted(CATALOGUE))]
+    missing = sorted({b for f in faults for b in f.breaks if b not in found})
+    if missing:
+        raise ValueError(f"faults name behaviours with no case module: {', '.join(missing)}")
+
+    def files_for(b):
+        return [str(cases / found[b].module_file)]
+
+    jobs = jobs or max(1, min(len(faults), os.cpu_count() or 1))
+    if with_control:
+        files = sorted({f for flt in faults for b in flt.breaks for f in files_for(b)})
+        out(f"control run (no fault) over {len(files)} case module(s)...")
+        ok, detail = control(files, profile)
+        if not ok:
+            out(f"control run failed: the cases do not pass without a fault, so kills would prove nothing:\n{detail}")
+            return 2
+    out(f"running {len(faults)} fault(s), {jobs} at a time")
+    results = []
+    with cf.ThreadPoolExecutor(jobs) as ex:
+        futs = {ex.submit(run_fault, f, files_for, profile): f for f in faults}
+        for i, fut in enumerate(cf.as_completed(futs), 1):
+            o = fut.result()
+            results.append(o)
+            state = "killed" if o.killed else "SURVIVED"
+            out(f"[{i}/{len(faults)}] {o.fault}: {state} ({o.seconds:.0f}s)"
+                + (f" by {next(iter(o.killed_by.values()))}" if o.killed else f" {o.error[-300:]}"))
+    results.sort(key=lambda o: o.fault)
+    for line in matrix(results):
+        out(line)
+    killed = sum(o.killed for o in results)
+    out(f"kill rate: {killed}/{len(results)} ({100.0 * killed / max(1, len(results)):.0f}%)")
+    return 0 if killed == len(results) else 1
+
+
+def matrix(results) -> list[str]:
+    lines = ["| fault | behaviour | result | failing test |", "|---|---|---|---|"]
+    for o in results:
+        for b in o.behaviours:
+            t = o.killed_by.get(b)
+            res = "killed" if t else ("survived" if not o.killed else "not reached (-x)")
+            lines.append(f"| {o.fault} | {b} | {res} | {t.split('::', 1)[-1] if t else ''} |")
+    return lines
