@@ -1,0 +1,41 @@
+"""Hot path: gather forward+backward, in range and with out-of-range indices
+(cases/test_gather_out_of_range.py). Out of range runs where the framework does not
+raise (XLA clamps, JAX fills/clamps); where it raises the row is skipped with the error.
+"""
+import numpy as np
+import pytest
+
+from suite import bench
+
+
+def tensorflow(tf, params, idx):
+    return tf.gather(params, idx)
+
+
+def jax(jax, params, idx):
+    return params[idx]
+
+
+def torch(torch, params, idx):
+    return params[idx]
+
+
+FNS = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
+
+
+@pytest.mark.benchmark(group="gather-fwd-bwd")
+@pytest.mark.parametrize("indices", ["in-range", "out-of-range"])
+def test_gather_fwd_bwd(benchmark, bench_subject, size, ceiling, indices):
+    params = bench.fresh(size, 5)
+    rng = np.random.default_rng(6)
+    idx = rng.integers(0, size, size).astype(np.int32)
+    if indices == "out-of-range":
+        idx[::16] = size + 3  # one in sixteen beyond the end
+    try:
+        step = bench.make_step(bench_subject, FNS, params, idx)
+    except Exception as e:  # CPU TensorFlow and PyTorch raise on out-of-range indices
+        pytest.skip(f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    benchmark.pedantic(step, rounds=10, iterations=1, warmup_rounds=1)
+    # read params and indices, write out; backward: read indices, write d/dparams
+    bench.record(benchmark, path=f"gather-fwd-bwd-{indices}", subject=bench_subject,
+                 bytes_moved=2 * params.nbytes + 2 * idx.nbytes + params.nbytes, ceiling=ceiling)

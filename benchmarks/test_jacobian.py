@@ -1,0 +1,76 @@
+"""Hot path: full Jacobians (cases/test_summed_gradients_vs_jacobian.py).
+
+y = tanh(W x) for an n x n W: GradientTape.jacobian with pfor and with a while loop,
+jax.jacrev and jax.jacfwd, torch.func.jacrev (vmap) and torch.autograd.functional.jacobian
+(a Python loop over rows). n from 16 to 1024 (quick: 16 and 128). The compute ceiling
+is the matmul rate measured in this run; bytes: W read once, the n x n Jacobian written.
+"""
+import numpy as np
+import pytest
+
+from suite import bench
+
+
+def _ns(config):
+    return [16, 128] if config.getoption("bench_size") == "quick" else [16, 128, 1024]
+
+
+def pytest_generate_tests(metafunc):
+    if "n" in metafunc.fixturenames:
+        metafunc.parametrize("n", _ns(metafunc.config))
+
+
+@pytest.mark.benchmark(group="jacobian")
+@pytest.mark.parametrize("method", ["reverse-vectorised", "reverse-loop", "forward"])
+def test_jacobian(benchmark, bench_subject, n, method, ceiling, matmul):
+    fw = bench_subject.framework
+    rng = np.random.default_rng(11)
+    w = (rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
+    x = rng.standard_normal(n).astype(np.float32)
+    if fw == "tensorflow":
+        if method == "forward":
+            pytest.skip("TensorFlow has no forward-mode Jacobian API (ForwardAccumulator per column only)")
+        if method == "reverse-loop" and n > 128 and bench_subject.mode != "function":
+            pytest.skip("while-loop Jacobian of n > 128 is minutes per call in eager/XLA on CPU")
+        tf = bench_subject.tf
+        with tf.device(bench_subject.device_name):
+            W, X = tf.constant(w), tf.constant(x)
+
+        def jac(W, X):
+            # a while-loop Jacobian in eager needs a persistent tape (TF raises otherwise)
+            with tf.GradientTape(persistent=method == "reverse-loop") as tape:
+                tape.watch(X)
+                y = tf.tanh(tf.linalg.matvec(W, X))
+            return tape.jacobian(y, X, experimental_use_pfor=method == "reverse-vectorised")
+        f = jac if bench_subject.mode == "eager" else tf.function(jac, jit_compile=bench_subject.mode == "xla")
+
+        def step():
+            with tf.device(bench_subject.device_name):
+                return f(W, X).numpy()
+    elif fw == "jax":
+        jax = bench_subject.jax
+        W, X = (jax.device_put(a, bench_subject.jax_device) for a in (w, x))
+        g = lambda X: jax.numpy.tanh(W @ X)  # noqa: E731
+        if method == "reverse-loop":
+            pytest.skip("JAX's jacrev is always vectorised (vmap)")
+        f = jax.jit(jax.jacrev(g) if method == "reverse-vectorised" else jax.jacfwd(g))
+
+        def step():
+            return f(X).block_until_ready()
+    else:
+        torch = bench_subject.torch
+        W, X = bench_subject.tensor(w), bench_subject.tensor(x)
+        g = lambda X: torch.tanh(W @ X)  # noqa: E731
+        if method == "reverse-vectorised":
+            f = torch.func.jacrev(g)
+        elif method == "forward":
+            f = torch.func.jacfwd(g)
+        else:
+            f = lambda X: torch.autograd.functional.jacobian(g, X)  # noqa: E731
+
+        def step():
+            return bench_subject.sync(f(X))
+    step()
+    benchmark.pedantic(step, rounds=5, iterations=1, warmup_rounds=1)
+    bench.record(benchmark, path=f"jacobian-n{n}-{method}", subject=bench_subject,
+                 bytes_moved=w.nbytes + n * n * 4, ceiling=ceiling, flops=2.0 * n * n * n, matmul=matmul)

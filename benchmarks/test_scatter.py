@@ -1,0 +1,67 @@
+"""Hot path: the center-loss update with duplicate labels (cases/test_scatter_duplicate_indices.py).
+
+c_j <- c_j - alpha * sum_i [y_i=j](c_j - x_i) / (1 + sum_i [y_i=j]), as each framework
+spells a scatter-subtract: tf.tensor_scatter_nd_sub, jnp .at[].add, torch index_add_.
+"""
+import numpy as np
+import pytest
+
+from suite import bench
+
+ALPHA = 0.5
+N_CLASSES = 1024
+
+
+def _delta(xp, centers, labels, x, counts):
+    diff = centers[labels] - x
+    return ALPHA * diff / (1.0 + counts[labels])[:, None]
+
+
+@pytest.mark.benchmark(group="center-loss-scatter")
+def test_center_loss_scatter_update(benchmark, bench_subject, size, ceiling):
+    d = 64
+    m = size // d
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((m, d)).astype(np.float32)
+    labels = rng.integers(0, N_CLASSES, m).astype(np.int32)  # many duplicates per class
+    centers = rng.standard_normal((N_CLASSES, d)).astype(np.float32)
+    counts = np.bincount(labels, minlength=N_CLASSES).astype(np.float32)
+    fw = bench_subject.framework
+    if fw == "tensorflow":
+        tf = bench_subject.tf
+        with tf.device(bench_subject.device_name):
+            c, xx, ll, cc = (tf.constant(a) for a in (centers, x, labels, counts))
+
+        def upd(c, xx, ll, cc):
+            delta = ALPHA * (tf.gather(c, ll) - xx) / (1.0 + tf.gather(cc, ll))[:, None]
+            return tf.tensor_scatter_nd_sub(c, ll[:, None], delta)
+        f = upd if bench_subject.mode == "eager" else tf.function(upd, jit_compile=bench_subject.mode == "xla")
+
+        def step():
+            with tf.device(bench_subject.device_name):
+                return f(c, xx, ll, cc).numpy()
+    elif fw == "jax":
+        jax = bench_subject.jax
+        c, xx, ll, cc = (jax.device_put(a, bench_subject.jax_device) for a in (centers, x, labels, counts))
+
+        @jax.jit
+        def upd(c, xx, ll, cc):
+            delta = ALPHA * (c[ll] - xx) / (1.0 + cc[ll])[:, None]
+            return c.at[ll].add(-delta)
+
+        def step():
+            return upd(c, xx, ll, cc).block_until_ready()
+    else:
+        torch = bench_subject.torch
+        c, xx, cc = (bench_subject.tensor(a) for a in (centers, x, counts))
+        ll = bench_subject.tensor(labels.astype(np.int64))
+
+        def step():
+            delta = ALPHA * (c[ll] - xx) / (1.0 + cc[ll])[:, None]
+            out = c.clone().index_add_(0, ll, -delta)
+            return bench_subject.sync(out)
+    step()
+    benchmark.pedantic(step, rounds=10, iterations=1, warmup_rounds=1)
+    # read x, labels, gathered centers; write the updated centers
+    bench.record(benchmark, path="center-loss-scatter", subject=bench_subject,
+                 bytes_moved=x.nbytes + labels.nbytes + 2 * centers.nbytes + counts.nbytes, ceiling=ceiling)

@@ -1,0 +1,154 @@
+"""Benchmark helpers: the bandwidth ceiling measured in the same run, and timed steps.
+
+A benchmark times one *step* (a zero-argument callable that runs forward+backward on
+inputs already on the device and blocks until the result is ready). Compilation and
+warm-up happen outside the timed region (``make_step`` runs the step once). The
+ceiling is the device's measured copy bandwidth (read + write of a large buffer, best
+of several framework copies); each result reports the minimum bytes it must move,
+the achieved GB/s and the fraction of that ceiling.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+SIZES = {"quick": 1 << 20, "full": 1 << 23}  # float32 elements per input
+
+
+def _best(fn, repeats=7) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def copy_ceiling(device: str = "cpu", n_bytes: int = 1 << 27) -> dict:
+    """Copy bandwidth in GB/s (2 x bytes per copy: one read, one write), per framework
+    and the best of them; measured now, in this process."""
+    from suite import frameworks
+
+    n = n_bytes // 4
+    rates = {}
+    src = np.random.default_rng(0).random(n, dtype=np.float32)
+    dst = np.empty_like(src)
+    rates["numpy"] = 2 * src.nbytes / _best(lambda: np.copyto(dst, src)) / 1e9
+    for spec in frameworks.specs(frameworks=("torch", "jax", "tensorflow"), devices=(device,)):
+        if spec.framework == "tensorflow" and spec.mode != "eager" or spec.framework == "jax" and spec.mode != "jit":
+            continue
+        try:
+            r = frameworks.runner(spec)
+        except frameworks.Unavailable:
+            continue
+        if spec.framework == "torch":
+            t = r.tensor(src)
+            out = r.torch.empty_like(t)
+            rates["torch"] = 2 * src.nbytes / _best(lambda: (out.copy_(t), r.sync(out))) / 1e9
+        elif spec.framework == "jax":
+            x = r.jax.device_put(src, r.jax_device)
+            f = r.jax.jit(lambda a: a * 1.0)
+            rates["jax"] = 2 * src.nbytes / _best(lambda: f(x).block_until_ready()) / 1e9
+        else:
+            tf = r.tf
+            with tf.device(r.device_name):
+                x = tf.constant(src)
+                f = tf.function(lambda a: a * 1.0)
+                rates["tensorflow"] = 2 * src.nbytes / _best(lambda: f(x).numpy()) / 1e9
+    return {"per_framework_gbps": rates, "gbps": max(rates.values()), "bytes": src.nbytes}
+
+
+def matmul_ceiling(n: int = 1024) -> dict:
+    """Float32 matmul rate (GFLOP/s) with NumPy's BLAS: the compute ceiling for Jacobians."""
+    a = np.random.default_rng(1).random((n, n), dtype=np.float32)
+    t = _best(lambda: a @ a, repeats=5)
+    return {"gflops": 2 * n ** 3 / t / 1e9, "n": n}
+
+
+def sync_any(out):
+    """Block until ``out`` (a nest of TF/JAX/torch values) is computed."""
+    if isinstance(out, (list, tuple)):
+        for o in out:
+            sync_any(o)
+        return out
+    if hasattr(out, "block_until_ready"):
+        out.block_until_ready()
+    elif hasattr(out, "numpy") and not hasattr(out, "detach"):  # TF: reading the value waits for it
+        out.numpy()
+    elif hasattr(out, "is_cuda") and out.is_cuda:
+        import torch
+
+        torch.cuda.synchronize()
+    return out
+
+
+def make_step(subject, fns: dict, *arrays, **static):
+    """A timed step for ``subject``: forward+backward of ``fns[framework](module, *x)``
+    with ones as the cotangent, inputs already on the device, result synchronised.
+
+    TensorFlow: eager (tape), ``function`` and ``xla`` (tape inside tf.function);
+    JAX: ``jax.jit`` of the vjp; PyTorch: eager autograd. The step is run once here
+    (trace/compile/warm-up outside the timed region).
+    """
+    fw = subject.framework
+    fn = fns[fw]
+    if fw == "tensorflow":
+        tf = subject.tf
+        with tf.device(subject.device_name):
+            xs = [tf.constant(a) for a in arrays]
+
+        def tf_step(*args):
+            with tf.GradientTape() as tape:
+                for a in args:
+                    tape.watch(a)
+                y = fn(tf, *args, **static)
+            return y, tape.gradient(y, args)
+        if subject.mode == "graph":
+            raise ValueError("benchmarks run tensorflow eager/function/xla")
+        run = tf_step if subject.mode == "eager" else tf.function(tf_step, jit_compile=subject.mode == "xla")
+
+        def step():
+            with tf.device(subject.device_name):
+                return sync_any(run(*xs))
+    elif fw == "jax":
+        jax = subject.jax
+        xs = [jax.device_put(a, subject.jax_device) for a in arrays]
+
+        def jax_step(*args):
+            y, pull = jax.vjp(lambda *a: fn(jax, *a, **static), *args)
+            return y, pull(jax.numpy.ones_like(y))
+        run = jax.jit(jax_step) if subject.mode == "jit" else jax_step
+
+        def step():
+            return jax.block_until_ready(run(*xs))
+    else:
+        torch = subject.torch
+        xs = [subject.tensor(a).requires_grad_(True) for a in arrays]
+
+        def step():
+            y = fn(torch, *xs, **static)
+            g = torch.autograd.grad(y, xs, grad_outputs=torch.ones_like(y))
+            return subject.sync((y, g))
+    step()
+    return step
+
+
+def record(benchmark, *, path: str, subject, bytes_moved: int, ceiling: dict, flops: float | None = None,
+           matmul: dict | None = None) -> None:
+    """Attach the roofline numbers to a pytest-benchmark result (after it ran)."""
+    t = benchmark.stats.stats.median
+    gbps = bytes_moved / t / 1e9 if t else None
+    info = {"path": path, "subject": subject.id, "bytes_moved": bytes_moved, "median_s": t,
+            "gbps": gbps, "ceiling_gbps": ceiling["gbps"],
+            "fraction_of_ceiling": (gbps / ceiling["gbps"]) if gbps else None}
+    if flops is not None and matmul:
+        info.update(gflops=flops / t / 1e9, ceiling_gflops=matmul["gflops"],
+                    fraction_of_matmul=flops / t / 1e9 / matmul["gflops"])
+    benchmark.extra_info.update(info)
+
+
+def fresh(n: int, seed: int, *, low=-4.0, high=4.0, dtype=np.float32) -> np.ndarray:
+    """Fresh random inputs (never zeros)."""
+    return np.random.default_rng(seed).uniform(low, high, n).astype(dtype)
