@@ -35,7 +35,6 @@ _ENV = {
     "XLA_PYTHON_CLIENT_PREALLOCATE": "false",  # nor JAX
     "JAX_ENABLE_X64": "1",                # float64 inputs stay float64
     "NVIDIA_TF32_OVERRIDE": "0",          # TF32 off in cuBLAS/cuDNN for every framework
-    "JAX_DEFAULT_MATMUL_PRECISION": "highest",
     "TF_ENABLE_ONEDNN_OPTS": "0",         # reproducible CPU numerics across TF builds
     "GRPC_VERBOSITY": "ERROR",
 }
@@ -89,7 +88,12 @@ def _configure(name: str, mod) -> tuple[str, tuple[str, ...]]:
         return mod.__version__, ("cpu", "gpu") if gpus else ("cpu",)
     if name == "jax":
         mod.config.update("jax_enable_x64", True)
-        mod.config.update("jax_default_matmul_precision", "highest")
+        for precision in ("highest", "float32"):  # older JAX (0.4.x) knows only the dtype names
+            try:
+                mod.config.update("jax_default_matmul_precision", precision)
+                break
+            except ValueError:
+                continue
         try:
             gpus = mod.devices("gpu")
         except RuntimeError:
