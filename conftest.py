@@ -45,6 +45,10 @@ def pytest_configure(config):
     profile = config.getoption("profile")
     if profile not in plugin.PROFILES:
         raise pytest.UsageError(f"--profile: unknown profile {profile!r}; choose from {', '.join(plugin.PROFILES)}")
+    if profile == "ci" and config.getoption("hypothesis_seed", None) is not None:
+        # ci is derandomized; an explicit --hypothesis-seed asks for that seed instead
+        settings.register_profile("ci-seeded", parent=settings.get_profile("ci"), derandomize=False)
+        profile = "ci-seeded"
     settings.load_profile(profile)
     config.addinivalue_line("markers", "gpu: a row that needs a visible GPU")
     if not hasattr(config, "workerinput"):
