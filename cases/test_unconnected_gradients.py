@@ -1,0 +1,309 @@
+"""Unconnected gradients: None, zeros or an error for a source the target does not depend on.
+
+Source: seeds/002 (answer on tf.gradients: "There are a few operations that do not have a
+gradient because it is not well defined or not implemented (in which case it will
+generally return 0)"). ``tf.UnconnectedGradients`` chooses what ``GradientTape.gradient``
+and ``tf.gradients`` return when no differentiable path joins a source x to the target:
+``NONE`` (the default) gives ``None``, ``ZERO`` a zeros tensor in the shape of x. Each
+case here is ``y = g(x) + a``: x reaches y only through g (or not at all), a is always
+connected, and the gradient of ``sum(w * y)`` is taken by the mode's native API
+(GradientTape in eager/function/xla, tf.gradients in graph) with the policy left at its
+default, ``NONE`` or ``ZERO``; PyTorch's policies are ``allow_unused=True`` (NONE) and
+``materialize_grads=True`` (ZERO); ``jax.vjp`` has none.
+
+Measured (TF 2.21, every mode alike; JAX 0.10.2; PyTorch 2.13):
+
+    g(x)                          TF default/NONE  TF ZERO  JAX    torch default / allow_unused / materialize
+    x unused                      none             zeros    zeros  raises:RuntimeError / none / zeros
+    cast(cast(x, int32), float)   none             zeros    zeros  raises:RuntimeError / none / zeros
+    cast(argmax(x))               none             zeros    zeros  raises:RuntimeError / none / zeros
+    round(x)                      none             zeros    zeros  zeros / zeros / zeros
+    sign(x)                       zeros            zeros    zeros  zeros / zeros / zeros
+    stop_gradient(x)              none             zeros    zeros  raises:RuntimeError / none / zeros
+    x + stop_gradient(round(x)-x) w (connected: the policy changes nothing, in every framework)
+    IgammaGradA (no gradient)     raises:LookupError in eager/graph, raises:StagingError in
+                                  function/xla, under every policy; JAX and PyTorch raise
+                                  NotImplementedError for their gradient-less op
+
+So the seed's "generally return 0" does not hold for TensorFlow by default: round, argmax,
+integer casts and stop_gradient register a None gradient (math_grad.py ``_RoundGrad``,
+``_ArgMaxGrad``, ``_CastGrad``; ``NotDifferentiable("StopGradient")``, although the
+``tf.no_gradient`` docstring says such ops "propagate zeros") and the source comes back
+``None``; zeros only with ``unconnected_gradients=ZERO``. It holds for ``tf.sign``, whose
+registered gradient is ``zeros_like(x)`` (zeros under every policy), and for JAX (always
+zeros) and PyTorch's round/sign (zero derivatives). An op with no gradient at all (the
+seed's "not implemented") raises under every policy in all three: ZERO does not rescue it.
+"""
+import numpy as np
+from hypothesis import example, given, strategies as st
+
+from suite import compare as cmp, strategies as ss
+from suite.behaviours import behaviour, on
+from suite.expectations import expect, expectations
+from suite.frameworks.tf_runner import in_v1_graph
+
+UG_LINK = "https://www.tensorflow.org/api_docs/python/tf/UnconnectedGradients"
+MATH_GRAD_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
+TORCH_GRAD_LINK = "https://pytorch.org/docs/stable/generated/torch.autograd.grad.html"
+JAX_VJP_LINK = "https://docs.jax.dev/en/latest/_autosummary/jax.vjp.html"
+AUTOGRAPH_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/autograph/pyct/error_utils.py"
+
+BEHAVIOUR = behaviour(
+    "unconnected-gradients", sources=["002"],
+    links=[UG_LINK, "https://www.tensorflow.org/api_docs/python/tf/GradientTape#gradient",
+           "https://www.tensorflow.org/api_docs/python/tf/gradients", TORCH_GRAD_LINK, JAX_VJP_LINK])
+
+POLICIES = ("default", "NONE", "ZERO")
+# x reaches y only through a path that has no gradient (or does not reach it at all).
+BLOCKED = ("unconnected", "int_cast", "argmax", "stop_gradient")
+PATHS = BLOCKED + ("round", "sign", "straight_through")
+
+EXPECT = expectations(
+    {**{f"{p}[{q}]": "zeros" if q == "ZERO" else "none" for p in BLOCKED for q in POLICIES},
+     **{f"round[{q}]": "zeros" for q in POLICIES},
+     **{f"sign[{q}]": "zeros" for q in POLICIES},
+     **{f"straight_through[{q}]": "upstream" for q in POLICIES},
+     **{f"no_gradient[{q}]": "raises:LookupError" for q in POLICIES},
+     "tf_gradients[NONE]": "none", "tf_gradients[ZERO]": "zeros"},
+    *[expect(f"round[{q}]", "none", framework="tensorflow",
+             reason="tf.round registers a None gradient (math_grad.py _RoundGrad returns [None]), so "
+                    "the source is unconnected: None unless unconnected_gradients=ZERO; the seed's "
+                    "'generally return 0' does not hold; JAX and PyTorch differentiate round to zeros",
+             link=MATH_GRAD_LINK) for q in ("default", "NONE")],
+    *[expect(f"{p}[{q}]", "zeros", framework="jax",
+             reason="jax.vjp has no unconnected-gradient policy and no None: the cotangent of an input "
+                    "the output does not depend on (or depends on only through integers or "
+                    "stop_gradient) is a zeros array of its shape and dtype",
+             link=JAX_VJP_LINK) for p in BLOCKED for q in ("default", "NONE")],
+    *[expect(f"{p}[default]", "raises:RuntimeError", framework="torch",
+             reason="torch.autograd.grad defaults to allow_unused=False and raises 'One of the "
+                    "differentiated Tensors appears to not have been used in the graph'; "
+                    "allow_unused=True gives None, materialize_grads=True zeros",
+             link=TORCH_GRAD_LINK) for p in BLOCKED],
+    *[expect(f"no_gradient[{q}]", "raises:StagingError", framework="tensorflow", mode="function|xla",
+             reason="the LookupError ('gradient registry has no entry for: IgammaGradA') is raised while "
+                    "tracing, and AutoGraph re-raises a type outside KNOWN_STRING_CONSTRUCTOR_ERRORS "
+                    "(LookupError is one) as StagingError; the policy only decides unconnected sources",
+             link=AUTOGRAPH_LINK) for q in POLICIES],
+    *[expect(f"no_gradient[{q}]", "raises:NotImplementedError", framework="jax",
+             reason="jax.lax.igamma_grad_a has no differentiation rule: 'Differentiation rule for "
+                    "igamma_grad_a not implemented'; JAX has no policy that turns this into zeros",
+             link=JAX_VJP_LINK) for q in POLICIES],
+    *[expect(f"no_gradient[{q}]", "raises:NotImplementedError", framework="torch",
+             reason="torch.igamma has no derivative for its first argument ('the derivative for "
+                    "igamma: input is not implemented'); allow_unused/materialize_grads do not apply",
+             link="https://github.com/pytorch/pytorch/blob/main/tools/autograd/derivatives.yaml")
+      for q in POLICIES],
+    *[expect(f"tf_gradients[{q}]", "raises:RuntimeError", framework="tensorflow", mode="eager",
+             reason="tf.gradients is only valid in a graph context: eagerly it raises 'tf.gradients is "
+                    "not supported when eager execution is enabled. Use tf.GradientTape instead.'",
+             link="https://www.tensorflow.org/api_docs/python/tf/gradients") for q in ("NONE", "ZERO")],
+)
+
+
+# ---------------------------------------------------------------- the native functions
+def tensorflow(tf, x, a, *, path):
+    """y = g(x) + a, where x reaches y only through g (``unconnected``: not at all)."""
+    if path == "unconnected":
+        g = 0.0
+    elif path == "int_cast":
+        g = tf.cast(tf.cast(x, tf.int32), x.dtype)
+    elif path == "argmax":
+        g = tf.cast(tf.argmax(x, axis=-1), x.dtype)[..., None]
+    elif path == "round":
+        g = tf.round(x)
+    elif path == "sign":
+        g = tf.sign(x)
+    elif path == "stop_gradient":
+        g = tf.stop_gradient(x)
+    elif path == "straight_through":
+        g = x + tf.stop_gradient(tf.round(x) - x)
+    else:  # no_gradient: IgammaGradA has no gradient registered at all
+        g = tf.raw_ops.IgammaGradA(a=tf.abs(x) + 0.5, x=tf.ones_like(x))
+    return g + a
+
+
+def jax(jax, x, a, *, path):
+    jnp = jax.numpy
+    if path == "unconnected":
+        g = 0.0
+    elif path == "int_cast":
+        g = x.astype(jnp.int32).astype(x.dtype)
+    elif path == "argmax":
+        g = jnp.argmax(x, axis=-1, keepdims=True).astype(x.dtype)
+    elif path == "round":
+        g = jnp.round(x)
+    elif path == "sign":
+        g = jnp.sign(x)
+    elif path == "stop_gradient":
+        g = jax.lax.stop_gradient(x)
+    elif path == "straight_through":
+        g = x + jax.lax.stop_gradient(jnp.round(x) - x)
+    else:
+        g = jax.lax.igamma_grad_a(jnp.abs(x) + 0.5, jnp.ones_like(x))
+    return g + a
+
+
+def torch(torch, x, a, *, path):
+    if path == "unconnected":
+        g = 0.0
+    elif path == "int_cast":
+        g = x.to(torch.int32).to(x.dtype)
+    elif path == "argmax":
+        g = torch.argmax(x, dim=-1, keepdim=True).to(x.dtype)
+    elif path == "round":
+        g = torch.round(x)
+    elif path == "sign":
+        g = torch.sign(x)
+    elif path == "stop_gradient":
+        g = x.detach()
+    elif path == "straight_through":
+        g = x + (torch.round(x) - x).detach()
+    else:  # torch.igamma has no derivative for its first argument
+        g = torch.igamma(torch.abs(x) + 0.5, torch.ones_like(x))
+    return g + a
+
+
+# The gradient programs: (dy/dx, dy/da) of sum(w * y), by each framework's native API.
+# subject.vjp always takes TF's default policy, so these are the builders for subject.run.
+def tensorflow_grads(tf, x, a, w, *, path, policy):
+    kw = {} if policy == "default" else {"unconnected_gradients": getattr(tf.UnconnectedGradients, policy)}
+    if in_v1_graph():
+        return tf.gradients(tensorflow(tf, x, a, path=path), [x, a], grad_ys=w, **kw)
+    with tf.GradientTape() as tape:
+        tape.watch([x, a])
+        y = tensorflow(tf, x, a, path=path)
+    return tape.gradient(y, [x, a], output_gradients=w, **kw)
+
+
+def jax_grads(jax_, x, a, w, *, path, policy):
+    """jax.vjp has no unconnected policy: the one program is built with ``policy=None``."""
+    _, pullback = jax_.vjp(lambda x, a: jax(jax_, x, a, path=path), x, a)
+    return pullback(w)
+
+
+TORCH_POLICY = {"default": {}, "NONE": {"allow_unused": True}, "ZERO": {"materialize_grads": True}}
+
+
+def torch_grads(torch_, x, a, w, *, path, policy):
+    x, a = x.requires_grad_(True), a.requires_grad_(True)
+    y = torch(torch_, x, a, path=path)
+    return torch_.autograd.grad(y, [x, a], grad_outputs=w, **TORCH_POLICY[policy])
+
+
+def tensorflow_v1_gradients(tf, x, a, w, *, path, policy):
+    """tf.gradients spelled the same in every mode (a graph-only API)."""
+    ug = getattr(tf.UnconnectedGradients, policy)
+    return tf.gradients(tensorflow(tf, x, a, path=path), [x, a], grad_ys=w, unconnected_gradients=ug)
+
+
+GRADS = {"tensorflow": tensorflow_grads, "jax": jax_grads, "torch": torch_grads}
+
+
+def gradient_kind(g, x, w) -> str:
+    """``none``, ``zeros`` (shape and dtype of x), ``upstream`` (== w), or what else it was."""
+    if g is None:
+        return "none"
+    g = np.asarray(g)
+    if g.shape != x.shape or g.dtype != x.dtype:
+        return f"array{g.shape}:{g.dtype}"
+    if not g.any():
+        return "zeros"
+    return "upstream" if np.array_equal(g, w) else "other"
+
+
+def observe_path(runner, record, builder, x, a, w, *, path, policy):
+    """Run one gradient program; check dy/da == w; return (kind of dy/dx, dy/dx)."""
+    try:  # JAX has one program for every policy: compile and cache it once
+        gx, ga = runner.run(builder, x, a, w, path=path, policy=None if builder is jax_grads else policy)
+    except Exception as e:  # the framework's own answer (no gradient, unused input...)
+        return cmp.error_name(e), None
+    record.close(name=f"dy/da[{path},{policy}]", out=ga, ref=w, oracle="closed-form", tol=cmp.EXACT)
+    return gradient_kind(gx, x, w), gx
+
+
+# ---------------------------------------------------------------- strategies
+SHAPES = ((2, 3),)  # argmax needs an axis; one shape x two dtypes: each is one compile per program
+
+
+@st.composite
+def sources(draw):
+    """(x, a, w): x with half-way points (round ties), a, and a cotangent w without zeros."""
+    d, s = draw(ss.float_dtypes()), draw(ss.small_shapes(menu=SHAPES))
+    x = draw(ss.float_arrays(dtype=d, shape=s, halfway=True), label="x")
+    a = draw(ss.float_arrays(dtype=d, shape=s), label="a")
+    # w == 0 would make "upstream" and "zeros" indistinguishable
+    w = draw(ss.like(x).map(lambda w: np.where(w == 0, 1, w).astype(w.dtype)), label="cotangent")
+    return x, a, w
+
+
+# ---------------------------------------------------------------- properties
+# One fixed input per policy: every policy runs in every profile, whatever is drawn.
+FIXED = (np.array([[0.5, -1.5, 2.3], [3.0, -0.25, 7.5]], np.float32),
+         np.array([[1.0, 2.0, -1.0], [0.5, 0.0, 4.0]], np.float32),
+         np.array([[2.0, -1.0, 0.5], [1.5, 3.0, -2.0]], np.float32))
+
+
+@given(xaw=sources(), policy=st.sampled_from(POLICIES))
+@example(xaw=FIXED, policy="default")
+@example(xaw=FIXED, policy="NONE")
+@example(xaw=FIXED, policy="ZERO")
+def test_unconnected_source_gradient_per_policy(subject, oracles, record, xaw, policy):
+    """Per path: none/zeros/upstream for the policy as declared; dy/da == w always; under
+    ZERO every framework's dy/dx agrees exactly with the oracles'."""
+    x, a, w = xaw
+    record.example(x=x, a=a, w=w, policy=policy)
+    for path in PATHS:
+        kind, gx = observe_path(subject, record, GRADS[subject.framework], x, a, w, path=path, policy=policy)
+        if kind == "upstream":
+            record.close(name=f"dy/dx[{path},{policy}]", out=gx, ref=w, oracle="closed-form", tol=cmp.EXACT)
+        record.check(EXPECT, **{f"{path}[{policy}]": kind})
+        if policy == "ZERO":
+            for o in oracles:
+                _, ref = observe_path(o, record, GRADS[o.framework], x, a, w, path=path, policy=policy)
+                record.close(name=f"dy/dx[{path},ZERO]", out=gx, ref=ref, oracle=o.id, tol=cmp.EXACT)
+
+
+@on("tensorflow")
+@given(xaw=sources())
+def test_tf_gradients_policy_in_every_mode(subject, record, xaw):
+    """tf.gradients(unconnected_gradients=NONE/ZERO) written the same in every mode: None /
+    zeros (no path, an integer cut, a None-gradient op) inside tf.function and XLA too;
+    eagerly the API refuses.
+    TensorFlow only: it is about one TF API, tf.gradients, outside the graph mode."""
+    x, a, w = xaw
+    record.example(x=x, a=a, w=w)
+    for policy in ("NONE", "ZERO"):
+        kinds = {observe_path(subject, record, tensorflow_v1_gradients, x, a, w, path=p, policy=policy)[0]
+                 for p in ("unconnected", "int_cast", "round")}
+        record.check(EXPECT, **{f"tf_gradients[{policy}]": kinds.pop() if len(kinds) == 1 else
+                                f"mixed:{','.join(sorted(kinds))}"})
+
+
+@given(x=st.just(np.array([0.5, 1.5, 2.0], np.float32)))
+def test_op_without_gradient_raises_under_every_policy(subject, record, x):
+    """An op with no gradient at all raises under every policy; ZERO does not make it zeros.
+    One fixed input: the error is raised while building the backward pass, whatever x is."""
+    record.example(x=x)
+    for policy in POLICIES:
+        kind, _ = observe_path(subject, record, GRADS[subject.framework], x, np.ones_like(x), np.ones_like(x),
+                               path="no_gradient", policy=policy)
+        record.check(EXPECT, **{f"no_gradient[{policy}]": kind})
+
+
+# ---------------------------------------------------------------- seed examples
+@on("tensorflow", modes=("graph",))
+@given(x=st.just(np.array([0.3, 1.5, -2.5, 2.0], np.float32)))
+def test_seed_ops_without_gradient_v1_session(subject, record, x):
+    """seeds/002 as written (placeholder, tf.gradients, Session): "ops without a gradient
+    generally return 0". tf.gradients(round(x), x) is [None] (sess.run of that fetch raises
+    TypeError "Cannot be None"; the harness drops None fetches), as for argmax and the int
+    cast; only tf.sign returns [0, 0, 0, 0]; with ZERO every one gives zeros."""
+    record.example(x=x)
+    ones = np.ones_like(x)
+    for path in ("round", "argmax", "int_cast", "sign"):
+        for policy in ("default", "ZERO"):
+            kind, gx = observe_path(subject, record, tensorflow_grads, x, ones, ones, path=path, policy=policy)
+            if kind == "zeros":
+                record.equal(name=f"dy/dx[{path},{policy}]", out=gx, ref=np.zeros(4, np.float32), oracle="closed-form")
+            record.check(EXPECT, **{f"{path}[{policy}]": kind})
