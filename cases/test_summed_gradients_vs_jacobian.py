@@ -1,0 +1,474 @@
+"""Summed gradients vs the Jacobian: a non-scalar (or list) target's gradient is the column sum.
+
+Source: seeds/002 ("taking the gradient in Tensorflow, tf.gradient"). The gradient of a
+non-scalar target ``y`` (or of a list of targets ``ys``) with respect to ``x`` is the sum
+over targets, ``sum_i dy_i/dx = J^T 1``: the column sum of the Jacobian, shaped like ``x``.
+The asker read the docs ("a list of Tensor of length len(xs) where each tensor is the
+sum(dy/dx) for y in ys") and believed the result had length ``len(ys)``. MEASURED here
+(TensorFlow 2.21, every mode): ``tf.gradients(ys, xs)`` returns a list of length
+``len(xs)``, each entry the sum over ``ys`` (3 targets of different shapes, 2 sources ->
+2 gradients); ``GradientTape.gradient`` does the same. For the seed's ``y = A x`` with
+``A = [[1,2],[3,4],[5,6]]`` the gradient is ``[9, 12]`` (column sums), not ``A``.
+
+The Jacobian comes from ``GradientTape.jacobian`` / ``batch_jacobian``, vectorised (pfor,
+the default) or as a while loop (``experimental_use_pfor=False``); both equal
+``jax.jacrev``/``jacfwd`` and ``torch.func.jacrev``/``jacfwd`` and the closed form in
+every TF mode, including a ``tf.compat.v1`` graph (shape-free placeholders) run in a
+Session, and XLA. The XLA while-loop Jacobian neither fails nor is slow: its first call
+per shape took 0.1-0.2 s of CPU, like pfor's 0.1-0.3 s (eager pfor re-traces a function
+on every call, ~0.1 s each). Eagerly, the while-loop Jacobian needs
+``GradientTape(persistent=True)``: a non-persistent tape raises RuntimeError (documented);
+inside tf.function, XLA and v1 graphs it does not.
+The seed's workaround, one ``tf.gradients`` call per output row, rebuilds the Jacobian
+in graph, function and XLA modes; ``tf.gradients`` does not exist eagerly (RuntimeError
+"tf.gradients is not supported when eager execution is enabled"), recorded as
+``unavailable``; a persistent tape with one ``gradient`` call per row works everywhere.
+
+Porting note, declared below: TensorFlow seeds a non-scalar target with ones implicitly;
+``jax.grad`` refuses a non-scalar output (TypeError, even for shape (1,)) and
+``torch.autograd.grad`` needs ``grad_outputs`` (RuntimeError "grad can be implicitly
+created only for scalar outputs") except for a one-element output, which it seeds with 1.
+"""
+import numpy as np
+from hypothesis import given, strategies as st
+
+from suite import compare as cmp, strategies as ss
+from suite.behaviours import behaviour, on
+from suite.expectations import expect, expectations
+from suite.frameworks.tf_runner import in_v1_graph
+
+TF_GRADIENTS_LINK = "https://www.tensorflow.org/api_docs/python/tf/gradients"
+TAPE_LINK = "https://www.tensorflow.org/api_docs/python/tf/GradientTape#jacobian"
+
+BEHAVIOUR = behaviour(
+    "summed-gradients-vs-jacobian", sources=["002"],
+    links=[TF_GRADIENTS_LINK, TAPE_LINK,
+           "https://www.tensorflow.org/api_docs/python/tf/GradientTape#batch_jacobian",
+           "https://docs.jax.dev/en/latest/_autosummary/jax.jacrev.html",
+           "https://docs.pytorch.org/docs/stable/generated/torch.func.jacrev.html"])
+
+EXPECT = expectations(
+    {"nonscalar_grad": "summed", "implicit": "summed", "implicit_one_element": "summed",
+     "list_grad": "summed", "tf_gradients": "summed",
+     "jacobian": "jacobian", "batch_jacobian": "jacobian", "per_row": "jacobian", "per_row_tape": "jacobian",
+     "while_nonpersistent": "jacobian"},
+    expect("implicit", "raises:TypeError", framework="jax",
+           reason="jax.grad is defined for scalar outputs only ('Gradient only defined for scalar-output "
+                  "functions'); a non-scalar needs jax.vjp with an explicit cotangent",
+           link="https://docs.jax.dev/en/latest/_autosummary/jax.grad.html"),
+    expect("implicit", "raises:RuntimeError", framework="torch",
+           reason="torch.autograd.grad creates the output gradient implicitly only for scalar outputs "
+                  "('grad can be implicitly created only for scalar outputs'); pass grad_outputs",
+           link="https://docs.pytorch.org/docs/stable/generated/torch.autograd.grad.html"),
+    expect("implicit_one_element", "raises:TypeError", framework="jax",
+           reason="jax.grad needs shape () ('which includes arrays with shape () but not arrays with shape "
+                  "(1,)'); PyTorch seeds any one-element output (numel() == 1) and TF seeds every target",
+           link="https://docs.jax.dev/en/latest/_autosummary/jax.grad.html"),
+    expect("tf_gradients", "unavailable", framework="tensorflow", mode="eager",
+           reason="tf.gradients raises RuntimeError 'tf.gradients is not supported when eager execution is "
+                  "enabled. Use tf.GradientTape instead.' (gradients_util._GradientsHelper)",
+           link=TF_GRADIENTS_LINK),
+    expect("per_row", "unavailable", framework="tensorflow", mode="eager",
+           reason="the seed's workaround calls tf.gradients once per row; tf.gradients raises RuntimeError "
+                  "when executing eagerly (per_row_tape is the eager spelling)",
+           link=TF_GRADIENTS_LINK),
+    expect("while_nonpersistent", "raises:RuntimeError", framework="tensorflow", mode="eager",
+           reason="jacobian(experimental_use_pfor=False) on a non-persistent tape raises 'GradientTape must "
+                  "be created with persistent=True ...' when executing eagerly (documented under Raises)",
+           link=TAPE_LINK),
+)
+
+
+# ---------------------------------------------------------------- the native functions
+# y = tanh(A x): J = diag(1 - y^2) A, the column sum J^T 1 = A^T (1 - y^2).
+# linear=True: the seed's y = A x (J = A).
+def tensorflow(tf, a, x, *, linear=False):
+    y = tf.linalg.matvec(a, x)
+    return y if linear else tf.tanh(y)
+
+
+def jax(jax, a, x, *, linear=False):
+    return a @ x if linear else jax.numpy.tanh(a @ x)
+
+
+def torch(torch, a, x, *, linear=False):
+    return a @ x if linear else torch.tanh(a @ x)
+
+
+def tensorflow_implicit(tf, a, x):
+    """The gradient of a non-scalar target with no cotangent given, as a user writes it."""
+    if in_v1_graph():
+        return tf.gradients(tensorflow(tf, a, x), x)[0]
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tensorflow(tf, a, x)
+    return tape.gradient(y, x)
+
+
+def jax_implicit(jax_, a, x):
+    return jax_.grad(lambda x: jax(jax_, a, x))(x)
+
+
+def torch_implicit(torch_, a, x):
+    x.requires_grad_(True)
+    return torch_.autograd.grad(torch(torch_, a, x), x)[0]
+
+
+# A list of three targets of different shapes, two sources of shape (n,).
+def tensorflow_targets(tf, a, x1, x2):
+    return [tf.tanh(tf.linalg.matvec(a, x1)), x1 * x2, tf.reduce_sum(tf.sin(x2))]
+
+
+def tensorflow_list_gradients(tf, a, x1, x2):
+    """seeds/002's API: tf.gradients(ys, xs) with len(ys) = 3, len(xs) = 2."""
+    return tf.gradients(tensorflow_targets(tf, a, x1, x2), [x1, x2])
+
+
+def tensorflow_list_tape(tf, a, x1, x2):
+    with tf.GradientTape() as tape:
+        tape.watch([x1, x2])
+        ys = tensorflow_targets(tf, a, x1, x2)
+    return tape.gradient(ys, [x1, x2])
+
+
+def jax_list(jax, a, x1, x2):
+    jnp = jax.numpy
+    ys, pullback = jax.vjp(lambda u, v: (jnp.tanh(a @ u), u * v, jnp.sum(jnp.sin(v))), x1, x2)
+    return list(pullback(tuple(jnp.ones_like(y) for y in ys)))
+
+
+def torch_list(torch, a, x1, x2):
+    x1.requires_grad_(True)
+    x2.requires_grad_(True)
+    ys = [torch.tanh(a @ x1), x1 * x2, torch.sum(torch.sin(x2))]
+    return list(torch.autograd.grad(ys, [x1, x2], grad_outputs=[torch.ones_like(y) for y in ys]))
+
+
+# how: TF "pfor" | "while" (experimental_use_pfor); JAX/PyTorch "jacrev" | "jacfwd".
+def tensorflow_jacobian(tf, a, x, *, how, linear=False):
+    # The while-loop Jacobian calls tape.gradient once per row: eagerly that needs a
+    # persistent tape (see test_while_loop_jacobian_needs_persistent_tape_when_eager).
+    with tf.GradientTape(persistent=how != "pfor") as tape:
+        tape.watch(x)
+        y = tensorflow(tf, a, x, linear=linear)
+    return tape.jacobian(y, x, experimental_use_pfor=how == "pfor")
+
+
+def tensorflow_jacobian_nonpersistent(tf, a, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tensorflow(tf, a, x)
+    return tape.jacobian(y, x, experimental_use_pfor=False)
+
+
+def jax_jacobian(jax_, a, x, *, how, linear=False):
+    return getattr(jax_, how)(lambda x: jax(jax_, a, x, linear=linear))(x)
+
+
+def torch_jacobian(torch_, a, x, *, how, linear=False):
+    return getattr(torch_.func, how)(lambda x: torch(torch_, a, x, linear=linear))(x)
+
+
+# Batches: x (b, n), y[b] = tanh(A x[b]) depends on x[b] only.
+def tensorflow_batch_jacobian(tf, a, x, *, how):
+    with tf.GradientTape(persistent=how != "pfor") as tape:
+        tape.watch(x)
+        y = tf.tanh(tf.linalg.matmul(x, a, transpose_b=True))
+    return tape.batch_jacobian(y, x, experimental_use_pfor=how == "pfor")
+
+
+def jax_batch_jacobian(jax_, a, x, *, how):
+    return jax_.vmap(getattr(jax_, how)(lambda x: jax(jax_, a, x)))(x)
+
+
+def torch_batch_jacobian(torch_, a, x, *, how):
+    return torch_.func.vmap(getattr(torch_.func, how)(lambda x: torch(torch_, a, x)))(x)
+
+
+# The seed's workaround: one gradient call per output row (rows: static, the length of y).
+def tensorflow_per_row(tf, a, x, *, rows, api):
+    if api == "tf.gradients":
+        y = tensorflow(tf, a, x)
+        return tf.stack([tf.gradients(y[i], x)[0] for i in range(rows)])
+    with tf.GradientTape(persistent=True) as tape:  # one gradient call per row
+        tape.watch(x)
+        y = tensorflow(tf, a, x)
+        ys = [y[i] for i in range(rows)]  # sliced on the tape, or the rows are unconnected
+    return tf.stack([tape.gradient(yi, x) for yi in ys])
+
+
+def jax_per_row(jax_, a, x, *, rows, api):
+    jnp = jax_.numpy
+    y, pullback = jax_.vjp(lambda x: jax(jax_, a, x), x)
+    return jnp.stack([pullback(jnp.zeros_like(y).at[i].set(1))[0] for i in range(rows)])
+
+
+def torch_per_row(torch_, a, x, *, rows, api):
+    x.requires_grad_(True)
+    y = torch(torch_, a, x)
+    return torch_.stack([torch_.autograd.grad(y[i], x, retain_graph=True)[0] for i in range(rows)])
+
+
+NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
+IMPLICIT = {"tensorflow": tensorflow_implicit, "jax": jax_implicit, "torch": torch_implicit}
+LIST = {"tensorflow": tensorflow_list_tape, "jax": jax_list, "torch": torch_list}
+JACOBIAN = {"tensorflow": tensorflow_jacobian, "jax": jax_jacobian, "torch": torch_jacobian}
+BATCH = {"tensorflow": tensorflow_batch_jacobian, "jax": jax_batch_jacobian, "torch": torch_batch_jacobian}
+PER_ROW = {"tensorflow": tensorflow_per_row, "jax": jax_per_row, "torch": torch_per_row}
+HOWS = {"tensorflow": ("pfor", "while"), "jax": ("jacrev", "jacfwd"), "torch": ("jacrev", "jacfwd")}
+
+
+# ---------------------------------------------------------------- closed forms
+def closed_jacobian(a, x):
+    """(dy/dA, dy/dx) of y = tanh(A x): dy_i/dA_jk = delta_ij s_i x_k, dy_i/dx_k = s_i A_ik."""
+    s = 1 - np.tanh(a @ x) ** 2
+    return np.einsum("ij,k->ijk", np.diag(s), x), s[:, None] * a
+
+
+def closed_batch_jacobian(a, x):
+    s = 1 - np.tanh(x @ a.T) ** 2          # (b, m)
+    return s[:, :, None] * a[None]         # (b, m, n)
+
+
+def closed_list(a, x1, x2):
+    """Sum over the three targets, per source."""
+    s = 1 - np.tanh(a @ x1) ** 2
+    return [a.T @ s + x2, x1 + np.cos(x2)]
+
+
+def kind(out, jac, *, target_axes, tol) -> str:
+    """``jacobian`` if ``out`` is the Jacobian ``jac``, ``summed`` if its sum over the
+    target axes (the column sum), else ``other`` (``none`` for an unconnected None).
+
+    >>> kind(np.array([4., 6.]), np.array([[1., 2.], [3., 4.]]), target_axes=(0,), tol=cmp.EXACT)
+    'summed'
+    """
+    if out is None:
+        return "none"
+    out, jac = np.asarray(out), np.asarray(jac)
+    t = tol.of(jac.dtype)
+    if out.shape == jac.shape and cmp.rel_err(out, jac) <= t:
+        return "jacobian"
+    summed = jac.sum(axis=target_axes)
+    if out.shape == summed.shape and cmp.rel_err(out, summed) <= t:
+        return "summed"
+    return "other"
+
+
+def list_kind(out, refs, *, n_targets, tol) -> str:
+    """``summed``: len(xs) gradients, each the sum over ys; ``per-target``: len(ys) of them."""
+    if len(out) == len(refs) and all(g is not None and cmp.rel_err(g, r) <= tol.of(r.dtype)
+                                     for g, r in zip(out, refs)):
+        return "summed"
+    return "per-target" if len(out) == n_targets else "other"
+
+
+def unavailable(e: Exception) -> str:
+    """tf.gradients' own refusal when executing eagerly is ``unavailable``; anything else ``raises:X``."""
+    return "unavailable" if "not supported when eager execution" in str(e) else cmp.error_name(e)
+
+
+# ---------------------------------------------------------------- strategies
+# (dtype, m, n) drawn together: every compiled mode (XLA, jax.jit, JAX's eager per-primitive
+# cache, TF eager pfor) compiles once per combination, so three cover a one-element target,
+# m > n and m < n in both dtypes; n <= 4 keeps pfor/while-loop traces cheap.
+MN_MENU = ((np.float32, 1, 1), (np.float64, 3, 2), (np.float32, 2, 4))
+BMN_MENU = ((np.float64, 2, 3, 2), (np.float32, 3, 1, 4))   # (dtype, b, m, n)
+EL = dict(min_value=-2.0, max_value=2.0)
+
+
+@st.composite
+def problems(draw):
+    """(A, x) with A of shape (m, n) and x of shape (n,)."""
+    d, m, n = draw(st.sampled_from(MN_MENU), label="dtype, m, n")
+    return (draw(ss.float_arrays(dtype=d, shape=(m, n), **EL), label="A"),
+            draw(ss.float_arrays(dtype=d, shape=(n,), **EL), label="x"))
+
+
+@st.composite
+def batch_problems(draw):
+    """(A, x) with A of shape (m, n) and a batch x of shape (b, n)."""
+    d, b, m, n = draw(st.sampled_from(BMN_MENU), label="dtype, b, m, n")
+    return (draw(ss.float_arrays(dtype=d, shape=(m, n), **EL), label="A"),
+            draw(ss.float_arrays(dtype=d, shape=(b, n), **EL), label="x"))
+
+
+@st.composite
+def list_problems(draw):
+    """(A, x1, x2): A (m, n), two sources of shape (n,)."""
+    a, x1 = draw(problems())
+    return a, x1, draw(ss.float_arrays(dtype=a.dtype, shape=x1.shape, **EL), label="x2")
+
+
+# ---------------------------------------------------------------- properties
+@given(p=problems())
+def test_gradient_of_nonscalar_target_is_column_sum(subject, oracles, record, p):
+    """The gradient of y = tanh(A x) (ones cotangent) is A^T (1 - y^2), shaped like x, not J."""
+    a, x = p
+    record.example(A=a, x=x)
+    out, (ga, gx) = subject.vjp(NATIVE[subject.framework], a, x)
+    ja, jx = closed_jacobian(a, x)
+    record.close(name="grad_x", out=gx, ref=jx.sum(0), oracle="closed-form")
+    record.close(name="grad_A", out=ga, ref=ja.sum(0), oracle="closed-form")
+    record.check(EXPECT, nonscalar_grad=kind(gx, jx, target_axes=(0,), tol=cmp.GRAD))
+    for o in oracles:
+        _, (ra, rx) = o.vjp(NATIVE[o.framework], a, x)
+        record.close(name="grad_x", out=gx, ref=rx, oracle=o.id)
+        record.close(name="grad_A", out=ga, ref=ra, oracle=o.id)
+
+
+@given(p=problems())
+def test_implicit_cotangent_for_nonscalar_target(subject, record, p):
+    """No cotangent given: TF seeds ones (the column sum); jax.grad and torch.autograd.grad
+    refuse, except that PyTorch seeds a one-element target of shape (1,) (JAX does not)."""
+    a, x = p
+    record.example(A=a, x=x)
+    key = "implicit_one_element" if a.shape[0] == 1 else "implicit"
+    try:
+        gx = subject.run(IMPLICIT[subject.framework], a, x)
+    except (TypeError, RuntimeError) as e:  # JAX and PyTorch refuse; checked against the declaration
+        record.check(EXPECT, **{key: cmp.error_name(e)})
+        return
+    _, jx = closed_jacobian(a, x)
+    record.check(EXPECT, **{key: kind(gx, jx, target_axes=(0,), tol=cmp.GRAD)})
+
+
+@given(p=list_problems())
+def test_list_of_targets_gives_len_xs_sums_over_targets(subject, oracles, record, p):
+    """gradient([tanh(A x1), x1*x2, sum(sin x2)], [x1, x2]) has length 2 = len(xs), each the sum
+    over the 3 targets; TF rows also call tf.gradients (unavailable eagerly)."""
+    a, x1, x2 = p
+    record.example(A=a, x1=x1, x2=x2)
+    refs = closed_list(a, x1, x2)
+    out = subject.run(LIST[subject.framework], a, x1, x2)
+    record.check(EXPECT, list_grad=list_kind(out, refs, n_targets=3, tol=cmp.GRAD))
+    record.observe(returned_len=len(out))
+    for i, (g, r) in enumerate(zip(out, refs)):
+        record.close(name=f"grad_x{i + 1}", out=g, ref=r, oracle="closed-form")
+    for o in oracles:
+        for i, (g, r) in enumerate(zip(out, o.run(LIST[o.framework], a, x1, x2))):
+            record.close(name=f"grad_x{i + 1}", out=g, ref=r, oracle=o.id)
+    if subject.framework == "tensorflow":
+        try:
+            tg = subject.run(tensorflow_list_gradients, a, x1, x2)
+        except RuntimeError as e:
+            record.check(EXPECT, tf_gradients=unavailable(e))
+            record.observe(tf_gradients_error=cmp.error_name(e))
+            return
+        record.check(EXPECT, tf_gradients=list_kind(tg, refs, n_targets=3, tol=cmp.GRAD))
+        for i, (g, r) in enumerate(zip(tg, out)):
+            record.close(name=f"tf.gradients_x{i + 1}", out=g, ref=r, oracle=subject.id)
+
+
+@given(p=problems(), data=st.data())
+def test_jacobian_equals_jacrev_and_closed_form(subject, oracles, record, p, data):
+    """tape.jacobian (pfor and while loop) / jax.jacrev, jacfwd / torch.func.jacrev, jacfwd
+    of tanh(A x) with respect to x equal the closed form diag(1 - y^2) A and each other."""
+    a, x = p
+    how = data.draw(st.sampled_from(HOWS[subject.framework]), label="how")
+    record.example(A=a, x=x, how=how)
+    _, jx = closed_jacobian(a, x)
+    refs = [(o.id, o.run(JACOBIAN[o.framework], a, x, how="jacrev")) for o in oracles]
+    out_x = subject.run(JACOBIAN[subject.framework], a, x, how=how)
+    obs = kind(out_x, jx, target_axes=(0,), tol=cmp.GRAD)
+    record.observe(**{f"jacobian[{how}]": obs})
+    record.check(EXPECT, jacobian=obs)
+    record.close(name=f"dy/dx[{how}]", out=out_x, ref=jx, oracle="closed-form")
+    for oid, ref in refs:
+        record.close(name=f"dy/dx[{how}]", out=out_x, ref=ref, oracle=oid)
+
+
+@given(p=batch_problems(), data=st.data())
+def test_batch_jacobian_equals_vmapped_jacrev(subject, oracles, record, p, data):
+    """tape.batch_jacobian (pfor and while loop) equals vmap(jacrev) / vmap(jacfwd): (b, m, n)."""
+    a, x = p
+    how = data.draw(st.sampled_from(HOWS[subject.framework]), label="how")
+    record.example(A=a, x=x, how=how)
+    jac = closed_batch_jacobian(a, x)
+    refs = [(o.id, o.run(BATCH[o.framework], a, x, how="jacrev")) for o in oracles]
+    out = subject.run(BATCH[subject.framework], a, x, how=how)
+    obs = kind(out, jac, target_axes=(1,), tol=cmp.GRAD)
+    record.observe(**{f"batch_jacobian[{how}]": obs})
+    record.check(EXPECT, batch_jacobian=obs)
+    record.close(name=f"batch_jacobian[{how}]", out=out, ref=jac, oracle="closed-form")
+    for oid, ref in refs:
+        record.close(name=f"batch_jacobian[{how}]", out=out, ref=ref, oracle=oid)
+
+
+@given(p=problems())
+def test_one_gradient_call_per_row_rebuilds_jacobian(subject, oracles, record, p):
+    """seeds/002's workaround: stacking tf.gradients(y[i], x) over rows i gives J (TF eager:
+    tf.gradients unavailable; a persistent tape per row is measured in every TF mode)."""
+    a, x = p
+    record.example(A=a, x=x)
+    rows = a.shape[0]
+    _, jx = closed_jacobian(a, x)
+    refs = [(o.id, o.run(PER_ROW[o.framework], a, x, rows=rows, api="native")) for o in oracles]
+    apis = ("tf.gradients", "tape") if subject.framework == "tensorflow" else ("native",)
+    for api in apis:
+        key = "per_row_tape" if api == "tape" else "per_row"
+        try:
+            out = subject.run(PER_ROW[subject.framework], a, x, rows=rows, api=api)
+        except RuntimeError as e:
+            record.check(EXPECT, **{key: unavailable(e)})
+            continue
+        record.check(EXPECT, **{key: kind(out, jx, target_axes=(0,), tol=cmp.GRAD)})
+        record.close(name=f"per_row[{api}]", out=out, ref=jx, oracle="closed-form")
+        for oid, ref in refs:
+            record.close(name=f"per_row[{api}]", out=out, ref=ref, oracle=oid)
+
+
+@on("tensorflow")
+@given(p=st.just((np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32), np.array([0.5, -1.0], np.float32))))
+def test_while_loop_jacobian_needs_persistent_tape_when_eager(subject, record, p):
+    """jacobian(experimental_use_pfor=False) on a non-persistent tape: RuntimeError eagerly,
+    the Jacobian inside tf.function/XLA/a v1 graph (TF-only API, so TF rows only)."""
+    a, x = p
+    record.example(A=a, x=x)
+    try:
+        out = subject.run(tensorflow_jacobian_nonpersistent, a, x)
+    except RuntimeError as e:
+        record.check(EXPECT, while_nonpersistent=cmp.error_name(e))
+        return
+    _, jx = closed_jacobian(a, x)
+    record.check(EXPECT, while_nonpersistent=kind(out, jx, target_axes=(0,), tol=cmp.GRAD))
+
+
+# ---------------------------------------------------------------- seed examples
+SEED_A = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
+
+
+@on("tensorflow", "jax", "torch")
+@given(x=st.just(np.array([1.0, 1.0], np.float32)))
+def test_seed_linear_gradient_is_column_sum_and_jacobian_is_a(subject, record, x):
+    """seeds/002 with y = A x, A = [[1,2],[3,4],[5,6]]: gradient [9, 12] (column sums, shape of
+    x, not len(ys) = 3); the Jacobian (every jacobian API) and the per-row rebuild are A."""
+    record.example(A=SEED_A, x=x)
+    _, (_, gx) = subject.vjp(NATIVE[subject.framework], SEED_A, x, linear=True)
+    record.equal(name="grad_x", out=gx, ref=np.array([9.0, 12.0], np.float32), oracle="closed-form")
+    record.check(EXPECT, nonscalar_grad=kind(gx, SEED_A, target_axes=(0,), tol=cmp.EXACT))
+    for how in HOWS[subject.framework]:
+        jx = subject.run(JACOBIAN[subject.framework], SEED_A, x, how=how, linear=True)
+        record.equal(name=f"jacobian[{how}]", out=jx, ref=SEED_A, oracle="closed-form")
+        record.check(EXPECT, jacobian=kind(jx, SEED_A, target_axes=(0,), tol=cmp.EXACT))
+
+
+@on("tensorflow", modes=("graph",))
+@given(x=st.just(np.array([1.0, 1.0], np.float32)))
+def test_seed_v1_tf_gradients_as_written(subject, record, x):
+    """seeds/002 in a v1 Session: tf.gradients([y0, y1, y2], x) is a list of length 1 = len(xs)
+    holding [9, 12]; one tf.gradients call per row stacks to A (v1 graph API: graph only)."""
+    record.example(A=SEED_A, x=x)
+    grads, rows = subject.run(_seed_v1_graph, SEED_A, x)
+    record.observe(returned_len=len(grads))
+    record.check(EXPECT, tf_gradients=list_kind(grads, [np.array([9.0, 12.0], np.float32)], n_targets=3,
+                                                tol=cmp.EXACT))
+    record.equal(name="tf.gradients", out=grads[0], ref=np.array([9.0, 12.0], np.float32), oracle="closed-form")
+    record.equal(name="per_row", out=rows, ref=SEED_A, oracle="closed-form")
+    record.check(EXPECT, per_row=kind(rows, SEED_A, target_axes=(0,), tol=cmp.EXACT))
+
+
+def _seed_v1_graph(tf, a, x):
+    y = tf.linalg.matvec(a, x)
+    ys = [y[0], y[1], y[2]]
+    return tf.gradients(ys, x), tf.stack([tf.gradients(yi, x)[0] for yi in ys])

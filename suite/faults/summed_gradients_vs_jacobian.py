@@ -1,0 +1,71 @@
+"""Faults for summed-gradients-vs-jacobian: Jacobians that collapse to the summed gradient,
+tf.gradients that returns one entry per target, and a non-scalar target seeded with its mean."""
+from __future__ import annotations
+
+from . import fault
+
+BEHAVIOUR = "summed-gradients-vs-jacobian"
+
+
+@fault("jacobian-summed-gradient", breaks=[BEHAVIOUR],
+       description="GradientTape.jacobian and batch_jacobian return tape.gradient(target, sources), "
+                   "the column sum of the Jacobian, for both pfor and the while loop")
+def _jacobian_summed_gradient(tf):
+    tape = tf.GradientTape
+
+    def jacobian(self, target, sources, unconnected_gradients=tf.UnconnectedGradients.NONE,
+                 parallel_iterations=None, experimental_use_pfor=True):
+        return self.gradient(target, sources, unconnected_gradients=unconnected_gradients)
+
+    def batch_jacobian(self, target, source, unconnected_gradients=tf.UnconnectedGradients.NONE,
+                       parallel_iterations=None, experimental_use_pfor=True):
+        return self.gradient(target, source, unconnected_gradients=unconnected_gradients)
+
+    tape.jacobian = jacobian
+    tape.batch_jacobian = batch_jacobian
+
+
+@fault("gradients-per-target", breaks=[BEHAVIOUR],
+       description="tf.gradients(ys, xs) with a list of targets returns len(ys) tensors, each "
+                   "sum over xs of dy/dx (what the seed's asker believed), instead of len(xs)")
+def _gradients_per_target(tf):
+    original = tf.gradients
+
+    def gradients(ys, xs, grad_ys=None, *args, **kwargs):
+        if not isinstance(ys, (list, tuple)) or len(ys) < 2:
+            return original(ys, xs, grad_ys, *args, **kwargs)
+        cts = grad_ys if grad_ys is not None else [None] * len(ys)
+        out = []
+        for y, ct in zip(ys, cts):
+            gs = [g for g in original(y, xs, None if ct is None else [ct], *args, **kwargs) if g is not None]
+            out.append(tf.add_n(gs) if gs else None)
+        return out
+
+    tf.gradients = gradients
+    tf.compat.v1.gradients = gradients
+
+
+@fault("nonscalar-gradient-mean", breaks=[BEHAVIOUR],
+       description="GradientTape.gradient and tf.gradients seed a non-scalar target with "
+                   "ones / size (the gradient of its mean) instead of ones (its sum)")
+def _nonscalar_gradient_mean(tf):
+    def mean_seed(target):
+        return tf.nest.map_structure(lambda t: tf.ones_like(t) / tf.cast(tf.size(t), t.dtype), target)
+
+    tape_gradient = tf.GradientTape.gradient
+
+    def gradient(self, target, sources, output_gradients=None, *args, **kwargs):
+        if output_gradients is None:
+            output_gradients = mean_seed(target)
+        return tape_gradient(self, target, sources, output_gradients, *args, **kwargs)
+
+    original = tf.gradients
+
+    def gradients(ys, xs, grad_ys=None, *args, **kwargs):
+        if grad_ys is None:
+            grad_ys = mean_seed(ys)
+        return original(ys, xs, grad_ys, *args, **kwargs)
+
+    tf.GradientTape.gradient = gradient
+    tf.gradients = gradients
+    tf.compat.v1.gradients = gradients
