@@ -65,14 +65,17 @@ class TFRunner(Runner):
                 return nest_map(self.numpy, out)
             return call
         if self.mode in ("function", "xla"):
-            fn = tf.function(lambda *a: builder(tf, *a, **static), reduce_retracing=True,
-                             jit_compile=self.mode == "xla")
+            fns = {}  # one tf.function per number of arrays: a traced function keeps its arity
 
             def call(*arrays):
+                fn = fns.get(len(arrays))
+                if fn is None:
+                    fn = fns[len(arrays)] = tf.function(lambda *a: builder(tf, *a, **static),
+                                                        reduce_retracing=True, jit_compile=self.mode == "xla")
                 with tf.device(self.device_name):
                     out = fn(*[tf.constant(a) for a in arrays])
                 return nest_map(self.numpy, out)
-            call.tf_function = fn
+            call.tf_functions = fns
             return call
         if self.mode == "graph":
             graphs = {}

@@ -1,0 +1,452 @@
+"""grad_ys / output_gradients: the cotangent that starts reverse mode, and chaining calls.
+
+Source: seeds/002, first question ("What's the meaning of grad_ys of tf.gradients?").
+Mathematically ``tf.gradients(ys, xs, grad_ys=w)`` and ``GradientTape.gradient(ys, xs,
+output_gradients=w)`` return, for each x, the vector-Jacobian product
+``sum_i w_i * dy_i/dx`` (i over every element of every y in ys): the gradient of
+``sum(w * y)``. ``jax.vjp``'s pullback and ``torch.autograd.grad(grad_outputs=w)`` compute
+the same. Left out, TensorFlow seeds ones ("ys are summed up to make a single scalar y";
+tf.gradients docs: "we fill in a tensor of '1's of the shape of y"). ``jax.grad`` seeds
+only shape-() outputs and PyTorch only one-element ones (declared below). Passing one
+call's output as the next call's cotangent chains them: with h = tanh(x) and
+y = A @ tanh(h), ``grad(h, x, grad(y, h, w)) == grad(y, x, w)``. Closed form: y = A @ tanh(x)
+has dy_i/dx_j = A_ij sech^2(x_j), so the VJP is ``(w @ A) * sech^2(x)``, and ``w^T tanh(x)``
+for A. The seed's example as numbers: ys = [h^2, 3h], h = 2x, x = 1: no grad_ys gives 14;
+grad_ys = [2, -1] gives 10; chained, dL/dh = 5 seeds h -> x and gives 10 again.
+
+``tf.gradients`` needs a graph: in eager it raises RuntimeError ("tf.gradients is not
+supported when eager execution is enabled"); those rows record ``raises:RuntimeError``.
+
+MEASURED, wrong-shape cotangents (y of shape (3,), float32): TensorFlow checks neither
+grad_ys' nor output_gradients' shape (gradients_util._DefaultGradYs checks number and
+dtype only); the first gradient op decides. Through ``einsum`` (A @ tanh(x)) a (1,), (4,)
+or (3, 1) cotangent is refused: InvalidArgumentError at run time in eager and in a v1
+Session fed shape-free placeholders, ValueError while tf.function/XLA trace with static
+shapes. Through sin (gradient ``w * cos(x)``) it broadcasts: (1,) silently gives
+``w * cos(x)``; (3, 1) gives the tape a (3, 3) "gradient" for a (3,) x; only (4,) fails.
+tf.gradients, whenever it builds a graph (function, xla, graph), sets each input gradient
+to its input's static shape and so raises ValueError for that (3, 3) case. JAX raises
+ValueError and PyTorch RuntimeError ("Mismatch in shape") for every wrong shape.
+"""
+import dataclasses
+
+import numpy as np
+from hypothesis import given, strategies as st
+
+from suite import compare as cmp, strategies as ss
+from suite.behaviours import behaviour, on
+from suite.expectations import expect, expectations
+
+BEHAVIOUR = behaviour(
+    "grad-ys-chaining", sources=["002"],
+    links=["https://www.tensorflow.org/api_docs/python/tf/gradients",
+           "https://www.tensorflow.org/api_docs/python/tf/GradientTape#gradient",
+           "https://docs.jax.dev/en/latest/_autosummary/jax.vjp.html",
+           "https://docs.pytorch.org/docs/stable/generated/torch.autograd.grad.html"])
+
+GRADIENTS_LINK = "https://www.tensorflow.org/api_docs/python/tf/gradients"
+GRADIENTS_UTIL = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/gradients_util.py"
+JAX_GRAD_LINK = "https://docs.jax.dev/en/latest/_autosummary/jax.grad.html"
+TORCH_GRAD_LINK = "https://docs.pytorch.org/docs/stable/generated/torch.autograd.grad.html"
+TORCH_MAKE_GRADS = "https://github.com/pytorch/pytorch/blob/main/torch/autograd/__init__.py"
+MATH_GRAD_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
+BACKPROP_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/eager/backprop.py"
+NO_EAGER = dict(framework="tensorflow", mode="eager", link=GRADIENTS_LINK,
+                reason="tf.gradients is only valid in a graph context: in eager it raises RuntimeError "
+                       "'tf.gradients is not supported when eager execution is enabled. Use tf.GradientTape'")
+
+FUNCS, KINDS = ("matvec", "sin"), ("size-one", "wrong-size", "column")
+BAD_KEYS = [f"{k}[{f},{kind}]" for k in ("bad_shape", "bad_grad_ys") for f in FUNCS for kind in KINDS]
+
+# TensorFlow with a wrong-shape cotangent, measured (module docstring): per observation key,
+# the modes and what they saw. The key names GradientTape ("bad_shape") or tf.gradients
+# ("bad_grad_ys"), the function and the kind of wrong shape.
+RUNTIME, TRACE = "raises:InvalidArgumentError", "raises:ValueError"
+TF_BAD = {
+    **{f"bad_shape[matvec,{k}]": {"eager|graph": RUNTIME, "function|xla": TRACE} for k in KINDS},
+    **{f"bad_grad_ys[matvec,{k}]": {"graph": RUNTIME, "function|xla": TRACE} for k in KINDS},
+    "bad_shape[sin,size-one]": {"eager|function|xla|graph": "broadcast"},
+    "bad_grad_ys[sin,size-one]": {"function|xla|graph": "broadcast"},
+    "bad_shape[sin,wrong-size]": {"eager|graph": RUNTIME, "function|xla": TRACE},
+    "bad_grad_ys[sin,wrong-size]": {"graph": RUNTIME, "function|xla": TRACE},
+    "bad_shape[sin,column]": {"eager|function|xla|graph": "wrong-shape-gradient"},
+    "bad_grad_ys[sin,column]": {"function|xla|graph": "raises:ValueError"},
+}
+NO_SHAPE_CHECK = ("TensorFlow does not compare grad_ys/output_gradients with y's shape (gradients_util."
+                  "_DefaultGradYs checks their number and dtype; GradientTape converts them as given): ")
+WHY_BAD = {
+    RUNTIME: (NO_SHAPE_CHECK + "the first gradient kernel (einsum, or sin's grad * cos(x)) refuses the shapes "
+              "when it runs: eagerly, or in a Session fed shape-free placeholders", None),
+    TRACE: (NO_SHAPE_CHECK + "static shape inference refuses the first gradient op while tf.function "
+            "traces with known shapes", None),
+    "broadcast": (NO_SHAPE_CHECK + "sin's gradient is grad * cos(x) (math_grad._SinGrad), so a (1,) cotangent "
+                  "broadcasts silently to w * cos(x)", MATH_GRAD_LINK),
+    "wrong-shape-gradient": (NO_SHAPE_CHECK + "a (3, 1) cotangent broadcasts against cos(x) of shape (3,) and the "
+                             "tape returns a (3, 3) gradient for a (3,) source", MATH_GRAD_LINK),
+}
+WHY_COLUMN_GRADIENTS = ("tf.gradients sets each op input's gradient to the input's static shape and raises "
+                        "ValueError 'Incompatible shapes between op input and calculated input gradient' "
+                        "for the (3, 3) gradient of a (3,) x", GRADIENTS_UTIL)
+
+
+def _tf_bad_expectations():
+    for k, by_mode in TF_BAD.items():
+        for modes, seen in by_mode.items():
+            reason, link = WHY_COLUMN_GRADIENTS if k == "bad_grad_ys[sin,column]" else WHY_BAD[seen]
+            link = link or (GRADIENTS_UTIL if k.startswith("bad_grad_ys") else BACKPROP_LINK)
+            yield expect(k, seen, framework="tensorflow", mode=modes, reason=reason, link=link)
+
+
+EXPECT = expectations(
+    {"cotangent": "applied", "grad_ys": "applied", "chain": "equal", "chain_grad_ys": "equal",
+     "default": "ones", "default_one_element": "ones", "default_ys_list": "ones", "default_grad_ys": "ones",
+     # JAX's answer to any wrong-shape cotangent: "unexpected JAX type (e.g. shape/dtype) for argument
+     # to VJP function" (jax.vjp: vjpfun takes "a cotangent vector with the same shape as primals_out")
+     **{k: "raises:ValueError" for k in BAD_KEYS}},
+    expect("grad_ys", "raises:RuntimeError", **NO_EAGER),
+    expect("chain_grad_ys", "raises:RuntimeError", **NO_EAGER),
+    expect("default_grad_ys", "raises:RuntimeError", **NO_EAGER),
+    *[expect(k, "raises:RuntimeError", **NO_EAGER) for k in BAD_KEYS if k.startswith("bad_grad_ys")],
+    *_tf_bad_expectations(),
+    expect("default", "raises:TypeError", framework="jax", link=JAX_GRAD_LINK,
+           reason="jax.grad has no implicit cotangent: fun 'should return a scalar' "
+                  "(TypeError 'Gradient only defined for scalar-output functions')"),
+    expect("default_one_element", "raises:TypeError", framework="jax", link=JAX_GRAD_LINK,
+           reason="jax.grad's scalar means shape (), 'not arrays with shape (1,)'"),
+    expect("default_ys_list", "raises:TypeError", framework="jax", link=JAX_GRAD_LINK,
+           reason="jax.grad needs one scalar output; a tuple of scalars is refused"),
+    expect("default", "raises:RuntimeError", framework="torch", link=TORCH_GRAD_LINK,
+           reason="grad_outputs None is accepted only for one-element outputs: "
+                  "'grad can be implicitly created only for scalar outputs'"),
+    *[expect(k, "raises:RuntimeError", framework="torch", link=TORCH_MAKE_GRADS,
+             reason="autograd.grad checks every grad_output against its output (_make_grads): "
+                    "'Mismatch in shape: grad_output[0] has a shape of ...'")
+      for k in BAD_KEYS if k.startswith("bad_shape")],
+)
+# Sums of up to three products, each rounded: the suite's gradient tolerance holds.
+TOL = cmp.GRAD
+
+
+# ---------------------------------------------------------------- the native functions
+# y = A @ tanh(x) over x's last axis (x may carry a leading batch axis). ``api`` picks the
+# native reverse-mode call. ``default=True``: no cotangent is passed (the API's own default).
+# It is a static argument, not only a shorter argument list, so the two calls compile apart:
+# a tf.function (reduce_retracing) traced with fewer positional arguments raises IndexError
+# when called with more (function_type.most_specific_common_subtype, TF 2.21).
+def tensorflow(tf, a, x, *w, api, default=False, summed=False):
+    ct = None if default else w[0]
+    if api == "tf.gradients":
+        y = tf.einsum("mn,...n->...m", a, tf.tanh(x))
+        y = tf.reduce_sum(y) if summed else y
+        return tuple(tf.gradients(y, [a, x], grad_ys=ct))
+    with tf.GradientTape() as tape:
+        tape.watch([a, x])
+        y = tf.einsum("mn,...n->...m", a, tf.tanh(x))
+        y = tf.reduce_sum(y) if summed else y
+    return tuple(tape.gradient(y, [a, x], output_gradients=ct))
+
+
+def jax(jax, a, x, *w, api, default=False, summed=False):
+    jnp = jax.numpy
+
+    def f(a, x):
+        y = jnp.einsum("mn,...n->...m", a, jnp.tanh(x))
+        return jnp.sum(y) if summed else y
+    if not default:
+        return jax.vjp(f, a, x)[1](w[0])
+    return jax.grad(f, argnums=(0, 1))(a, x)  # JAX's only implicit seed: scalar outputs
+
+
+def torch(torch, a, x, *w, api, default=False, summed=False):
+    a, x = a.requires_grad_(True), x.requires_grad_(True)
+    y = torch.einsum("mn,...n->...m", a, torch.tanh(x))
+    y = y.sum() if summed else y
+    return torch.autograd.grad(y, [a, x], grad_outputs=None if default else w[0])
+
+
+def tensorflow_chain(tf, a, x, w, *, api):
+    """h = tanh(x), y = A @ tanh(h): (dL/dh, dL/dx seeded with dL/dh, dL/dx in one call)."""
+    if api == "tf.gradients":
+        h = tf.tanh(x)
+        y = tf.einsum("mn,...n->...m", a, tf.tanh(h))
+        g_h = tf.gradients(y, h, grad_ys=w)[0]
+        return g_h, tf.gradients(h, x, grad_ys=g_h)[0], tf.gradients(y, x, grad_ys=w)[0]
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        h = tf.tanh(x)
+        y = tf.einsum("mn,...n->...m", a, tf.tanh(h))
+    g_h = tape.gradient(y, h, output_gradients=w)
+    return g_h, tape.gradient(h, x, output_gradients=g_h), tape.gradient(y, x, output_gradients=w)
+
+
+def jax_chain(jax, a, x, w, *, api):
+    jnp = jax.numpy
+    outer = lambda h: jnp.einsum("mn,...n->...m", a, jnp.tanh(h))  # noqa: E731
+    h, pull_h = jax.vjp(jnp.tanh, x)
+    (g_h,) = jax.vjp(outer, h)[1](w)
+    (g_x,) = pull_h(g_h)
+    return g_h, g_x, jax.vjp(lambda x: outer(jnp.tanh(x)), x)[1](w)[0]
+
+
+def torch_chain(torch, a, x, w, *, api):
+    x = x.requires_grad_(True)
+    h = torch.tanh(x)
+    y = torch.einsum("mn,...n->...m", a, torch.tanh(h))
+    (g_h,) = torch.autograd.grad(y, h, grad_outputs=w, retain_graph=True)
+    (g_x,) = torch.autograd.grad(h, x, grad_outputs=g_h, retain_graph=True)
+    return g_h, g_x, torch.autograd.grad(y, x, grad_outputs=w)[0]
+
+
+# A cotangent of the wrong shape. ``kind`` is not used in the body: as a static argument it
+# gives each wrong shape its own compiled program, so tf.function never relaxes the shapes
+# across kinds (reduce_retracing would turn a trace-time ValueError into a run-time
+# InvalidArgumentError depending on the order of examples).
+def tensorflow_bad(tf, a, x, w, *, api, func, kind):
+    if api == "tf.gradients":
+        y = tf.einsum("mn,...n->...m", a, tf.tanh(x)) if func == "matvec" else tf.sin(x)
+        return tf.gradients(y, x, grad_ys=w)[0]
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.einsum("mn,...n->...m", a, tf.tanh(x)) if func == "matvec" else tf.sin(x)
+    return tape.gradient(y, x, output_gradients=w)
+
+
+def jax_bad(jax, a, x, w, *, api, func, kind):
+    jnp = jax.numpy
+    f = (lambda x: jnp.einsum("mn,...n->...m", a, jnp.tanh(x))) if func == "matvec" else jnp.sin
+    return jax.vjp(f, x)[1](w)[0]
+
+
+def torch_bad(torch, a, x, w, *, api, func, kind):
+    x = x.requires_grad_(True)
+    y = torch.einsum("mn,...n->...m", a, torch.tanh(x)) if func == "matvec" else torch.sin(x)
+    return torch.autograd.grad(y, x, grad_outputs=w)[0]
+
+
+def tensorflow_seed(tf, x, *g, api, default=False):
+    """seeds/002: ys = [h^2, 3h], h = 2x. ``default``: no grad_ys; else (with grad_ys=g,
+    dL/dh, dL/dx seeded with dL/dh)."""
+    if api == "tf.gradients":
+        h = 2.0 * x
+        ys = [h * h, 3.0 * h]
+        if default:
+            return tf.gradients(ys, x)[0]
+        g_h = tf.gradients(ys, h, grad_ys=list(g))[0]
+        return tf.gradients(ys, x, grad_ys=list(g))[0], g_h, tf.gradients(h, x, grad_ys=g_h)[0]
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        h = 2.0 * x
+        ys = [h * h, 3.0 * h]
+    if default:
+        return tape.gradient(ys, x)
+    g_h = tape.gradient(ys, h, output_gradients=list(g))
+    return tape.gradient(ys, x, output_gradients=list(g)), g_h, tape.gradient(h, x, output_gradients=g_h)
+
+
+def jax_seed(jax, x, *g, api, default=False):
+    ys_of_h = lambda h: (h * h, 3.0 * h)  # noqa: E731
+    if default:  # jax.grad of a tuple of scalars: observed, not assumed
+        return jax.grad(lambda x: ys_of_h(2.0 * x))(x)
+    h, pull_h = jax.vjp(lambda x: 2.0 * x, x)
+    (g_h,) = jax.vjp(ys_of_h, h)[1](g)
+    return jax.vjp(lambda x: ys_of_h(2.0 * x), x)[1](g)[0], g_h, pull_h(g_h)[0]
+
+
+def torch_seed(torch, x, *g, api, default=False):
+    x = x.requires_grad_(True)
+    h = 2.0 * x
+    ys = [h * h, 3.0 * h]
+    if default:
+        return torch.autograd.grad(ys, x)[0]
+    (g_h,) = torch.autograd.grad(ys, h, grad_outputs=list(g), retain_graph=True)
+    weighted = torch.autograd.grad(ys, x, grad_outputs=list(g), retain_graph=True)[0]
+    return weighted, g_h, torch.autograd.grad(h, x, grad_outputs=g_h)[0]
+
+
+NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
+CHAIN = {"tensorflow": tensorflow_chain, "jax": jax_chain, "torch": torch_chain}
+BAD = {"tensorflow": tensorflow_bad, "jax": jax_bad, "torch": torch_bad}
+SEED = {"tensorflow": tensorflow_seed, "jax": jax_seed, "torch": torch_seed}
+#: The native reverse-mode calls per framework; tf.gradients is TensorFlow's second one.
+APIS = {"tensorflow": ("GradientTape", "tf.gradients"), "jax": ("jax.vjp",), "torch": ("autograd.grad",)}
+
+
+def key(api, base, gradients_key):
+    """The observation key: ``base`` for the TF2-style call, ``gradients_key`` for tf.gradients."""
+    return gradients_key if api == "tf.gradients" else base
+
+
+def attempt(runner, builder, *arrays, **static):
+    """(result, None) or (None, 'raises:<Error>'): an API that is missing or refuses is observed."""
+    try:
+        return runner.run(builder, *arrays, **static), None
+    except Exception as e:  # noqa: BLE001 - the error's name is the observation
+        return None, cmp.error_name(e)
+
+
+# ---------------------------------------------------------------- closed forms
+def closed_vjp(a, x, w):
+    """(dA, dx) of sum(w * y), y = A @ tanh(x), from the Jacobian: dx = sum_i w_i dy_i/dx."""
+    a64, x64, w64 = (np.asarray(v, np.float64) for v in (a, x, w))
+    jac = a64 * (1 - np.tanh(x64) ** 2)[..., None, :]  # dy_i/dx_j = A_ij sech^2(x_j): (..., m, n)
+    dx = np.einsum("...i,...ij->...j", w64, jac)
+    da = w64.reshape(-1, a.shape[0]).T @ np.tanh(x64).reshape(-1, a.shape[1])
+    return da.astype(a.dtype), dx.astype(x.dtype)
+
+
+def cotangent_use(grads, a, x, w) -> str:
+    """applied: sum_i w_i dy_i/dx; ignored: what ones would give (the cotangent was dropped)."""
+    def near(ref):
+        return all(np.shape(g) == np.shape(r) and cmp.rel_err(g, r) <= TOL.of(x.dtype) for g, r in zip(grads, ref))
+    if near(closed_vjp(a, x, w)):
+        return "applied"
+    return "ignored" if near(closed_vjp(a, x, np.ones_like(w))) else "other"
+
+
+def bad_shape_kind(grad, a, x, w, func) -> str:
+    """What an accepted wrong-shape cotangent gave: broadcast to y's shape, or a gradient
+    whose shape is not x's at all."""
+    if np.shape(grad) != np.shape(x):
+        return "wrong-shape-gradient"
+    if func == "sin":
+        ref = np.cos(x) * np.broadcast_to(w, x.shape)
+    else:
+        ref = closed_vjp(a, x, np.broadcast_to(w, (a.shape[0],)))[1]
+    return "broadcast" if cmp.rel_err(grad, ref) <= TOL.of(x.dtype) else "other"
+
+
+# ---------------------------------------------------------------- strategies
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    a: np.ndarray   # (m, n)
+    x: np.ndarray   # (n,) or (2, n)
+    w: np.ndarray   # the cotangent, y's shape: (m,) or (2, m)
+
+
+@st.composite
+def problems(draw):
+    d = draw(ss.float_dtypes(), label="dtype")
+    # A small menu keeps XLA and JAX's eager dispatch to a few compiled shapes; m = 1 without a
+    # batch axis is the one-element output PyTorch seeds implicitly and JAX does not.
+    m, n = draw(st.sampled_from([1, 3]), label="m"), 2
+    lead = draw(st.sampled_from([(), (2,)]), label="batch")
+    a = draw(ss.float_arrays(dtype=d, shape=(m, n), min_value=-2, max_value=2), label="A")
+    x = draw(ss.float_arrays(dtype=d, shape=lead + (n,), min_value=-3, max_value=3), label="x")
+    w = draw(ss.float_arrays(dtype=d, shape=lead + (m,), min_value=-4, max_value=4), label="cotangent")
+    return Problem(a, x, w)
+
+
+# Wrong-shape cotangents for a y of shape (3,), and one fixed float32 input set (A, x per
+# function, w per kind) with no special values.
+BAD_W = {"size-one": (1,), "wrong-size": (4,), "column": (3, 1)}
+_RNG = np.random.default_rng(2)
+BAD_INPUTS = (np.round(_RNG.uniform(-2, 2, (3, 2)), 2).astype(np.float32),
+              {"matvec": np.array([0.5, -1.25], np.float32), "sin": np.array([0.3, -1.1, 2.0], np.float32)},
+              {k: np.round(_RNG.uniform(-2, 2, s), 2).astype(np.float32) for k, s in BAD_W.items()})
+
+
+# ---------------------------------------------------------------- properties
+@given(p=problems())
+def test_cotangent_gives_vector_jacobian_product(subject, oracles, record, p):
+    """The gradient with cotangent w is sum_i w_i dy_i/d(A, x), for every native API."""
+    record.example(A=p.a, x=p.x, w=p.w)
+    ref = closed_vjp(p.a, p.x, p.w)
+    for api in APIS[subject.framework]:
+        grads, err = attempt(subject, NATIVE[subject.framework], p.a, p.x, p.w, api=api)
+        record.check(EXPECT, **{key(api, "cotangent", "grad_ys"): err or cotangent_use(grads, p.a, p.x, p.w)})
+        if err:
+            continue
+        for name, g, r in zip(("dA", "dx"), grads, ref):
+            record.close(name=f"{name}[{api}]", out=g, ref=r, oracle="closed-form", tol=TOL)
+        for o in oracles:
+            rgrads = o.run(NATIVE[o.framework], p.a, p.x, p.w, api=APIS[o.framework][0])
+            for name, g, r in zip(("dA", "dx"), grads, rgrads):
+                record.close(name=f"{name}[{api}]", out=g, ref=r, oracle=o.id, tol=TOL)
+
+
+@given(p=problems())
+def test_default_cotangent_is_ones(subject, oracles, record, p):
+    """No cotangent: TensorFlow seeds ones (the gradient of sum(y)); jax.grad and
+    autograd.grad have an implicit seed only for scalar (JAX) / one-element (PyTorch) y."""
+    record.example(A=p.a, x=p.x)
+    ones = np.ones_like(p.w)
+    ref = closed_vjp(p.a, p.x, ones)
+    for api in APIS[subject.framework]:
+        f = NATIVE[subject.framework]
+        if api == APIS[subject.framework][0]:  # sum(y) is a scalar: every framework seeds it with 1
+            summed = subject.run(f, p.a, p.x, api=api, default=True, summed=True)
+            record.close(name=f"d sum(y)/dx[{api}]", out=summed[1], ref=ref[1], oracle="closed-form", tol=TOL)
+        grads, err = attempt(subject, f, p.a, p.x, api=api, default=True)
+        base = "default" if p.w.size > 1 else "default_one_element"
+        seen = err or ("ones" if cotangent_use(grads, p.a, p.x, ones) == "applied" else "not-ones")
+        record.check(EXPECT, **{key(api, base, "default_grad_ys"): seen})
+        if err:
+            continue
+        record.close(name=f"dx[{api}]", out=grads[1], ref=ref[1], oracle="closed-form", tol=TOL)
+        for o in oracles:  # the oracles with explicit ones (they may have no default)
+            rgrads = o.run(NATIVE[o.framework], p.a, p.x, ones, api=APIS[o.framework][0])
+            record.close(name=f"dx[{api}]", out=grads[1], ref=rgrads[1], oracle=o.id, tol=TOL)
+
+
+@given(p=problems())
+def test_chained_calls_equal_one_call(subject, oracles, record, p):
+    """grad(h, x, cotangent=grad(y, h, w)) equals grad(y, x, w), h = tanh(x), y = A @ tanh(h)."""
+    record.example(A=p.a, x=p.x, w=p.w)
+    h = np.tanh(p.x.astype(np.float64))
+    ref_h = ((p.w @ p.a) * (1 - np.tanh(h) ** 2))
+    ref_x = (ref_h * (1 - h ** 2)).astype(p.x.dtype)
+    for api in APIS[subject.framework]:
+        out, err = attempt(subject, CHAIN[subject.framework], p.a, p.x, p.w, api=api)
+        if err:
+            record.check(EXPECT, **{key(api, "chain", "chain_grad_ys"): err})
+            continue
+        g_h, chained, whole = out
+        same = np.shape(chained) == np.shape(whole) and cmp.rel_err(chained, whole) <= TOL.of(p.x.dtype)
+        record.check(EXPECT, **{key(api, "chain", "chain_grad_ys"): "equal" if same else "differs"})
+        record.close(name=f"dL/dh[{api}]", out=g_h, ref=ref_h.astype(p.x.dtype), oracle="closed-form", tol=TOL)
+        record.close(name=f"chained dL/dx[{api}]", out=chained, ref=ref_x, oracle="closed-form", tol=TOL)
+        record.close(name=f"one-call dL/dx[{api}]", out=whole, ref=ref_x, oracle="closed-form", tol=TOL)
+        for o in oracles:
+            _, rchained, _ = o.run(CHAIN[o.framework], p.a, p.x, p.w, api=APIS[o.framework][0])
+            record.close(name=f"chained dL/dx[{api}]", out=chained, ref=rchained, oracle=o.id, tol=TOL)
+
+
+@given(v=st.just(BAD_INPUTS))
+def test_wrong_shape_cotangent_is_observed(subject, record, v):
+    """A cotangent whose shape is not y's (3,): the error, or what TensorFlow broadcasts it to.
+    One fixed float32 example: the observation is about shapes, and a trace that fails is not
+    cached, so every further example would trace again in function/xla."""
+    a, xs, ws = v
+    for func in FUNCS:
+        for kind in KINDS:
+            x, w = xs[func], ws[kind]
+            record.example(A=a, x=x, w=w, func=func, kind=kind)
+            for api in APIS[subject.framework]:
+                grad, err = attempt(subject, BAD[subject.framework], a, x, w, api=api, func=func, kind=kind)
+                seen = err or bad_shape_kind(grad, a, x, w, func)
+                record.check(EXPECT, **{key(api, f"bad_shape[{func},{kind}]", f"bad_grad_ys[{func},{kind}]"): seen})
+
+
+# ---------------------------------------------------------------- seed examples
+@on("tensorflow", "jax", "torch")
+@given(v=st.just((np.float32(1.0), np.float32(2.0), np.float32(-1.0))))
+def test_seed_grad_ys_weights_and_chains(subject, record, v):
+    """seeds/002: ys = [h^2, 3h], h = 2x, x = 1: default 14 (ones); grad_ys = [2, -1] -> 10;
+    chaining, dL/dh = 5 fed as grad_ys of h -> x, gives 10 again."""
+    x, g1, g2 = (np.asarray(u) for u in v)
+    record.example(x=x, g1=g1, g2=g2)
+    for api in APIS[subject.framework]:
+        default, err = attempt(subject, SEED[subject.framework], x, api=api, default=True)
+        record.check(EXPECT, **{key(api, "default_ys_list", "default_grad_ys"):
+                                err or ("ones" if default == 14.0 else "other")})
+        if err is None:
+            record.equal(name=f"default[{api}]", out=np.asarray(default), ref=np.float32(14.0), oracle="closed-form")
+        out, err = attempt(subject, SEED[subject.framework], x, g1, g2, api=api)
+        if err:
+            record.check(EXPECT, **{key(api, "cotangent", "grad_ys"): err})
+            continue
+        weighted, g_h, chained = out
+        for name, got, want in (("weighted", weighted, 10.0), ("dL/dh", g_h, 5.0), ("chained", chained, 10.0)):
+            record.equal(name=f"{name}[{api}]", out=np.asarray(got), ref=np.float32(want), oracle="closed-form")
+        record.check(EXPECT, **{key(api, "cotangent", "grad_ys"): "applied" if weighted == 10.0 else "other",
+                                key(api, "chain", "chain_grad_ys"): "equal" if chained == weighted else "differs"})
