@@ -1,0 +1,535 @@
+"""Out-of-range gather: what tf.gather does with indices outside [0, n), forward and backward.
+
+Source: seeds/001 (the tf.gather slides): ``tf.gather([1, 2, 3, 4, 5], [0, 1, 6])`` gives
+``[1 2 0]`` on GPU and raises ``InvalidArgumentError: indices[2] = 6 is not in [0, 5)
+[Op:GatherV2]`` on CPU. Indices fall in three out-of-range categories: ``above``
+(i >= n), ``negative`` (-n <= i < 0, NumPy's "count from the end") and ``below``
+(i < -n). The drawn indices mix them; where a run refuses, each category runs on its own
+(the other out-of-range positions set to 0) to see which one is refused. The forward is
+classified per category as ``raises:<Error>``, ``zero-fill``, ``clamp`` (row clip(i, 0,
+n-1)), ``wrap`` (row i mod n), ``nan-fill`` or ``garbage``; the gradient of ``sum(w * y)``
+with respect to params as ``dropped``, ``clamped-row``, ``wrapped-row``, ``raises:<Error>``
+or ``other`` (see :func:`classify` and :func:`classify_grad`). In-range positions must be
+exact everywhere.
+
+Measured (TF 2.21 CPU, the seed's int32 example, ``test_seed_gather_0_1_6``): eager raises
+``InvalidArgumentError: ... indices[2] = 6 is not in [0, 5) [Op:GatherV2]``, exactly the
+seed's message; ``tf.function`` raises the same text from node GatherV2, and a v1 Session
+raises it as "Graph execution error: Detected at node 'GatherV2' ... indices[2] = 6 is not
+in [0, 5)" (the seed's CPU claim holds in all three). XLA (``jit_compile=True``) returns
+``[1 2 5]``: it clamps, for negatives too (-1 and -7 read row 0), and raises nowhere.
+``jnp`` indexing also gives ``[1 2 5]``; PyTorch raises IndexError "index 6 is out of bounds
+for dimension 0 with size 5". The seed's GPU ``[1 2 0]`` (zero-fill) is declared from the
+tf.gather docs, not measured: GPU rows run only where a GPU is visible.
+
+Backward (only the gradient fetched, densified inside the mode): eager raises, since the
+forward GatherV2 runs; in ``function``/``graph`` the forward is pruned (the gradient needs
+only the indices and params' shape) and the IndexedSlices gradient is densified by
+unsorted_segment_sum, which raises for i >= n on CPU and silently drops negative ids; under
+XLA every out-of-range cotangent is dropped, so XLA's forward reads row n-1 while its
+gradient does not flow there (JAX indexing does the same). ``tf.gather_nd`` matches
+tf.gather; ``bad_indices_policy="IGNORE"`` zero-fills in every mode, but for ``[k, 1]``
+index vectors the gradient is an IndexedSlices that ignores the policy (CPU still raises
+for i >= n), while ``[k, 2]`` vectors go through scatter_nd, which honours it.
+``"ERROR"`` is ignored by XLA (it clamps).
+
+Oracles (CPU, measured): ``jnp.take`` (default mode = "fill") NaN-fills above/below and wraps
+negatives, gradient dropped/wrapped-row; ``mode="clip"`` clamps all three, gradient to the
+clamped row; ``.at[].get`` is ``x[idx]``. ``torch.gather`` raises RuntimeError and
+``index_select`` IndexError, negatives included; PyTorch CUDA rows are skipped (a device-side
+assert would poison the process's CUDA context).
+"""
+import dataclasses
+import inspect
+import itertools
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+from hypothesis.extra import numpy as hnp
+
+from suite import compare as cmp, strategies as ss
+from suite.behaviours import behaviour, on
+from suite.expectations import expect, expectations
+from suite.frameworks.tf_runner import in_v1_graph
+
+TF_GATHER = "https://www.tensorflow.org/api_docs/python/tf/gather"
+GATHER_ND = "https://www.tensorflow.org/api_docs/python/tf/raw_ops/GatherNd"
+SEGMENT_SUM = "https://www.tensorflow.org/api_docs/python/tf/math/unsorted_segment_sum"
+SCATTER_ND = "https://www.tensorflow.org/api_docs/python/tf/scatter_nd"
+XLA_GATHER = "https://github.com/tensorflow/tensorflow/issues/115254"
+XLA_NEGATIVE = "https://github.com/tensorflow/tensorflow/issues/118076"
+XLA_GATHER_ND = "https://github.com/tensorflow/tensorflow/issues/112068"
+XLA_SCATTER = "https://openxla.org/xla/operation_semantics#scatter"
+JAX_OOB = "https://docs.jax.dev/en/latest/notebooks/Common_Gotchas_in_JAX.html#out-of-bounds-indexing"
+NUMPY_INDEXING = "https://numpy.org/doc/stable/user/basics.indexing.html"
+TORCH_CUDA_ASSERT = "https://github.com/pytorch/pytorch/issues/55027"
+
+BEHAVIOUR = behaviour(
+    "gather-out-of-range", sources=["001"],
+    links=[TF_GATHER, GATHER_ND, SEGMENT_SUM, XLA_GATHER, JAX_OOB,
+           "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.take.html",
+           "https://docs.jax.dev/en/latest/_autosummary/jax.Array.at.html",
+           "https://pytorch.org/docs/stable/generated/torch.gather.html",
+           "https://pytorch.org/docs/stable/generated/torch.index_select.html"])
+
+CATEGORIES = ("above", "negative", "below")
+IAE = "raises:InvalidArgumentError"
+
+
+def _keys(kind, api, above, negative, below):
+    return {f"{kind}:{api}[above]": above, f"{kind}:{api}[negative]": negative, f"{kind}:{api}[below]": below}
+
+
+def _declare(kind, api, observed, cats=CATEGORIES, **where):
+    return [expect(f"{kind}:{api}[{c}]", observed, **where) for c in cats]
+
+
+# Defaults: tf.gather's CPU contract for the shared spelling "gather" (tf.gather, and x[idx]
+# in JAX/PyTorch); each oracle-only API's documented behaviour (jnp.take: fill (NaN) with
+# NumPy negatives; mode="clip" clamps; .at[].get is x[idx]; torch.gather/index_select
+# refuse negatives).
+EXPECT = expectations(
+    {**_keys("forward", "gather", IAE, IAE, IAE), **_keys("grad", "gather", IAE, IAE, IAE),
+     **_keys("forward", "jnp.take", "nan-fill", "wrap", "nan-fill"),
+     **_keys("grad", "jnp.take", "dropped", "wrapped-row", "dropped"),
+     **_keys("forward", "jnp.take(fill)", "nan-fill", "wrap", "nan-fill"),
+     **_keys("grad", "jnp.take(fill)", "dropped", "wrapped-row", "dropped"),
+     **_keys("forward", "jnp.take(clip)", "clamp", "clamp", "clamp"),
+     **_keys("grad", "jnp.take(clip)", "clamped-row", "clamped-row", "clamped-row"),
+     **_keys("forward", "x.at[].get", "clamp", "wrap", "clamp"),
+     **_keys("grad", "x.at[].get", "dropped", "wrapped-row", "dropped"),
+     **_keys("forward", "torch.gather", *["raises:RuntimeError"] * 3),
+     **_keys("grad", "torch.gather", *["raises:RuntimeError"] * 3),
+     **_keys("forward", "torch.index_select", *["raises:IndexError"] * 3),
+     **_keys("grad", "torch.index_select", *["raises:IndexError"] * 3),
+     **_keys("forward", "tf.gather_nd", IAE, IAE, IAE), **_keys("grad", "tf.gather_nd", IAE, IAE, IAE),
+     **_keys("forward", "tf.gather_nd(ERROR)", IAE, IAE, IAE),
+     **_keys("forward", "tf.gather_nd(IGNORE)", "zero-fill", "zero-fill", "zero-fill"),
+     **_keys("grad", "tf.gather_nd(IGNORE)", IAE, "dropped", "dropped"),
+     **_keys("forward", "tf.gather_nd/2", IAE, IAE, IAE), **_keys("grad", "tf.gather_nd/2", IAE, IAE, IAE),
+     **_keys("forward", "tf.gather_nd/2(IGNORE)", "zero-fill", "zero-fill", "zero-fill"),
+     **_keys("grad", "tf.gather_nd/2(IGNORE)", "dropped", "dropped", "dropped"),
+     "seed": IAE, "in_range": "exact"},
+    # -- the shared spelling, forward
+    expect("forward:gather[above]", "clamp", framework="tensorflow", mode="xla", link=XLA_GATHER,
+           reason="the XLA lowering of GatherV2 uses XLA Gather, which clamps start indices into range "
+                  "and checks nothing: [1 2 3 4 5][[0, 1, 6]] -> [1 2 5] (open issue, TF 2.21)"),
+    *_declare("forward", "gather", "clamp", ("negative", "below"), framework="tensorflow", mode="xla",
+              link=XLA_NEGATIVE, reason="XLA clamps negative indices to row 0 (no NumPy wrap, no error)"),
+    *_declare("forward", "gather", "zero-fill", framework="tensorflow", mode="eager|function|graph", device="gpu",
+              link=TF_GATHER, reason="tf.gather docs: on GPU an out-of-bound index stores 0 in the output "
+                                     "(the GPU kernel does not check indices); declared, not measured here"),
+    *_declare("forward", "gather", "clamp", ("above", "below"), framework="jax", link=JAX_OOB,
+              reason="JAX indexing clamps out-of-bound retrievals into range (XLA Gather semantics)"),
+    *[expect("forward:gather[negative]", "wrap", framework=fw, link=NUMPY_INDEXING,
+             reason="x[idx] follows NumPy: an index in [-n, 0) counts from the end") for fw in ("jax", "torch")],
+    *_declare("forward", "gather", "raises:IndexError", ("above", "below"), framework="torch", link=NUMPY_INDEXING,
+              reason="PyTorch indexing checks bounds like NumPy: 'index 6 is out of bounds for dimension 0'"),
+    # -- the shared spelling, gradient (only the gradient fetched)
+    *_declare("grad", "gather", "dropped", ("negative", "below"), framework="tensorflow", mode="function|graph",
+              device="cpu", link=SEGMENT_SUM,
+              reason="the forward GatherV2 is pruned (nothing fetched needs it), and the IndexedSlices "
+                     "gradient is densified by unsorted_segment_sum, which drops negative segment ids"),
+    expect("grad:gather[above]", IAE, framework="tensorflow", mode="function|graph", device="cpu", link=SEGMENT_SUM,
+           reason="the forward is pruned, but unsorted_segment_sum validates ids < num_segments on CPU: "
+                  "'segment_ids[2] = 6 is out of range [0, 5)' comes from the gradient, not the gather"),
+    *_declare("grad", "gather", "dropped", framework="tensorflow", mode="xla", link=XLA_SCATTER,
+              reason="the gradient's segment sum lowers to XLA Scatter, which skips out-of-bounds updates: "
+                     "the forward read row clip(i) but no gradient flows there"),
+    *_declare("grad", "gather", "dropped", framework="tensorflow", mode="eager|function|graph", device="gpu",
+              link=SEGMENT_SUM, reason="GPU gather does not raise and unsorted_segment_sum on GPU ignores "
+                                       "out-of-bound ids (docs: 'safe but unspecified'); declared, not measured here"),
+    *_declare("grad", "gather", "dropped", ("above", "below"), framework="jax", link=JAX_OOB,
+              reason="the transpose of JAX's clamped gather is a scatter-add that drops out-of-bound "
+                     "cotangents: forward clamps, backward drops"),
+    *[expect("grad:gather[negative]", "wrapped-row", framework=fw, link=NUMPY_INDEXING,
+             reason="a NumPy negative index is a real index: its cotangent goes to row i + n")
+      for fw in ("jax", "torch")],
+    *_declare("grad", "gather", "raises:IndexError", ("above", "below"), framework="torch", link=NUMPY_INDEXING,
+              reason="the forward raises, so there is no gradient"),
+    # -- tf.gather_nd and bad_indices_policy
+    *_declare("forward", "tf.gather_nd", "clamp", framework="tensorflow", mode="xla", link=XLA_GATHER_ND,
+              reason="XLA lowers GatherNd to a clamping XLA Gather; nothing is checked"),
+    *_declare("forward", "tf.gather_nd/2", "clamp", framework="tensorflow", mode="xla", link=XLA_GATHER_ND,
+              reason="XLA lowers GatherNd to a clamping XLA Gather; nothing is checked"),
+    *_declare("forward", "tf.gather_nd(ERROR)", "clamp", framework="tensorflow", mode="xla", link=XLA_GATHER_ND,
+              reason="bad_indices_policy='ERROR' promises an error, but the XLA lowering ignores it and clamps"),
+    *_declare("forward", "tf.gather_nd", "zero-fill", framework="tensorflow", mode="eager|function|graph",
+              device="gpu", link=GATHER_ND, reason="GatherNd docs: the default policy ignores bad indices "
+                                                   "on GPU (output 0); declared, not measured here"),
+    *_declare("forward", "tf.gather_nd/2", "zero-fill", framework="tensorflow", mode="eager|function|graph",
+              device="gpu", link=GATHER_ND, reason="GatherNd docs: the default policy ignores bad indices "
+                                                   "on GPU (output 0); declared, not measured here"),
+    *_declare("grad", "tf.gather_nd", "dropped", ("negative", "below"), framework="tensorflow",
+              mode="function|graph", device="cpu", link=SEGMENT_SUM,
+              reason="[k, 1] index vectors: _GatherNdGrad returns IndexedSlices (as tf.gather); the forward is "
+                     "pruned and unsorted_segment_sum drops negative ids"),
+    *_declare("grad", "tf.gather_nd", "dropped", framework="tensorflow", mode="xla", link=XLA_SCATTER,
+              reason="XLA Scatter skips out-of-bounds updates"),
+    *_declare("grad", "tf.gather_nd/2", "dropped", framework="tensorflow", mode="xla", link=XLA_SCATTER,
+              reason="XLA Scatter skips out-of-bounds updates"),
+    expect("grad:tf.gather_nd(IGNORE)[above]", "dropped", framework="tensorflow", mode="xla", link=XLA_SCATTER,
+           reason="XLA Scatter skips out-of-bounds updates"),
+    *_declare("grad", "tf.gather_nd", "dropped", framework="tensorflow", device="gpu", mode="eager|function|graph",
+              link=SEGMENT_SUM, reason="GPU: no forward error, and unsorted_segment_sum ignores out-of-bound ids; "
+                                       "declared, not measured here"),
+    expect("grad:tf.gather_nd(IGNORE)[above]", "dropped", framework="tensorflow", device="gpu",
+           mode="eager|function|graph", link=SEGMENT_SUM,
+           reason="GPU unsorted_segment_sum ignores out-of-bound ids; declared, not measured here"),
+    *_declare("grad", "tf.gather_nd/2", "dropped", framework="tensorflow", device="gpu", mode="eager|function|graph",
+              link=SCATTER_ND, reason="scatter_nd docs: on GPU an out-of-bound index is ignored; declared, "
+                                      "not measured here"),
+    # -- the seed, tf.gather([1, 2, 3, 4, 5], [0, 1, 6]) (int32)
+    expect("seed", "clamp", framework="tensorflow", mode="xla", link=XLA_GATHER,
+           reason="XLA clamps: [1 2 5], no error"),
+    expect("seed", "zero-fill", framework="tensorflow", mode="eager|function|graph", device="gpu", link=TF_GATHER,
+           reason="the seed's GPU claim [1 2 0], as the tf.gather docs say; declared, not measured here"),
+    expect("seed", "clamp", framework="jax", link=JAX_OOB, reason="JAX indexing clamps: [1 2 5]"),
+    expect("seed", "raises:IndexError", framework="torch", link=NUMPY_INDEXING,
+           reason="PyTorch indexing raises 'index 6 is out of bounds for dimension 0 with size 5'"),
+)
+
+# The APIs each framework's rows run; "gather" is the spelling shared across frameworks.
+GATHER_APIS = {"tensorflow": ("gather",),
+               "jax": ("gather", "jnp.take", "jnp.take(fill)", "jnp.take(clip)", "x.at[].get"),
+               "torch": ("gather", "torch.gather", "torch.index_select")}
+ND_FORWARD_APIS = ("tf.gather_nd", "tf.gather_nd(ERROR)", "tf.gather_nd(IGNORE)",
+                   "tf.gather_nd/2", "tf.gather_nd/2(IGNORE)")
+ND_GRAD_APIS = ("tf.gather_nd", "tf.gather_nd(IGNORE)", "tf.gather_nd/2", "tf.gather_nd/2(IGNORE)")
+SEED_PARAMS, SEED_INDICES = np.array([1, 2, 3, 4, 5], np.int32), np.array([0, 1, 6], np.int32)
+SEED_MESSAGE = "indices[2] = 6 is not in [0, 5)"
+SEED_VALUES = {"clamp": np.array([1, 2, 5], np.int32), "zero-fill": np.array([1, 2, 0], np.int32),
+               "wrap": np.array([1, 2, 2], np.int32)}
+
+
+# ---------------------------------------------------------------- the native functions
+def tensorflow(tf, params, indices, *, api="gather"):
+    """tf.gather along axis 0; tf.gather_nd with [k, 1] index vectors, or ("/2") with [k, 2]
+    vectors into params[:, None] (same rows, but its gradient goes through scatter_nd)."""
+    if api == "gather":
+        return tf.gather(params, indices)
+    name, _, policy = api.partition("(")
+    kw = {"bad_indices_policy": policy.rstrip(")")} if policy else {}
+    if name == "tf.gather_nd":
+        return tf.gather_nd(params, tf.expand_dims(indices, -1), **kw)
+    pairs = tf.stack([indices, tf.zeros_like(indices)], axis=-1)
+    return tf.gather_nd(tf.expand_dims(params, 1), pairs, **kw)
+
+
+def jax(jax, params, indices, *, api="gather"):
+    jnp = jax.numpy
+    if api == "gather":
+        return params[indices]
+    if api == "x.at[].get":
+        return params.at[indices].get()
+    mode = {"jnp.take": None, "jnp.take(fill)": "fill", "jnp.take(clip)": "clip"}[api]
+    return jnp.take(params, indices, axis=0, mode=mode)
+
+
+def torch(torch, params, indices, *, api="gather"):
+    if api == "gather":
+        return params[indices]
+    if api == "torch.index_select":
+        return torch.index_select(params, 0, indices)
+    index = indices.long().reshape((-1,) + (1,) * (params.ndim - 1)).expand((-1,) + tuple(params.shape[1:]))
+    return torch.gather(params, 0, index)
+
+
+def tensorflow_grad(tf, params, indices, w, *, api):
+    """d sum(w * y)/d params with only the gradient fetched (a train step that does not fetch
+    the loss), densified inside the mode as an optimizer's dense update would."""
+    if in_v1_graph():
+        g = tf.gradients(tensorflow(tf, params, indices, api=api), params, grad_ys=w)[0]
+    else:
+        with tf.GradientTape() as tape:
+            tape.watch(params)
+            y = tensorflow(tf, params, indices, api=api)
+        g = tape.gradient(y, params, output_gradients=w)
+    return tf.convert_to_tensor(g)
+
+
+def jax_grad(jax_, params, indices, w, *, api):
+    return jax_.vjp(lambda p: jax(jax_, p, indices, api=api), params)[1](w)[0]
+
+
+def torch_grad(torch_, params, indices, w, *, api):
+    params = params.requires_grad_(True)
+    return torch_.autograd.grad(torch(torch_, params, indices, api=api), params, grad_outputs=w)[0]
+
+
+NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
+GRAD = {"tensorflow": tensorflow_grad, "jax": jax_grad, "torch": torch_grad}
+
+
+# ---------------------------------------------------------------- classifiers
+def categories(indices, n) -> np.ndarray:
+    """``in-range``, ``above`` (i >= n), ``negative`` (-n <= i < 0) or ``below`` (i < -n) per index."""
+    i = np.asarray(indices)
+    return np.where(i >= n, "above", np.where(i >= 0, "in-range", np.where(i >= -n, "negative", "below")))
+
+
+def isolate(indices, n, category) -> np.ndarray:
+    """The indices with every out-of-range position not in ``category`` replaced by 0."""
+    cats = categories(indices, n)
+    return np.where((cats == category) | (cats == "in-range"), indices, 0).astype(indices.dtype)
+
+
+def _verdict(labels: set, *, none_fits: str):
+    """The one label left; ``none_fits`` if none is; None if several are (cannot tell)."""
+    if len(labels) == 1:
+        return next(iter(labels))
+    return None if labels else none_fits
+
+
+def classify(out, params, indices) -> dict:
+    """The forward observation per out-of-range category present in ``indices``.
+
+    Each out-of-range position is matched against the rules: ``zero-fill`` (a zero row),
+    ``nan-fill`` (a NaN row), ``clamp`` (row clip(i, 0, n-1)), ``wrap`` (row i mod n); the
+    category's label is the one rule every position of it fits, ``garbage`` if none does,
+    and ``None`` where the data cannot tell (n == 1, or clip(i) == i mod n everywhere).
+    Params must have distinct nonzero rows. In-range positions are not looked at here.
+
+    >>> classify(np.array([1., 2., 5.]), np.array([1., 2., 3., 4., 5.]), np.array([0, 1, 6]))
+    {'above': 'clamp'}
+    """
+    out, params = np.asarray(out), np.asarray(params)
+    n, found = len(params), {}
+    for p, (i, c) in enumerate(zip(np.asarray(indices).tolist(), categories(indices, n).tolist())):
+        if c == "in-range":
+            continue
+        row, fits = out[p], set()
+        if not np.any(row):
+            fits.add("zero-fill")
+        if np.all(np.isnan(row)):
+            fits.add("nan-fill")
+        if np.array_equal(row, params[min(max(i, 0), n - 1)]):
+            fits.add("clamp")
+        if np.array_equal(row, params[i % n]):
+            fits.add("wrap")
+        found[c] = found[c] & fits if c in found else fits
+    return {c: _verdict(s, none_fits="garbage") for c, s in found.items()}
+
+
+GRAD_RULES = {"dropped": lambda i, n: None, "clamped-row": lambda i, n: min(max(i, 0), n - 1),
+              "wrapped-row": lambda i, n: i % n}
+
+
+def classify_grad(grad, params, indices, w, *, tol) -> dict:
+    """Which params rows received each out-of-range position's cotangent, per category.
+
+    Every assignment of a rule (``dropped``, ``clamped-row``, ``wrapped-row``) to the
+    categories present is turned into the gradient it implies (in-range positions add
+    ``w[p]`` to row ``i``) and compared with ``grad`` within ``tol``; a category's label is
+    its rule in the matching assignments, ``other`` if none matches, ``None`` if several
+    rules match (the data cannot tell them apart).
+
+    >>> classify_grad(np.array([1., 10., 0, 0, 0]), np.arange(5.), np.array([0, 1, 6]),
+    ...               np.array([1., 10., 100.]), tol=0.0)
+    {'above': 'dropped'}
+    """
+    params, w = np.asarray(params), np.asarray(w, np.float64)
+    n, cats = len(params), categories(indices, len(params))
+    present = [c for c in CATEGORIES if c in cats]
+    cats = cats.tolist()
+    matches = []
+    for combo in itertools.product(GRAD_RULES, repeat=len(present)):
+        rule = dict(zip(present, combo))
+        ref = np.zeros(params.shape, np.float64)
+        for p, (i, c) in enumerate(zip(np.asarray(indices).tolist(), cats)):
+            row = i if c == "in-range" else GRAD_RULES[rule[c]](i, n)
+            if row is not None:
+                ref[row] += w[p]
+        if cmp.rel_err(grad, ref) <= tol:
+            matches.append(rule)
+    return {c: _verdict({m[c] for m in matches}, none_fits="other") for c in present}
+
+
+def error_site(exc) -> str:
+    """Which check refused: ``indices`` (a gather/scatter kernel) or ``segment_ids`` (the
+    unsorted_segment_sum that densifies an IndexedSlices gradient)."""
+    m = re.search(r"\b(segment_ids|indices)\[\d+\]", str(exc))
+    return m.group(1) if m else type(exc).__name__
+
+
+# ---------------------------------------------------------------- strategies
+K = 5  # indices per example: one length, so XLA and jax.jit compile once per params shape
+
+
+@dataclasses.dataclass(frozen=True)
+class GatherCase:
+    params: np.ndarray   # (n,) or (n, 2), distinct nonzero values
+    indices: np.ndarray  # (K,) int32: in-range, >= n, [-n, 0) and < -n mixed
+    w: np.ndarray        # cotangent (K,) + params.shape[1:], positive (so no two rules coincide)
+
+
+@st.composite
+def gather_cases(draw) -> GatherCase:
+    dtype = draw(ss.float_dtypes())
+    n = draw(st.integers(1, 6), label="n")
+    shape = (n,) + draw(st.sampled_from([(), (2,)]), label="row shape")
+    width = 32 if dtype == np.float32 else 64
+    size = st.floats(0.25, 10.0, width=width, allow_subnormal=False)
+    signed = st.tuples(st.booleans(), size).map(lambda t: -t[1] if t[0] else t[1])
+    params = draw(hnp.arrays(dtype, shape, elements=signed, unique=True), label="params")
+    index = st.one_of(st.integers(0, n - 1), st.integers(n, n + 6), st.integers(-n, -1), st.integers(-n - 6, -n - 1))
+    indices = np.array(draw(st.lists(index, min_size=K, max_size=K), label="indices"), np.int32)
+    w = draw(hnp.arrays(dtype, (K,) + shape[1:], elements=st.floats(0.5, 4.0, width=width)), label="cotangent")
+    return GatherCase(params, indices, w)
+
+
+def _no_torch_cuda(subject):
+    if subject.framework == "torch" and subject.device == "gpu":
+        pytest.skip("PyTorch CUDA index kernels fail out-of-range indices with a device-side assert that "
+                    f"poisons the CUDA context for the rest of the process ({TORCH_CUDA_ASSERT})")
+
+
+def all_forwards(module, params, indices, *, fw, apis):
+    """Every API in one program, so that XLA and jax.jit compile once per params shape."""
+    return tuple(NATIVE[fw](module, params, indices, api=api) for api in apis)
+
+
+def all_grads(module, params, indices, w, *, fw, apis):
+    return tuple(GRAD[fw](module, params, indices, w, api=api) for api in apis)
+
+
+def _observe(subject, record, case, apis, kind, run, judge):
+    """Check the ``kind`` observation of each API per out-of-range category. All APIs run on
+    the mixed indices in one program; where that refuses, each API runs alone, and where an
+    API refuses the mixed indices, each category runs alone to see which one it refuses."""
+    __tracebackhide__ = True
+    n = len(case.params)
+    present = [c for c in CATEGORIES if c in categories(case.indices, n)]
+    if not present:
+        return
+    try:
+        first = dict(zip(apis, run(apis, case.indices)))
+    except Exception as e:  # noqa: BLE001 - a refusal; for a single API it is that API's answer
+        first = {apis[0]: e} if len(apis) == 1 else {}
+    for api in apis:
+        runs = [(case.indices, present)]
+        while runs:
+            idx, cats = runs.pop(0)
+            try:
+                result = first.pop(api) if api in first else run((api,), idx)[0]
+                if isinstance(result, Exception):
+                    raise result
+            except Exception as e:  # the framework's refusal is the observation
+                if len(cats) > 1:
+                    runs = [(isolate(case.indices, n, c), [c]) for c in cats]
+                    continue
+                record.check(EXPECT, **{f"{kind}:{api}[{cats[0]}]": cmp.error_name(e)})
+                if subject.framework == "tensorflow":
+                    record.observe(**{f"refused-by:{kind}:{api}[{cats[0]}]": error_site(e)})
+                continue
+            labels = judge(api, idx, result)
+            for c in cats:
+                if labels[c] is not None:  # None: this example cannot tell two rules apart
+                    record.check(EXPECT, **{f"{kind}:{api}[{c}]": labels[c]})
+
+
+def _observe_forward(subject, record, case, apis):
+    __tracebackhide__ = True
+    n = len(case.params)
+
+    def run(apis, idx):
+        return subject.run(all_forwards, case.params, idx, fw=subject.framework, apis=apis)
+
+    def judge(api, idx, out):
+        out, inside = np.asarray(out), categories(idx, n) == "in-range"
+        record.equal(name=f"{api} in-range rows", out=out[inside], ref=case.params[idx[inside]], oracle="closed-form")
+        return classify(out, case.params, idx)
+
+    _observe(subject, record, case, apis, "forward", run, judge)
+
+
+def _observe_grad(subject, record, case, apis):
+    __tracebackhide__ = True
+    tol = cmp.GRAD.of(case.params.dtype)
+
+    def run(apis, idx):
+        return subject.run(all_grads, case.params, idx, case.w, fw=subject.framework, apis=apis)
+
+    def judge(api, idx, grad):
+        return classify_grad(grad, case.params, idx, case.w, tol=tol)
+
+    _observe(subject, record, case, apis, "grad", run, judge)
+
+
+# ---------------------------------------------------------------- properties
+@given(case=gather_cases())
+def test_gather_forward_out_of_range_is_declared(subject, record, case):
+    """tf.gather / x[idx] / jnp.take (default, fill, clip) / .at[].get / torch.gather /
+    index_select: per out-of-range category, raises, zero-fill, clamp, wrap, nan-fill or garbage."""
+    record.example(params=case.params, indices=case.indices)
+    _no_torch_cuda(subject)
+    _observe_forward(subject, record, case, GATHER_APIS[subject.framework])
+
+
+@given(case=gather_cases())
+def test_gather_gradient_rows_are_declared(subject, record, case):
+    """The gradient of sum(w * gather(params, idx)): which params row each out-of-range
+    position's cotangent reaches (dropped, clamped-row, wrapped-row) or the refusal."""
+    record.example(params=case.params, indices=case.indices, w=case.w)
+    _no_torch_cuda(subject)
+    _observe_grad(subject, record, case, GATHER_APIS[subject.framework])
+
+
+@on("tensorflow")
+@given(case=gather_cases())
+def test_gather_nd_and_bad_indices_policy_are_declared(subject, record, case):
+    """tf.gather_nd ([k, 1] and [k, 2] index vectors) with the default policy, "ERROR" and
+    "IGNORE", forward and gradient. TensorFlow rows only: these are TF APIs, and the
+    oracles' spellings are observed in the gather tests."""
+    record.example(params=case.params, indices=case.indices, w=case.w)
+    if "bad_indices_policy" not in inspect.signature(subject.module.gather_nd).parameters:
+        record.observe(bad_indices_policy="unavailable")  # before the argument existed
+        fwd, grad = ("tf.gather_nd", "tf.gather_nd/2"), ("tf.gather_nd", "tf.gather_nd/2")
+    else:
+        fwd, grad = ND_FORWARD_APIS, ND_GRAD_APIS
+    _observe_forward(subject, record, case, fwd)
+    _observe_grad(subject, record, case, grad)
+
+
+@given(case=gather_cases(), data=st.data())
+def test_in_range_gather_matches_closed_form_and_oracles(subject, oracles, record, case, data):
+    """With every index in [0, n): value params[idx] exactly, gradient the scatter-add of w."""
+    idx = (case.indices % len(case.params)).astype(np.int32)
+    record.example(params=case.params, indices=idx, w=case.w)
+    out = subject.run(NATIVE[subject.framework], case.params, idx)
+    grad = subject.run(GRAD[subject.framework], case.params, idx, case.w, api="gather")
+    ref_grad = np.zeros(case.params.shape, np.float64)
+    np.add.at(ref_grad, idx, case.w)
+    record.close(name="value", out=out, ref=case.params[idx], oracle="closed-form", tol=cmp.EXACT)
+    record.close(name="grad", out=grad, ref=ref_grad.astype(case.params.dtype), oracle="closed-form")
+    exact = np.array_equal(out, case.params[idx]) and cmp.rel_err(grad, ref_grad) <= cmp.GRAD.of(case.params.dtype)
+    record.check(EXPECT, in_range="exact" if exact else "wrong")
+    for o in oracles:
+        record.close(name="value", out=out, ref=o.run(NATIVE[o.framework], case.params, idx), oracle=o.id,
+                     tol=cmp.EXACT)
+        record.close(name="grad", out=grad, ref=o.run(GRAD[o.framework], case.params, idx, case.w, api="gather"),
+                     oracle=o.id)
+
+
+# ---------------------------------------------------------------- seed examples
+@given(a=st.just(SEED_PARAMS))
+def test_seed_gather_0_1_6(subject, record, a):
+    """seeds/001: tf.gather([1, 2, 3, 4, 5], [0, 1, 6]): CPU raises 'indices[2] = 6 is not in
+    [0, 5)', GPU gives [1 2 0]; here measured per mode (XLA: [1 2 5])."""
+    record.example(params=a, indices=SEED_INDICES)
+    _no_torch_cuda(subject)
+    try:
+        out = subject.run(NATIVE[subject.framework], a, SEED_INDICES)
+    except Exception as e:  # the seed's CPU answer
+        record.check(EXPECT, seed=cmp.error_name(e))
+        if subject.framework == "tensorflow":
+            assert SEED_MESSAGE in str(e), \
+                f"seed message[{subject.id}]={str(e)[:200]!r} but seeds/001 gives {SEED_MESSAGE!r}"
+            record.observe(seed_message=SEED_MESSAGE)
+        return
+    record.observe(seed_value=np.asarray(out))
+    label = classify(out, a, SEED_INDICES)["above"]
+    record.equal(name=f"seed value ({label})", out=np.asarray(out), ref=SEED_VALUES.get(label), oracle="closed-form")
+    record.check(EXPECT, seed=label)
