@@ -1,0 +1,334 @@
+"""Second-order gradients: nested tapes, tf.gradients of tf.gradients, double backprop, Hessians.
+
+Source: seeds/002. Question 4 of "taking the gradient in Tensorflow": a loss that uses
+the partial derivative of the network with respect to its input ``x`` (a placeholder),
+optimised with respect to the weights, "will bring second order derivative" — double
+backprop. The answer: "there is no real difference between a placeholder and any other
+operation". "Non-Convex Loss Function": for ``y = w1*tanh(w2*x)`` the seed gives
+``first_deriv = w1*w2*sech^2(w2*x)`` and ``second_deriv = some_const*sech^2(w2*x)*tanh(w2*x)``;
+derived exactly, ``d2y/dx2 = -2*w1*w2^2*sech^2(w2*x)*tanh(w2*x)``. sech^2 > 0, so the
+sign follows ``-w1*tanh(w2*x)`` and flips across x = 0: not convex everywhere. The
+seed's edit asks for the 2x2 Hessian in (w1, w2): ``[[0, x*s], [x*s, -2*w1*x^2*s*t]]``
+(s = sech^2(w2*x), t = tanh(w2*x)), whose determinant ``-(x*s)^2 < 0`` makes it
+indefinite for every x != 0.
+
+Measured (CPU): nested ``GradientTape`` (eager, function, xla) and ``tf.gradients`` of
+``tf.gradients`` (graph) agree with the closed forms, ``jax.grad``/``jax.hessian`` and
+``torch.autograd.grad(create_graph=True)``/``torch.autograd.functional.hessian``. At
+w1 = w2 = 1 the second derivative on x = -2..2 is ``+0.136, +0.640, +0.727, 0, -0.727,
+-0.640, -0.136`` (the 0 is -0.0 in TF and PyTorch, +0.0 in JAX): convex left of 0,
+concave right (``sign-change``); the 3x3 Hessian in (w1, w2, x) at (1, 1, 1) has the
+weight block ``[[0, 0.420], [0.420, -0.640]]``, eigenvalues -0.848 and 0.208 (indefinite). ``tf.gradients`` of ``tf.gradients`` works inside ``tf.function`` and XLA
+as well as in a v1 graph; eagerly it raises ``RuntimeError`` (declared).
+"""
+import numpy as np
+from hypothesis import given, strategies as st
+
+from suite import compare as cmp, strategies as ss
+from suite.behaviours import behaviour, on
+from suite.expectations import expect, expectations
+from suite.frameworks.tf_runner import in_v1_graph
+
+BEHAVIOUR = behaviour(
+    "second-order-gradients", sources=["002"],
+    links=["https://www.tensorflow.org/guide/advanced_autodiff#higher-order_gradients",
+           "https://www.tensorflow.org/api_docs/python/tf/hessians",
+           "https://docs.jax.dev/en/latest/_autosummary/jax.hessian.html",
+           "https://docs.pytorch.org/docs/stable/generated/torch.autograd.functional.hessian.html"])
+
+EXPECT = expectations(
+    {"double_backprop": "second-order", "sign_rule": "follows-tanh", "curvature": "sign-change",
+     "curvature_left": "convex", "curvature_right": "concave", "weight_hessian": "indefinite",
+     "tf_gradients": "available"},
+    expect("tf_gradients", "raises:RuntimeError", framework="tensorflow", mode="eager",
+           reason="tf.gradients is only valid in a graph context (a v1 graph or a tf.function trace); "
+                  "eagerly it raises 'tf.gradients is not supported when eager execution is enabled. "
+                  "Use tf.GradientTape instead.'",
+           link="https://www.tensorflow.org/api_docs/python/tf/gradients"),
+)
+# Every second derivative goes through sech^2 = 1 - tanh^2, which cancels in float32
+# (absolute error ~eps where |w2*x| is large) and is then scaled by weights, inputs and
+# cotangents up to ~100: a few 1e-5 between two float32 frameworks (seen: 2.3e-5, JAX
+# against PyTorch, W x = 4, in the thorough profile).
+SECOND_TOL = cmp.tolerance(float32=1e-4)
+
+
+# ---------------------------------------------------------------- the native functions
+# The inner differentiation of two: the harness's vjp (GradientTape / tf.gradients,
+# jax.vjp, torch.autograd.grad) is the outer one.
+def _tf_input_gradient(tf, f, x):
+    """d sum(f(x))/dx: tf.gradients in a v1 graph, a (nested) GradientTape elsewhere."""
+    if in_v1_graph():
+        return tf.gradients(f(x), x)[0]
+    with tf.GradientTape() as inner:
+        inner.watch(x)
+        y = f(x)
+    return inner.gradient(y, x)
+
+
+def tensorflow(tf, w1, w2, x):
+    """seeds/002: first_deriv = d(w1*tanh(w2*x))/dx, to be differentiated again."""
+    return _tf_input_gradient(tf, lambda x: w1 * tf.tanh(w2 * x), x)
+
+
+def jax(jax, w1, w2, x):
+    return jax.grad(lambda x: jax.numpy.sum(w1 * jax.numpy.tanh(w2 * x)))(x)
+
+
+def torch(torch, w1, w2, x):
+    return torch.autograd.grad((w1 * torch.tanh(w2 * x)).sum(), x, create_graph=True)[0]
+
+
+def tensorflow_net(tf, w, v, x):
+    """seeds/002 question 4: the input gradient of f = v . tanh(W x), used in a loss."""
+    return _tf_input_gradient(tf, lambda x: tf.reduce_sum(v * tf.tanh(tf.linalg.matvec(w, x))), x)
+
+
+def jax_net(jax, w, v, x):
+    return jax.grad(lambda x: v @ jax.numpy.tanh(w @ x))(x)
+
+
+def torch_net(torch, w, v, x):
+    return torch.autograd.grad(v @ torch.tanh(w @ x), x, create_graph=True)[0]
+
+
+def tensorflow_hessian(tf, p):
+    """Hessian of w1*tanh(w2*x) in p = (w1, w2, x): tf.hessians in a v1 graph; the
+    guide's nested tapes (outer.jacobian of inner.gradient) elsewhere. Eagerly the
+    jacobian's pfor path traces a new tf.function per call (~0.5 s an example), so eager
+    uses its while-loop path (persistent tape); function and xla keep pfor, the default."""
+    if in_v1_graph():
+        return tf.hessians(p[0] * tf.tanh(p[1] * p[2]), p)[0]
+    eager = tf.executing_eagerly()
+    with tf.GradientTape(persistent=eager) as outer:
+        outer.watch(p)
+        with tf.GradientTape() as inner:
+            inner.watch(p)
+            y = p[0] * tf.tanh(p[1] * p[2])
+        g = inner.gradient(y, p)
+    return outer.jacobian(g, p, experimental_use_pfor=not eager)
+
+
+def jax_hessian(jax, p):
+    return jax.hessian(lambda p: p[0] * jax.numpy.tanh(p[1] * p[2]))(p)
+
+
+def torch_hessian(torch, p):
+    return torch.autograd.functional.hessian(lambda p: p[0] * torch.tanh(p[1] * p[2]), p)
+
+
+def tensorflow_gradients_of_gradients(tf, w1, w2, x):
+    """The v1 spelling in any mode: (first_deriv, second_deriv) by tf.gradients twice."""
+    g = tf.gradients(w1 * tf.tanh(w2 * x), x)[0]
+    return g, tf.gradients(g, x)[0]
+
+
+NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
+NET = {"tensorflow": tensorflow_net, "jax": jax_net, "torch": torch_net}
+HESSIAN = {"tensorflow": tensorflow_hessian, "jax": jax_hessian, "torch": torch_hessian}
+
+
+# ---------------------------------------------------------------- closed forms (float64)
+def seed_closed(w1, w2, x, ct):
+    """first_deriv, d2/dx2, and d/dw of L = sum(ct * first_deriv), split into the term
+    through the explicit weights ("first-order-only") and the full second-order one."""
+    w1, w2, x, ct = (np.asarray(a, np.float64) for a in (w1, w2, x, ct))
+    t = np.tanh(w2 * x)
+    s = 1 - t ** 2                                  # sech^2(w2 x)
+    return dict(first=w1 * w2 * s, second=-2 * w1 * w2 ** 2 * s * t,
+                dw1=np.sum(ct * w2 * s), dw2=np.sum(ct * w1 * s * (1 - 2 * w2 * x * t)),
+                dw2_first_only=np.sum(ct * w1 * s))
+
+
+def net_closed(w, v, x, ct):
+    """g = W^T (v*s); L = ct . g: dL/dW, dL/dv, dL/dx (= H ct) and dL/dW without tanh''."""
+    w, v, x, ct = (np.asarray(a, np.float64) for a in (w, v, x, ct))
+    t = np.tanh(w @ x)
+    s = 1 - t ** 2
+    u = w @ ct
+    curv = u * v * (-2 * s * t)
+    return dict(g=w.T @ (v * s), dw=np.outer(v * s, ct) + np.outer(curv, x), dv=u * s,
+                dx=w.T @ curv, dw_first_only=np.outer(v * s, ct))
+
+
+def hessian_closed(w1, w2, x):
+    w1, w2, x = (np.float64(a) for a in (w1, w2, x))
+    t = np.tanh(w2 * x)
+    s = 1 - t ** 2
+    mixed = w1 * s * (1 - 2 * w2 * x * t)
+    return np.array([[0.0, x * s, w2 * s],
+                     [x * s, -2 * w1 * x ** 2 * s * t, mixed],
+                     [w2 * s, mixed, -2 * w1 * w2 ** 2 * s * t]])
+
+
+# ---------------------------------------------------------------- observations
+def double_backprop_kind(out, *, full, first_only, tol) -> str:
+    """``second-order``: the outer gradient has the term through tanh''; ``first-order-only``:
+    the inner gradient's own dependence on the weights was lost; ``none``: unconnected."""
+    if out is None:
+        return "none"
+    if cmp.rel_err(out, full) <= tol:
+        return "second-order"
+    return "first-order-only" if cmp.rel_err(out, first_only) <= tol else "other"
+
+
+def curvature(d2) -> str:
+    """``sign-change`` (neither convex nor concave), ``convex`` (all >= 0), ``concave``."""
+    if d2 is None:
+        return "none"
+    d2 = np.asarray(d2)
+    if (d2 > 0).any() and (d2 < 0).any():
+        return "sign-change"
+    return "convex" if (d2 >= 0).all() else "concave"
+
+
+def definiteness(h) -> str:
+    """2x2 symmetric block: det < 0 is ``indefinite`` (a saddle), else by the trace."""
+    h = np.asarray(h, np.float64)
+    det = h[0, 0] * h[1, 1] - h[0, 1] * h[1, 0]
+    if det < 0:
+        return "indefinite"
+    return "convex" if h[0, 0] + h[1, 1] >= 0 else "concave"
+
+
+# ---------------------------------------------------------------- strategies
+# A scalar, a vector and a matrix: few shapes, so eager JAX and XLA compile few programs.
+SHAPES = ss.small_shapes(menu=((), (3,), (2, 3)))
+
+
+@st.composite
+def seed_params(draw, *, shape=SHAPES):
+    """(w1, w2, x, ct) for y = w1*tanh(w2*x): 0-d weights, x of a small shape, ct like x."""
+    d = draw(ss.float_dtypes())
+    w1, w2 = (draw(ss.float_arrays(dtype=d, shape=(), min_value=-2, max_value=2), label=n) for n in ("w1", "w2"))
+    x = draw(ss.float_arrays(dtype=d, shape=shape, min_value=-3, max_value=3), label="x")
+    return w1, w2, x, draw(ss.like(x), label="cotangent")
+
+
+@st.composite
+def networks(draw):
+    d = draw(ss.float_dtypes())
+    m, n = draw(st.sampled_from([(2, 3), (3, 1)]), label="(hidden, inputs)")
+    el = dict(dtype=d, min_value=-2, max_value=2)
+    return (draw(ss.float_arrays(shape=(m, n), **el), label="W"), draw(ss.float_arrays(shape=(m,), **el), label="v"),
+            draw(ss.float_arrays(shape=(n,), **el), label="x"), draw(ss.float_arrays(shape=(n,), **el), label="ct"))
+
+
+@st.composite
+def hessian_points(draw):
+    """p = (w1, w2, x) with x != 0, where the weight Hessian is indefinite."""
+    d = draw(ss.float_dtypes())
+    w = [draw(ss.scalars(dtype=d, min_value=-2, max_value=2), label=n) for n in ("w1", "w2")]
+    x = draw(ss.scalars(dtype=d, min_value=-3, max_value=3, nonzero=True), label="x")
+    return np.stack(w + [x])
+
+
+# ---------------------------------------------------------------- properties
+@given(p=seed_params())
+def test_double_backprop_seed_function(subject, oracles, record, p):
+    """L = sum(ct * dy/dx) for y = w1*tanh(w2*x), differentiated w.r.t. w1, w2 (double
+    backprop) and x (ct * d2y/dx2): nested tapes / tf.gradients of tf.gradients."""
+    w1, w2, x, ct = p
+    record.example(w1=w1, w2=w2, x=x, ct=ct)
+    tol = SECOND_TOL.of(x.dtype)
+    ref = seed_closed(w1, w2, x, ct)
+    g, (dw1, dw2, dx) = subject.vjp(NATIVE[subject.framework], w1, w2, x, cotangent=ct)
+    record.check(EXPECT, double_backprop=double_backprop_kind(dw2, full=ref["dw2"], first_only=ref["dw2_first_only"],
+                                                              tol=tol))
+    # sign(d2y/dx2) = sign(-w1*tanh(w2*x)) (sech^2 > 0), read off dL/dx = ct * d2y/dx2
+    # where neither factor is near 0
+    clear = (np.abs(ref["second"]) > 1e-3) & (np.abs(ct) > 1e-3)
+    record.check(EXPECT, sign_rule="none" if dx is None else "follows-tanh" if np.array_equal(
+        np.sign(dx)[clear], (np.sign(ct) * np.sign(-w1 * np.tanh(w2 * x)))[clear]) else "other")
+    for name, out, want in (("first_deriv", g, ref["first"]), ("dL/dw1", dw1, ref["dw1"]),
+                            ("dL/dw2", dw2, ref["dw2"]), ("dL/dx", dx, ct * ref["second"])):
+        record.close(name=name, out=out, ref=want, oracle="closed-form", dtype=x.dtype,
+                     tol=cmp.GRAD if name == "first_deriv" else SECOND_TOL)
+    for o in oracles:
+        rg, rgrads = o.vjp(NATIVE[o.framework], w1, w2, x, cotangent=ct)
+        record.close(name="first_deriv", out=g, ref=rg, oracle=o.id)
+        for name, out, r in zip(("dL/dw1", "dL/dw2", "dL/dx"), (dw1, dw2, dx), rgrads):
+            record.close(name=name, out=out, ref=r, oracle=o.id, tol=SECOND_TOL)
+
+
+@given(n=networks())
+def test_double_backprop_reaches_network_weights(subject, oracles, record, n):
+    """seeds/002 q4: L = ct . grad_x(v . tanh(W x)); dL/dW includes the tanh'' term."""
+    w, v, x, ct = n
+    record.example(W=w, v=v, x=x, ct=ct)
+    ref = net_closed(w, v, x, ct)
+    g, (dw, dv, dx) = subject.vjp(NET[subject.framework], w, v, x, cotangent=ct)
+    record.check(EXPECT, double_backprop=double_backprop_kind(dw, full=ref["dw"], first_only=ref["dw_first_only"],
+                                                              tol=SECOND_TOL.of(x.dtype)))
+    for name, out in (("g", g), ("dw", dw), ("dv", dv), ("dx", dx)):
+        record.close(name=name, out=out, ref=ref[name], oracle="closed-form", tol=SECOND_TOL, dtype=x.dtype)
+    for o in oracles:
+        rg, rgrads = o.vjp(NET[o.framework], w, v, x, cotangent=ct)
+        for name, out, r in zip(("g", "dw", "dv", "dx"), (g, dw, dv, dx), (rg, *rgrads)):
+            record.close(name=name, out=out, ref=r, oracle=o.id, tol=SECOND_TOL)
+
+
+@given(p=hessian_points())
+def test_hessian_matches_closed_form_and_weight_block_is_indefinite(subject, oracles, record, p):
+    """3x3 Hessian of w1*tanh(w2*x) in (w1, w2, x) (tape.jacobian of tape.gradient, tf.hessians,
+    jax.hessian, torch.autograd.functional.hessian); the (w1, w2) block is indefinite."""
+    record.example(p=p)
+    h = subject.run(HESSIAN[subject.framework], p)
+    record.check(EXPECT, weight_hessian="none" if h is None else definiteness(np.asarray(h)[:2, :2]))
+    record.close(name="hessian", out=h, ref=hessian_closed(*p), oracle="closed-form", tol=SECOND_TOL, dtype=p.dtype)
+    for o in oracles:
+        record.close(name="hessian", out=h, ref=o.run(HESSIAN[o.framework], p), oracle=o.id, tol=SECOND_TOL)
+
+
+@on("tensorflow")
+@given(p=seed_params())
+def test_tf_gradients_of_tf_gradients_in_every_mode(subject, record, p):
+    """tf.gradients(tf.gradients(y, x), x) as the seed would write it, in every TF mode
+    (TF-only: it is about the tf.gradients API): graph, function and xla trace it; eager raises."""
+    w1, w2, x, _ = p
+    record.example(w1=w1, w2=w2, x=x)
+    try:
+        first, second = subject.run(tensorflow_gradients_of_gradients, w1, w2, x)
+    except Exception as e:  # eager: RuntimeError (declared); anything else fails the check
+        record.check(EXPECT, tf_gradients=cmp.error_name(e))
+        return
+    record.check(EXPECT, tf_gradients="available")
+    ref = seed_closed(w1, w2, x, np.ones_like(x))
+    record.close(name="first_deriv", out=first, ref=ref["first"], oracle="closed-form", dtype=x.dtype)
+    record.close(name="second_deriv", out=second, ref=ref["second"], oracle="closed-form", tol=SECOND_TOL,
+                 dtype=x.dtype)
+
+
+# ---------------------------------------------------------------- seed examples
+@on("tensorflow", "jax", "torch")
+@given(x=st.just(np.array([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0], np.float32)))
+def test_seed_second_derivative_changes_sign_across_zero(subject, record, x):
+    """seeds/002 at w1 = w2 = 1: first_deriv = sech^2(x), second_deriv = -2 sech^2(x) tanh(x):
+    positive for x < 0, 0 at 0, negative for x > 0, so not convex everywhere."""
+    w1, w2 = np.float32(1.0), np.float32(1.0)
+    record.example(w1=w1, w2=w2, x=x)
+    first, (_, _, second) = subject.vjp(NATIVE[subject.framework], w1, w2, x)
+    record.check(EXPECT, curvature=curvature(second))
+    record.check(EXPECT, curvature_left=curvature(None if second is None else second[x < 0]),
+                 curvature_right=curvature(None if second is None else second[x > 0]))
+    ref = seed_closed(w1, w2, x, np.ones_like(x))
+    record.close(name="first_deriv", out=first, ref=ref["first"], oracle="closed-form", dtype=x.dtype)
+    record.close(name="second_deriv", out=second, ref=ref["second"], oracle="closed-form", dtype=x.dtype)
+    record.equal(name="sign(second_deriv)", out=np.sign(second), ref=np.sign(ref["second"]).astype(np.float32),
+                 oracle="closed-form")
+    record.observe(second_deriv=np.round(second.astype(np.float64), 3))
+
+
+@on("tensorflow", "jax", "torch")
+@given(p=st.just(np.array([1.0, 1.0, 1.0], np.float32)))
+def test_seed_weight_hessian_at_one(subject, record, p):
+    """seeds/002 edit, w1 = w2 = x = 1: the (w1, w2) Hessian [[0, sech^2 1], [sech^2 1,
+    -2 sech^2(1) tanh 1]] = [[0, 0.420], [0.420, -0.640]] is indefinite; d2y/dx2 = -0.640."""
+    record.example(p=p)
+    h = subject.run(HESSIAN[subject.framework], p)
+    record.check(EXPECT, weight_hessian="none" if h is None else definiteness(np.asarray(h)[:2, :2]))
+    ref = hessian_closed(*p)
+    record.close(name="hessian[w1,w2]", out=np.asarray(h)[:2, :2], ref=ref[:2, :2], oracle="closed-form",
+                 dtype=p.dtype)
+    record.close(name="d2y/dx2", out=np.asarray(h)[2, 2], ref=ref[2, 2], oracle="closed-form", dtype=p.dtype)
+    record.observe(weight_hessian_eigenvalues=np.round(np.linalg.eigvalsh(np.asarray(h, np.float64)[:2, :2]), 3))
