@@ -1,0 +1,460 @@
+"""Fake-quant gradient: tf.quantization.fake_quant_with_min_max_vars, forward and gradients.
+
+Source: seeds/002 ("tf.fake_quant_with_min_max_vars is a differentiable function?", the
+thread of tensorflow#22977). Forward, as the CPU kernel computes it in float32
+(``fake_quant_ops_functor.h``): quant_min = int(narrow_range), quant_max = 2**num_bits - 1,
+``scale = (max - min) / (quant_max - quant_min)``, zero point ``zp = quant_min - min /
+scale`` clamped to [quant_min, quant_max] and rounded half away from zero, nudged range
+``[(quant_min - zp) * scale, (quant_max - zp) * scale]`` (it always holds 0: [1, 2] becomes
+[0, 1]), then ``floor((clamp(x) - nudged_min) / scale - (zp - quant_min) + 0.5) * scale``
+(ties round up, 0 maps to exactly 0). Gradients (FakeQuantWithMinMaxVarsGradient):
+``dx = dy`` where nudged_min <= x <= nudged_max else 0, ``dmin = sum(dy[x < nudged_min])``,
+``dmax = sum(dy[x > nudged_max])``.
+
+The seed's puzzle, measured: ``tf.gradients(fq(x, min=reduce_min(x), max=reduce_max(x),
+num_bits=3), x)`` is mostly 1, sometimes 0, 2, 3, 4. The gradient reaching x is the direct
+one (1 inside the nudged range, 0 outside) plus dmin and dmax routed back through
+reduce_min/reduce_max to the argmin/argmax (ties share equally, math_grad._MinOrMaxGrad).
+The nudge moves [min(x), max(x)] by under half a step, so one side clamps, the extreme
+element with it: it gets 0 + (number clamped), the other clamped elements 0. With x =
+[-1.2, -1.1, -1.05, 0, 1, 2.3]: scale 0.5, zero point 2.4 -> 2, nudged range [-1.0, 2.5],
+three below -> [3, 0, 0, 1, 1, 1]; [-1.2, -1.1, -1.05, -1.01, 0, 2.3] -> [4, 0, 0, 0, 1, 1];
+[-2.3, -1, 0, 1, 1.1, 1.2] (range [-2.5, 1.0]) -> [1, 1, 1, 1, 0, 2]; a tied minimum
+[-1.2, -1.2, -1.1, 0, 1, 2.3] -> [1.5, 1.5, 0, 1, 1, 1]. If only the extreme itself is
+clamped it gets 0 + 1 = 1 and nothing looks odd. The seed's own 10x10 normal draws
+(``np.random.default_rng(s)``): s=0 gives {0, 1, 2} (range [-2.3250, 2.0024] nudged to
+[-2.4728, 1.8546], 2 above), s=8 {0, 1, 3}, s=15 {0, 1, 4}, s=1 all ones.
+
+XLA (measured, TF 2.21 CPU): the tf2xla lowering gets ``scale = (max - min) * (1 /
+levels)`` (XLA's simplifier: A / Const => A * (1 / Const)) and outputs ``k * scale +
+nudged_min`` (one fused multiply-add). So 0 comes back as nudged_min's rounding residual
+(``fq(0, -25, 20)`` = -3.87e-07, tensorflow#47193), a half-way zero point can round the
+other way (min=-0.5, max=2.5, num_bits=4: [-0.4, 2.6], not [-0.6, 2.4]; tensorflow#117962),
+masks differ at the boundary by an ulp, and min = max = 0 gives NaN (and dx = 0) where the
+kernel returns zeros and passes dy. Both lowerings are emulated bit for bit below
+(checked on 1500 random and half-way cases); where they differ an example is checked
+against the one it matches, and observation ``lowering`` says which.
+
+JAX has no fake-quant op. Its rows run a jnp port (the kernel's forward, then the op's
+gradient as a straight-through ``where``/``stop_gradient``), which checks that JAX's own
+min/max gradient reproduces the puzzle. Under jit XLA rewrites the port's nudge as it
+does TF's, and XLA:CPU's vectorised float32 division is not correctly rounded (5.5 /
+0.0021978023 = 2502.4998 on 3+ elements, 2502.5 on one), so JAX values are compared away
+from rounding ties. PyTorch: ``fake_quantize_per_tensor_affine`` with TF's nudged scale
+and zero point; it rounds ties to even, its STE mask is taken after rounding (half a step
+wider on each side: the seed cases above all give ones), and min/max get no gradient.
+"""
+import numpy as np
+from hypothesis import given, strategies as st
+from hypothesis.extra import numpy as hnp
+
+from suite import compare as cmp, strategies as ss
+from suite.behaviours import behaviour, on
+from suite.expectations import expect, expectations
+
+BEHAVIOUR = behaviour(
+    "fake-quant-gradient", sources=["002"],
+    links=["https://www.tensorflow.org/api_docs/python/tf/quantization/fake_quant_with_min_max_vars",
+           "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/core/kernels/fake_quant_ops_functor.h",
+           "https://github.com/tensorflow/tensorflow/issues/22977",
+           "https://pytorch.org/docs/stable/generated/torch.fake_quantize_per_tensor_affine.html"])
+
+XLA_KERNEL = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/compiler/tf2xla/kernels/fake_quantize_ops.cc"
+XLA_SIMPLIFIER = "https://github.com/openxla/xla/blob/main/xla/hlo/transforms/simplifiers/algebraic_simplifier.cc"
+TORCH_DOC = "https://pytorch.org/docs/stable/generated/torch.fake_quantize_per_tensor_affine.html"
+TORCH_NO_QPARAM_GRAD = ("scale/zero_point are plain numbers (a scale tensor with requires_grad raises "
+                        "'not differentiable with respect to argument scale'): no gradient reaches min/max")
+EXPECT = expectations(
+    {"lowering": "kernel", "forward": "nudged-grid", "x_grad_mask": "nudged-range",
+     "min_max_grad": "sum-outside", "seed_grad": "mask+routed-counts", "tie_rounding": "half-up",
+     "zero_maps_to": "exact-zero", "zero_range": "zeros+passthrough"},
+    expect("lowering", "xla-lowering", framework="tensorflow", mode="xla",
+           reason="tf2xla lowers FakeQuantWithMinMaxVars(Gradient) with scale = (max-min)*(1/levels) and "
+                  "k*scale + nudged_min, not the CPU kernel's division and (k - zp)*scale: ulp differences, "
+                  "boundary masks, and a half-way zero point may round the other way (tensorflow#117962)",
+           link="https://github.com/tensorflow/tensorflow/issues/119411"),
+    expect("lowering", "xla-lowering", framework="jax", mode="jit",
+           reason="the jnp port divides by the constant (quant_max - quant_min); under jit XLA's algebraic "
+                  "simplifier rewrites A / Const => A * (1 / Const), the same nudge as TF's XLA lowering",
+           link=XLA_SIMPLIFIER),
+    expect("zero_maps_to", "rounding-residual", framework="tensorflow", mode="xla",
+           reason="XLA computes k*scale + nudged_min, so 0 is nudged_min's rounding residual (-3.87e-07 for "
+                  "min=-25, max=20); the CPU kernel computes (k - zp)*scale, exact since the #47193 fix",
+           link="https://github.com/tensorflow/tensorflow/issues/47193"),
+    expect("zero_range", "nan", framework="tensorflow", mode="xla",
+           reason="the CPU kernel special-cases min == max == 0 (zeros, gradient passed through); the XLA "
+                  "lowering does not and divides 0 by a zero scale",
+           link=XLA_KERNEL),
+    expect("tie_rounding", "half-to-even", framework="torch",
+           reason="fake_quantize_per_tensor_affine uses std::nearby_int (half to even); TF floors x + 0.5",
+           link=TORCH_DOC),
+    expect("x_grad_mask", "rounded-range", framework="torch",
+           reason="the STE mask is quant_min <= nearby_int(x/scale) + zero_point <= quant_max, half a step "
+                  "wider on each side than TF's nudged_min <= x <= nudged_max",
+           link=TORCH_DOC),
+    expect("min_max_grad", "none", framework="torch", reason=TORCH_NO_QPARAM_GRAD, link=TORCH_DOC),
+    expect("seed_grad", "mask-only", framework="torch", reason=TORCH_NO_QPARAM_GRAD, link=TORCH_DOC),
+)
+LOWERINGS = ("kernel", "xla-lowering")
+NUM_BITS = (2, 3, 8, 16)
+# Few shapes: the op is elementwise, and each new shape recompiles the JAX port op by op (~2 s).
+SHAPES = ((6,), (2, 3))
+F32 = np.float32
+
+
+# ---------------------------------------------------------------- closed forms (float32, as the kernels)
+def _round_half_away(v):
+    return F32(np.sign(v) * np.floor(np.abs(v) + F32(0.5)))
+
+
+def nudge(mn, mx, num_bits, narrow_range, lowering="kernel"):
+    """(nudged_min, nudged_max, scale, zero_point) as the CPU kernel or the XLA lowering computes them.
+
+    For min=-0.5, max=2.5, num_bits=4 the kernel's zero point is 2.5 -> 3, nudged range
+    [-0.6, 2.4]; XLA's scale is one ulp larger, zero point 2.4999998 -> 2, range [-0.4, 2.6].
+    """
+    qmin, qmax = F32(int(narrow_range)), F32(2 ** num_bits - 1)
+    mn, mx = F32(mn), F32(mx)
+    scale = F32((mx - mn) / (qmax - qmin)) if lowering == "kernel" else F32((mx - mn) * (F32(1) / (qmax - qmin)))
+    zp = F32(qmin - mn / scale)
+    nzp = qmin if zp <= qmin else qmax if zp >= qmax else _round_half_away(zp)
+    return F32((qmin - nzp) * scale), F32((qmax - nzp) * scale), scale, nzp
+
+
+def fake_quant(x, mn, mx, num_bits, narrow_range, lowering="kernel"):
+    if F32(mn) == 0 and F32(mx) == 0 and lowering == "kernel":
+        return np.zeros_like(x)  # the kernel's special case; XLA divides by the zero scale
+    nmin, nmax, scale, _ = nudge(mn, mx, num_bits, narrow_range, lowering)
+    shifted = np.maximum(np.minimum(x, nmax), nmin) - nmin
+    if lowering == "kernel":
+        levels = F32(2 ** num_bits - 1 - int(narrow_range))
+        quant_zero = np.floor(-nmin * F32(levels / (F32(mx) - F32(mn))) + F32(0.5))  # = zp - quant_min
+        return (np.floor(shifted / scale - quant_zero + F32(0.5)) * scale).astype(F32)
+    k = np.floor(shifted * (F32(1) / scale) + F32(0.5))
+    return (k.astype(np.float64) * scale + np.float64(nmin)).astype(F32)  # one rounding: the CPU FMA
+
+
+def fake_quant_grads(x, w, mn, mx, num_bits, narrow_range, lowering="kernel"):
+    """(dx, dmin, dmax) of sum(w * fake_quant(x, mn, mx))."""
+    nmin, nmax, _, _ = nudge(mn, mx, num_bits, narrow_range, lowering)
+    return (w * ((x >= nmin) & (x <= nmax)), F32(np.sum(w[x < nmin], dtype=F32)),
+            F32(np.sum(w[x > nmax], dtype=F32)))
+
+
+def unnudged(x, mn, mx, num_bits, narrow_range):
+    """The quantizer without the nudge (zero not representable): what a regression would give."""
+    scale = F32((F32(mx) - F32(mn)) / F32(2 ** num_bits - 1 - int(narrow_range)))
+    shifted = np.maximum(np.minimum(x, F32(mx)), F32(mn)) - F32(mn)
+    return (np.floor(shifted / scale + F32(0.5)) * scale + F32(mn)).astype(F32)
+
+
+def rounded_range(x, mn, mx, num_bits, narrow_range):
+    """PyTorch's STE mask, with TF's nudged scale and zero point."""
+    _, _, scale, nzp = nudge(mn, mx, num_bits, narrow_range)
+    q = np.rint(x * (F32(1) / scale)) + nzp
+    return (q >= int(narrow_range)) & (q <= 2 ** num_bits - 1)
+
+
+def seed_grad(x, w, num_bits, narrow_range, lowering="kernel"):
+    """d/dx of sum(w * fq(x, min(x), max(x))): the direct mask plus dmin/dmax routed to the extremes."""
+    dx, dmin, dmax = fake_quant_grads(x, w, x.min(), x.max(), num_bits, narrow_range, lowering)
+    at_min, at_max = (x == x.min()).astype(F32), (x == x.max()).astype(F32)
+    return dx + at_min / at_min.sum() * dmin + at_max / at_max.sum() * dmax
+
+
+def near_ties(x, mn, mx, num_bits, narrow_range):
+    """Elements within rounding error of a half step (in or outside the range: PyTorch's mask edges),
+    where implementations that divide differently may pick either level."""
+    nmin, _, scale, _ = nudge(mn, mx, num_bits, narrow_range)
+    t = (x.astype(np.float64) - nmin) / np.float64(scale)
+    return np.abs(t - np.floor(t) - 0.5) < 2.0 ** (num_bits - 20)
+
+
+def classify(out, candidates, *, tol, where=None):
+    """The label of the candidates ``out`` matches; None where they do not discriminate
+    (``out`` matches several labels), ``"other"`` where it matches none.
+
+    >>> classify(np.ones(2), [("a", np.ones(2)), ("b", np.zeros(2))], tol=cmp.EXACT)
+    'a'
+    """
+    def same(ref):
+        a, b = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+        if where is not None:
+            a, b = a[where], b[where]
+        return cmp.rel_err(a, b) <= tol.of(F32)
+    hits = {label for label, ref in candidates if same(ref)}
+    return hits.pop() if len(hits) == 1 else None if hits else "other"
+
+
+# ---------------------------------------------------------------- the native functions
+def tensorflow(tf, x, mn, mx, *, num_bits=8, narrow_range=False):
+    return tf.quantization.fake_quant_with_min_max_vars(x, mn, mx, num_bits=num_bits, narrow_range=narrow_range)
+
+
+def jax(jax, x, mn, mx, *, num_bits=8, narrow_range=False):
+    """A jnp port: the kernel's forward, and its gradient rule as a straight-through where."""
+    jnp, sg = jax.numpy, jax.lax.stop_gradient
+    qmin, qmax = float(narrow_range), float(2 ** num_bits - 1)
+    lo, hi = sg(mn), sg(mx)
+    scale = (hi - lo) / (qmax - qmin)
+    zp = jnp.clip(jnp.sign(qmin - lo / scale) * jnp.floor(jnp.abs(qmin - lo / scale) + 0.5), qmin, qmax)
+    nmin, nmax = (qmin - zp) * scale, (qmax - zp) * scale
+    q = jnp.floor((jnp.clip(x, nmin, nmax) - nmin) / scale - (zp - qmin) + 0.5) * scale
+    # value nudged_min/x/nudged_max, gradient to min/x/max: what FakeQuantWithMinMaxVarsGradient returns
+    through = jnp.where(x < nmin, nmin + (mn - lo), jnp.where(x > nmax, nmax + (mx - hi), x))
+    return sg(q) + (through - sg(through))
+
+
+def torch(torch, x, mn, mx, *, num_bits=8, narrow_range=False):
+    """The native op, with scale and zero point nudged from min/max the way TF does."""
+    qmin, qmax = int(narrow_range), 2 ** num_bits - 1
+    lo, hi = mn.detach(), mx.detach()
+    scale = (hi - lo) / (qmax - qmin)
+    zp = qmin - lo / scale
+    zp = int(torch.clamp(torch.sign(zp) * torch.floor(torch.abs(zp) + 0.5), qmin, qmax))
+    return torch.fake_quantize_per_tensor_affine(x, float(scale), zp, qmin, qmax)
+
+
+def tensorflow_seed(tf, x, *, num_bits=3, narrow_range=False):
+    """seeds/002: fake_quant_with_min_max_vars(x, min=reduce_min(x), max=reduce_max(x))."""
+    return tensorflow(tf, x, tf.reduce_min(x), tf.reduce_max(x), num_bits=num_bits, narrow_range=narrow_range)
+
+
+def jax_seed(jax, x, *, num_bits=3, narrow_range=False):
+    return NATIVE["jax"](jax, x, jax.numpy.min(x), jax.numpy.max(x), num_bits=num_bits, narrow_range=narrow_range)
+
+
+def torch_seed(torch, x, *, num_bits=3, narrow_range=False):
+    return NATIVE["torch"](torch, x, x.min(), x.max(), num_bits=num_bits, narrow_range=narrow_range)
+
+
+NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
+SEED = {"tensorflow": tensorflow_seed, "jax": jax_seed, "torch": torch_seed}
+
+
+# ---------------------------------------------------------------- strategies
+def _bounds():
+    return st.one_of(st.floats(-6, 6, width=32, allow_subnormal=False), st.integers(-24, 24).map(lambda k: k / 4))
+
+
+@st.composite
+def quantizer_inputs(draw):
+    """(x, min, max, cotangent, num_bits, narrow_range). Quarter-integer bounds give half-way zero points;
+    x mixes half-integers (ties) with points placed relative to the range (edges, PyTorch's wider mask)."""
+    nb = draw(st.sampled_from(NUM_BITS), label="num_bits")
+    nr = draw(st.booleans(), label="narrow_range")
+    lo, hi = sorted(draw(st.tuples(_bounds(), _bounds()).filter(lambda t: abs(t[0] - t[1]) >= 0.01), label="range"))
+    shape = draw(st.sampled_from(SHAPES), label="shape")
+    absolute = draw(ss.float_arrays(dtype=F32, shape=shape, min_value=-8, max_value=8, halfway=True), label="x_abs")
+    u = draw(hnp.arrays(np.float64, shape, elements=st.floats(-0.5, 1.5)), label="x_rel")
+    x = np.where(draw(hnp.arrays(np.bool_, shape), label="which"), absolute, (lo + (hi - lo) * u).astype(F32))
+    x[np.abs(x) < np.finfo(F32).tiny] = 0  # no subnormals: CPU kernels flush them to zero
+    return x, F32(lo), F32(hi), draw(ss.like(x), label="cotangent"), nb, nr
+
+
+@st.composite
+def seed_inputs(draw):
+    """Non-constant x with repeated values (tied extremes); cotangent ones (the seed) or drawn."""
+    shape = draw(st.sampled_from(SHAPES), label="shape")
+    el = st.one_of(st.floats(-3, 3, width=32, allow_subnormal=False), st.integers(-6, 6).map(lambda k: k / 2))
+    x = draw(hnp.arrays(F32, shape, elements=el).filter(lambda a: a.max() > a.min()), label="x")
+    w = draw(st.one_of(st.just(np.ones_like(x)), ss.like(x)), label="cotangent")
+    return x, w, draw(st.sampled_from((3, 8)), label="num_bits"), draw(st.booleans(), label="narrow_range")
+
+
+# ---------------------------------------------------------------- properties
+@given(q=quantizer_inputs())
+def test_forward_is_the_nudged_quantizer(subject, oracles, record, q):
+    """Value equals the closed form: bit-exact for TF (the kernel, or XLA's lowering where the two
+    differ); away from rounding ties for the JAX port and PyTorch."""
+    x, mn, mx, _, nb, nr = q
+    record.example(x=x, min=mn, max=mx, num_bits=nb, narrow_range=nr)
+    out = subject.run(NATIVE[subject.framework], x, mn, mx, num_bits=nb, narrow_range=nr)
+    refs = {k: fake_quant(x, mn, mx, nb, nr, k) for k in LOWERINGS}
+    exact = subject.framework == "tensorflow"
+    tol, clean = (cmp.EXACT, np.ones(x.shape, bool)) if exact else (cmp.VALUE, ~near_ties(x, mn, mx, nb, nr))
+    lowering = classify(out, refs.items(), tol=tol, where=clean)
+    if lowering in refs:
+        record.check(EXPECT, lowering=lowering)
+    ref = refs[lowering if lowering in refs else "kernel"]
+    forward = classify(out, [("nudged-grid", ref), ("unnudged", unnudged(x, mn, mx, nb, nr))], tol=tol, where=clean)
+    record.check(EXPECT, forward=forward or "nudged-grid")
+    record.close(name="value", out=np.asarray(out)[clean], ref=ref[clean], oracle="closed-form", tol=tol)
+    if cmp.rel_err(*refs.values()) <= cmp.VALUE.of(F32):  # the lowerings agree, so must the oracles
+        clean = ~near_ties(x, mn, mx, nb, nr)
+        for o in oracles:
+            r = o.run(NATIVE[o.framework], x, mn, mx, num_bits=nb, narrow_range=nr)
+            record.close(name="value", out=np.asarray(out)[clean], ref=np.asarray(r)[clean], oracle=o.id, tol=cmp.VALUE)
+
+
+@given(q=quantizer_inputs())
+def test_gradients_are_range_mask_and_clamped_sums(subject, oracles, record, q):
+    """dx = w inside the nudged range (inclusive), dmin = sum(w) below it, dmax = sum(w) above it."""
+    x, mn, mx, w, nb, nr = q
+    record.example(x=x, min=mn, max=mx, w=w, num_bits=nb, narrow_range=nr)
+    _, (dx, dmin, dmax) = subject.vjp(NATIVE[subject.framework], x, mn, mx, cotangent=w, num_bits=nb, narrow_range=nr)
+    refs = {k: fake_quant_grads(x, w, mn, mx, nb, nr, k) for k in LOWERINGS}
+    lowering = None
+    if dmin is not None and dmax is not None:
+        flat = lambda g: np.concatenate([np.ravel(g[0]), [g[1], g[2]]])  # noqa: E731
+        lowering = classify(flat((dx, dmin, dmax)), [(k, flat(r)) for k, r in refs.items()], tol=cmp.GRAD)
+        if lowering in refs:
+            record.check(EXPECT, lowering=lowering)
+    rdx, rmin, rmax = refs[lowering if lowering in refs else "kernel"]
+    torch_mask = w * rounded_range(x, mn, mx, nb, nr)
+    clean = ~near_ties(x, mn, mx, nb, nr) if subject.framework == "torch" else np.ones(x.shape, bool)
+    mask = classify(dx, [("nudged-range", rdx), ("rounded-range", torch_mask), ("identity", w)],
+                    tol=cmp.EXACT, where=clean)
+    if mask:
+        record.check(EXPECT, x_grad_mask=mask)
+    record.close(name="dx", out=np.asarray(dx)[clean], oracle="closed-form", tol=cmp.EXACT,
+                 ref=(torch_mask if subject.framework == "torch" else rdx)[clean])
+    if dmin is None and dmax is None:
+        record.check(EXPECT, min_max_grad="none")
+    else:
+        mm = classify([dmin, dmax], [("sum-outside", [rmin, rmax]), ("zeros", [0, 0])], tol=cmp.GRAD)
+        if mm:
+            record.check(EXPECT, min_max_grad=mm)
+        record.close(name="dmin", out=dmin, ref=rmin, oracle="closed-form")
+        record.close(name="dmax", out=dmax, ref=rmax, oracle="closed-form")
+    if not np.array_equal(refs["kernel"][0], refs["xla-lowering"][0]):
+        return  # the lowerings' masks differ here: the oracles' (eager or jit) may too
+    for o in oracles:
+        _, (odx, omin, omax) = o.vjp(NATIVE[o.framework], x, mn, mx, cotangent=w, num_bits=nb, narrow_range=nr)
+        if o.framework == "torch":  # compare where PyTorch's wider mask and TF's agree
+            agree = clean & ~near_ties(x, mn, mx, nb, nr) & (rdx == torch_mask)
+            record.close(name="dx", out=np.asarray(dx)[agree], ref=np.asarray(odx)[agree], oracle=o.id, tol=cmp.EXACT)
+        elif dmin is not None:
+            record.close(name="dx", out=dx, ref=odx, oracle=o.id, tol=cmp.EXACT)
+            record.close(name="dmin", out=dmin, ref=omin, oracle=o.id)
+            record.close(name="dmax", out=dmax, ref=omax, oracle=o.id)
+
+
+@given(s=seed_inputs())
+def test_seed_gradient_is_mask_plus_counts_routed_to_the_extremes(subject, record, s):
+    """d/dx of fq(x, reduce_min(x), reduce_max(x)) = w inside the nudged range, plus the clamped sums
+    shared by the tied argmin/argmax elements: the seed's 0/2/3/4 predicted for every element."""
+    x, w, nb, nr = s
+    record.example(x=x, w=w, num_bits=nb, narrow_range=nr)
+    _, (g,) = subject.vjp(SEED[subject.framework], x, cotangent=w, num_bits=nb, narrow_range=nr)
+    preds = {k: seed_grad(x, w, nb, nr, k) for k in LOWERINGS}
+    nmin, nmax, _, _ = nudge(x.min(), x.max(), nb, nr)
+    mask_only = [("mask-only", w * ((x >= nmin) & (x <= nmax))),
+                 ("mask-only", w * rounded_range(x, x.min(), x.max(), nb, nr))]
+    clean = ~near_ties(x, x.min(), x.max(), nb, nr) if subject.framework == "torch" else np.ones(x.shape, bool)
+    seed = classify(g, [("mask+routed-counts", p) for p in preds.values()] + mask_only, tol=cmp.GRAD, where=clean)
+    if seed:
+        record.check(EXPECT, seed_grad=seed)
+    lowering = classify(g, preds.items(), tol=cmp.GRAD)
+    if lowering in preds:
+        record.check(EXPECT, lowering=lowering)
+    if subject.framework == "torch":
+        record.close(name="grad", out=np.asarray(g)[clean], ref=mask_only[1][1][clean], oracle="closed-form")
+    else:
+        record.close(name="grad", out=g, ref=preds[lowering if lowering in preds else "kernel"], oracle="closed-form")
+
+
+# ---------------------------------------------------------------- seed examples
+# x, expected tf.gradients(fq(x, reduce_min(x), reduce_max(x), num_bits=3), x)
+SEED_CASES = {
+    "three-below": ([-1.2, -1.1, -1.05, 0, 1, 2.3], [3, 0, 0, 1, 1, 1]),
+    "four-below": ([-1.2, -1.1, -1.05, -1.01, 0, 2.3], [4, 0, 0, 0, 1, 1]),
+    "two-above": ([-2.3, -1, 0, 1, 1.1, 1.2], [1, 1, 1, 1, 0, 2]),
+    "tied-min": ([-1.2, -1.2, -1.1, 0, 1, 2.3], [1.5, 1.5, 0, 1, 1, 1]),
+}
+
+
+@on("tensorflow", "jax", "torch")
+@given(cases=st.just(SEED_CASES))
+def test_seed_gradients_0_2_3_4(subject, record, cases):
+    """seeds/002's odd gradients, one clamped side at a time (nudged range [-1.0, 2.5] or [-2.5, 1.0]);
+    PyTorch's wider mask keeps every clamped element here, so it gives all ones."""
+    for name, (x, want) in cases.items():
+        x, want = np.asarray(x, F32), np.asarray(want, F32)
+        record.example(x=x, case=name)
+        _, (g,) = subject.vjp(SEED[subject.framework], x, num_bits=3)
+        nmin, nmax, _, _ = nudge(x.min(), x.max(), 3, False)
+        plain = rounded_range(x, x.min(), x.max(), 3, False).astype(F32)  # PyTorch's mask: all ones here
+        candidates = [("mask+routed-counts", want), ("mask-only", (x >= nmin) & (x <= nmax)), ("mask-only", plain)]
+        record.check(EXPECT, seed_grad=classify(g, candidates, tol=cmp.EXACT))
+        record.equal(name=f"grad[{name}]", out=g, ref=want if subject.framework != "torch" else plain,
+                     oracle="closed-form")
+
+
+@on("tensorflow", modes=("graph",))
+@given(seeds=st.just({0: [0, 1, 2], 8: [0, 1, 3], 15: [0, 1, 4], 1: [1]}))
+def test_seed_v1_session_as_written(subject, record, seeds):
+    """seeds/002 as written, so graph mode only (tf.cast(np.random.normal(0, 1, (10, 10))), the v1 name
+    tf.compat.v1.fake_quant_with_min_max_vars, tf.gradients): gradient values {0, 1, 2}, {0, 1, 3}, {0, 1, 4}, {1}."""
+    for s, values in seeds.items():
+        x = np.random.default_rng(s).normal(0, 1, (10, 10))
+        record.example(rng_seed=s, x=x)
+        g = subject.run(_seed_v1_graph, x)[0]
+        x32, ones = x.astype(F32), np.ones((10, 10), F32)
+        nmin, nmax, _, _ = nudge(x32.min(), x32.max(), 3, False)
+        candidates = [("mask+routed-counts", seed_grad(x32, ones, 3, False)),
+                      ("mask-only", (x32 >= nmin) & (x32 <= nmax))]
+        record.check(EXPECT, seed_grad=classify(g, candidates, tol=cmp.EXACT))
+        record.equal(name=f"grad[{s}]", out=g, ref=candidates[0][1], oracle="closed-form")
+        record.equal(name=f"values[{s}]", out=np.unique(g), ref=np.asarray(values, F32), oracle="closed-form")
+
+
+def _seed_v1_graph(tf, x):
+    x = tf.cast(x, tf.float32)
+    x_q = tf.compat.v1.fake_quant_with_min_max_vars(x, min=tf.reduce_min(x), max=tf.reduce_max(x), num_bits=3)
+    return tf.gradients(x_q, x)
+
+
+@on("tensorflow", "jax", "torch")
+@given(x=st.just(np.array([0.0, -0.0, 0.7, -0.7], F32)))
+def test_zero_is_exactly_representable(subject, record, x):
+    """tensorflow#47193: fq(0, min=-25, max=20, num_bits=8) is exactly 0 (the point of the nudge)."""
+    record.example(x=x)
+    out = subject.run(NATIVE[subject.framework], x, F32(-25), F32(20), num_bits=8)
+    record.observe(zero_value=float(out[0]))
+    record.check(EXPECT, zero_maps_to="exact-zero" if not np.any(out[:2]) else "rounding-residual")
+    refs = {k: fake_quant(x, -25, 20, 8, False, k) for k in LOWERINGS}  # XLA: 0 -> -3.87e-07
+    tol = cmp.EXACT if subject.framework == "tensorflow" else cmp.VALUE  # the JAX port: see the docstring
+    lowering = classify(out, refs.items(), tol=tol)
+    if lowering in refs:
+        record.check(EXPECT, lowering=lowering)
+    record.close(name="value", out=out, ref=refs[lowering if lowering in refs else "kernel"], oracle="closed-form",
+                 tol=tol)
+
+
+@on("tensorflow", "jax", "torch")
+@given(x=st.just(np.array([2.579, -0.6, 2.6, 0.0], F32)))
+def test_half_way_zero_point(subject, record, x):
+    """tensorflow#117962: min=-0.5, max=2.5, num_bits=4: zero point 2.5 rounds away from zero to 3, range
+    [-0.6, 2.4]; with XLA's reciprocal-product scale (TF xla, JAX jit) it is 2.4999998 -> [-0.4, 2.6]."""
+    record.example(x=x)
+    out = subject.run(NATIVE[subject.framework], x, F32(-0.5), F32(2.5), num_bits=4)
+    refs = {k: fake_quant(x, -0.5, 2.5, 4, False, k) for k in LOWERINGS}
+    lowering = classify(out, refs.items(), tol=cmp.VALUE)
+    record.check(EXPECT, lowering=lowering)
+    record.close(name="value", out=out, ref=refs[lowering if lowering in refs else "kernel"], oracle="closed-form",
+                 tol=cmp.VALUE)
+
+
+@on("tensorflow", "jax", "torch")
+@given(x=st.just(np.array([-1.5, -0.5, 0.5, 1.5, 2.5], F32)))
+def test_half_step_ties(subject, record, x):
+    """min=-2, max=5, num_bits=3 (scale 1, zero point 2): TF floors x + 0.5 (ties up), torch rounds to even."""
+    record.example(x=x)
+    out = subject.run(NATIVE[subject.framework], x, F32(-2), F32(5), num_bits=3)
+    rule = classify(out, [("half-up", np.floor(x + F32(0.5))), ("half-to-even", np.rint(x))], tol=cmp.EXACT)
+    record.check(EXPECT, tie_rounding=rule)
+
+
+@on("tensorflow")
+@given(x=st.just(np.array([-1.0, 0.0, 0.5], F32)))
+def test_degenerate_zero_range(subject, record, x):
+    """min = max = 0: the CPU kernel returns zeros and passes the gradient through (dmin = dmax = 0).
+    TensorFlow only: the special case is the kernel's, the port and PyTorch's op have no such range."""
+    w = np.array([1.0, 2.0, 3.0], F32)
+    record.example(x=x, w=w)
+    out, (dx, dmin, dmax) = subject.vjp(tensorflow, x, F32(0), F32(0), cotangent=w)
+    record.observe(dx=dx, dmin=float(dmin), dmax=float(dmax))
+    zero_range = ("zeros+passthrough" if not np.any(out) and np.array_equal(dx, w) and dmin == dmax == 0
+                  else "nan" if np.isnan(out).all() else "other")
+    record.check(EXPECT, zero_range=zero_range)
