@@ -97,3 +97,44 @@ def test_missing_torch_gives_skipped_rows_with_reason(tmp_path):
     assert torch_rows and all(r["outcome"] == "skipped" and "torch is not installed" in r["reason"] for r in torch_rows)
     assert report["environment"]["frameworks"]["torch"]["version"] is None
     assert any(r["framework"] == "tensorflow" and r["outcome"] == "passed" for r in report["results"])
+
+
+FAST = ["--behaviour", "partial-stop-gradient", "--profile", "ci", "--frameworks", "tensorflow,jax",
+        "--modes", "eager,graph", "--devices", "cpu"]
+
+
+def test_a_planted_crash_is_recorded_and_the_run_goes_on(tmp_path):
+    victim = "test_seed_entry_stop_gradients[tensorflow-eager-cpu]"
+    p = run_cli(["run", *FAST, "--report-dir", str(tmp_path)], tmp_path, env={"AUTODIFF_SEMANTICS_CRASH": victim})
+    assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "crashed the interpreter (SIGSEGV)" in p.stderr
+    report = json.loads((tmp_path / "latest.json").read_text())
+    crashed = [r for r in report["results"] if r["outcome"] == "crashed"]
+    assert [r["test"].split("::")[-1] for r in crashed] == [victim] and crashed[0]["signal"] == "SIGSEGV"
+    others = [r for r in report["results"] if r["outcome"] == "passed"]
+    tests = {r["test"] for r in report["results"]}
+    assert len(tests) == len(report["results"]), "no row twice"
+    assert len(others) == len(report["results"]) - 1, "every other case ran and passed"
+
+
+def test_sigterm_leaves_a_partial_report_that_renders(tmp_path):
+    import signal
+    import time
+
+    code = f"import sys; from suite.cli import main; sys.exit(main({['run', *FAST, '--report-dir', str(tmp_path)]!r}))"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    jsonl = tmp_path / "latest.jsonl"
+    deadline = time.time() + 600
+    while time.time() < deadline:  # wait until some rows are streamed
+        if jsonl.exists() and jsonl.read_text().count('"kind": "row"') >= 2:
+            break
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err[-2000:]
+    report = json.loads((tmp_path / "latest.json").read_text())
+    assert report["partial"] is True and len(report["results"]) >= 2
+    r = subprocess.run([sys.executable, "-m", "suite", "report", str(jsonl), "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "PARTIAL" in r.stdout
+    assert "PARTIAL REPORT" in (tmp_path / "out" / "latest.html").read_text()
