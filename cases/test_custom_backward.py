@@ -1,0 +1,618 @@
+"""Custom backward: every way to replace a backward pass, and whether it takes effect.
+
+Source: seeds/001 (slides "Override Backward-Propagation") and seeds/003 (the blog post).
+``e = custom_add(c, k, d)`` has the forward of ``tf.add(c, k)`` (a NumPy ``py_func``)
+and the declared backward ``backprop_func(op, grad) = ((e+d)*grad, d*grad, e*grad)``,
+attached with ``tf.RegisterGradient`` + ``Graph.gradient_override_map({"PyFunc": ...})``
+inside ``a = d*e``, ``d = data + c``, softmax cross-entropy, Adam (lr=0.001, beta1=0.9,
+beta2=0.999, epsilon=0.1) via compute_gradients/apply_gradients. The Bernoulli attention
+op (seeds/001, 003) samples a mask forward and multiplies the upstream gradient by the
+other feature map backward.
+
+MEASURED (TF 2.21, CPU). ``tf.custom_gradient`` (with and without variables) is applied
+in every mode under both GradientTape and ``tf.gradients`` (eager: ``tf.gradients`` is
+unavailable). ``gradient_override_map`` is honoured only by ``tf.gradients`` (graph, and
+inside ``tf.function``); GradientTape looks gradients up by op type and ignores it, in
+every mode. ``py_func``/``numpy_function`` have no gradient (None), ``py_function``
+differentiates through the eager ops in its body, giving a *scalar* 0 for an unused input.
+Under XLA every Python op fails to compile (InvalidArgumentError). The seed's backward
+receives dL/de, not the dL/da of its slide's chain rule, and also sends ``e*grad`` into
+``d``; so with c=[.05,-.12], k=[.13,.07] the applied gradients are dL/dc=[0.947,-1.880],
+dL/dk=[0.629,-2.016] where the slide formula ((e+d)dL/da, d dL/da) gives [0.701,-1.044],
+[0.599,-1.072]: TF applies the declared backward exactly; the slide's algebra differs.
+The forward (loss 0.8446) equals the tf.add model's, the seed's own check.
+"""
+import concurrent.futures
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import example, given, strategies as st
+from hypothesis.extra import numpy as hnp
+
+from suite import compare as cmp, strategies as ss
+from suite.behaviours import behaviour, on
+from suite.expectations import expect, expectations
+
+BEHAVIOUR = behaviour(
+    "custom-backward", sources=["001", "003"],
+    links=["https://www.tensorflow.org/api_docs/python/tf/custom_gradient",
+           "https://www.tensorflow.org/api_docs/python/tf/RegisterGradient",
+           "https://www.tensorflow.org/api_docs/python/tf/Graph#gradient_override_map",
+           "https://www.tensorflow.org/api_docs/python/tf/py_function",
+           "https://www.tensorflow.org/api_docs/python/tf/numpy_function",
+           "https://docs.jax.dev/en/latest/notebooks/Custom_derivative_rules_for_Python_code.html",
+           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function"])
+
+APIS = ("tape", "tf.gradients")
+PY_OPS = ("py_func", "py_function", "numpy_function")
+MECHS = ("custom_gradient", "custom_gradient_variables",
+         *[f"{how}_{op}" for op in PY_OPS for how in ("override_map", "custom_gradient")])
+DEFAULTS = {"py_func_default": "none", "numpy_function_default": "none", "py_function_default": "autodiff"}
+ON_PY_OPS = [m for m in MECHS if m.endswith(PY_OPS)] + list(DEFAULTS)
+
+TAPE_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/eager/backprop.py"
+XLA_LINK = "https://www.tensorflow.org/api_docs/python/tf/py_function"
+EXPECT = expectations(
+    {**{f"{m}/{a}": "applied" for m in MECHS for a in APIS},
+     **{f"{k}/{a}": v for k, v in DEFAULTS.items() for a in APIS},
+     "custom_vjp": "applied", "custom_jvp": "applied", "autograd_function": "applied",
+     "bernoulli_backward": "applied", "seed_backward": "applied", "forward": "equals-add",
+     "slide_chain_rule": "differs", "py_function_unused_input": "scalar-zero"},
+    *[expect(f"{m}/tf.gradients", "unavailable", framework="tensorflow", mode="eager",
+             reason="tf.gradients raises RuntimeError when eager execution is enabled: it is only valid "
+                    "in a graph context (a v1 Graph or inside tf.function)",
+             link="https://www.tensorflow.org/api_docs/python/tf/gradients")
+      for m in MECHS + tuple(DEFAULTS)],
+    *[expect(f"override_map_{op}/tape", "ignored", framework="tensorflow",
+             reason="gradient_override_map only sets the op's _gradient_op_type attr, which tf.gradients "
+                    "reads (ops.get_gradient_function); GradientTape looks the gradient up by op type "
+                    "(backprop._gradient_function: _gradient_registry.lookup(op_name)) in every mode, "
+                    "v1 graph included; see also tensorflow#36870", link=TAPE_LINK)
+      for op in PY_OPS],
+    *[expect(f"{m}/{a}", "raises:InvalidArgumentError", framework="tensorflow", mode="xla",
+             reason="PyFunc/EagerPyFunc cannot be compiled: 'Currently tf.py_function (tf.numpy_function) "
+                    "is not compatible with XLA. Calling it inside tf.function(jit_compile=True) will raise "
+                    "an error' (Detected unsupported operations)", link=XLA_LINK)
+      for m in ON_PY_OPS for a in APIS],
+)
+
+# ---------------------------------------------------------------- the native functions
+# Inputs c, k, d as in the seed: e = custom_add(c, k, d) has the value c + k; d is passed
+# only so that the backward can use it.
+
+
+def forward_func(c, k, d):
+    """seeds/001 forward_func (any float dtype rather than float32 only)."""
+    e = np.add(c, k)
+    return e.astype(c.dtype)
+
+
+def seed_backprop(tf):
+    """seeds/001 backprop_func (``tf`` comes from the runner)."""
+    def backprop_func(op, grad):
+        c = op.inputs[0]
+        k = op.inputs[1]
+        d = op.inputs[2]
+        e = tf.add(c, k)
+        return (e + d) * grad, d * grad, e * grad
+    return backprop_func
+
+
+_REGISTERED = {}
+
+
+def _override_name(tf):
+    """Register backprop_func once: registering a name twice raises KeyError."""
+    if "seed" not in _REGISTERED:
+        tf.RegisterGradient("CustomBackwardSeed001")(seed_backprop(tf))
+        _REGISTERED["seed"] = "CustomBackwardSeed001"
+    return _REGISTERED["seed"]
+
+
+def _tf_forward(tf, c, k, d, op):
+    if op == "py_func":
+        return tf.compat.v1.py_func(forward_func, [c, k, d], c.dtype)
+    if op == "numpy_function":
+        return tf.numpy_function(forward_func, [c, k, d], c.dtype)
+    if op == "py_function":
+        return tf.py_function(lambda c, k, d: tf.add(c, k), [c, k, d], c.dtype)
+    return tf.add(c, k)
+
+
+def tensorflow(tf, c, k, d, w, *, op, how, api):
+    """e = custom_add(c, k, d) with forward ``op`` and the seed's backward attached by ``how``;
+    returns e and the gradients of sum(w * e) by ``api`` (GradientTape or tf.gradients)."""
+    def custom_add(c, k, d):
+        if how == "override_map":
+            with tf.compat.v1.get_default_graph().gradient_override_map({"EagerPyFunc" if op == "py_function"
+                                                                         else "PyFunc": _override_name(tf)}):
+                return _tf_forward(tf, c, k, d, op)
+        if how == "custom_gradient":
+            @tf.custom_gradient
+            def add(c, k, d):
+                def grad(g):
+                    e = tf.add(c, k)
+                    return (e + d) * g, d * g, e * g
+                return _tf_forward(tf, c, k, d, op), grad
+            return add(c, k, d)
+        return _tf_forward(tf, c, k, d, op)
+
+    xs = [c, k, d]
+    if api == "tf.gradients":
+        e = custom_add(*xs)
+        return e, tf.gradients(e, xs, grad_ys=w)
+    with tf.GradientTape() as tape:
+        tape.watch(xs)
+        e = custom_add(*xs)
+    return e, tape.gradient(e, xs, output_gradients=w)
+
+
+def tensorflow_variables(tf, c, k, d, w, *, api, var_ref=None):
+    """k is a variable read inside the forward: grad_fn(g, variables) returns its gradient."""
+    if var_ref is None:  # v1 graph: the variable lives in the session's graph (initialised from k)
+        var = tf.Variable(k, shape=tf.TensorShape(None))
+    else:  # eager/function/xla: created eagerly by the test, one per dtype x shape
+        var = var_ref.deref()
+        var.assign(k)
+
+    @tf.custom_gradient
+    def add(c, d):
+        e = c + var
+
+        def grad(g, variables=None):
+            return ((e + d) * g, e * g), [d * g for _ in variables]
+        return e, grad
+
+    if api == "tf.gradients":
+        e = add(c, d)
+        return e, tf.gradients(e, [c, var, d], grad_ys=w)
+    with tf.GradientTape() as tape:
+        tape.watch([c, d])
+        e = add(c, d)
+    return e, tape.gradient(e, [c, var, d], output_gradients=w)
+
+
+_EAGER_VARS = {}
+
+
+def _eager_variable(tf, k):
+    key = (k.dtype.str, k.shape)
+    if key not in _EAGER_VARS:
+        _EAGER_VARS[key] = tf.Variable(np.zeros_like(k))
+    return _EAGER_VARS[key].ref()
+
+
+_ORACLE_OPS = {}
+
+
+def _jax_ops(jax):
+    """custom_vjp and custom_jvp spellings of the seed's op, built once."""
+    if "vjp" not in _ORACLE_OPS:
+        @jax.custom_vjp
+        def add_vjp(c, k, d):
+            return c + k
+
+        def fwd(c, k, d):
+            return c + k, (c, k, d)
+
+        def bwd(res, g):
+            c, k, d = res
+            e = c + k
+            return (e + d) * g, d * g, e * g
+        add_vjp.defvjp(fwd, bwd)
+
+        @jax.custom_jvp
+        def add_jvp(c, k, d):
+            return c + k
+
+        @add_jvp.defjvp
+        def _(primals, tangents):  # linear in the tangents, so reverse mode transposes it
+            (c, k, d), (dc, dk, dd) = primals, tangents
+            e = c + k
+            return e, (e + d) * dc + d * dk + e * dd
+
+        @jax.custom_vjp
+        def bernoulli(p, f, seed):
+            return jax.random.bernoulli(jax.random.key(seed), p).astype(p.dtype)
+        bernoulli.defvjp(lambda p, f, seed: (bernoulli(p, f, seed), f),
+                         lambda f, g: (g * f, jax.numpy.zeros_like(f), None))
+        _ORACLE_OPS.update(vjp=add_vjp, jvp=add_jvp, bernoulli=bernoulli)
+    return _ORACLE_OPS
+
+
+def _torch_ops(torch):
+    if "torch_add" not in _ORACLE_OPS:
+        class CustomAdd(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, c, k, d):
+                ctx.save_for_backward(c, k, d)
+                return c + k
+
+            @staticmethod
+            def backward(ctx, g):
+                c, k, d = ctx.saved_tensors
+                e = c + k
+                return (e + d) * g, d * g, e * g
+
+        class Bernoulli(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, p, f, seed):
+                ctx.save_for_backward(f)
+                return torch.bernoulli(p, generator=torch.Generator(p.device).manual_seed(int(seed)))
+
+            @staticmethod
+            def backward(ctx, g):
+                f, = ctx.saved_tensors
+                return g * f, torch.zeros_like(f), None
+        _ORACLE_OPS.update(torch_add=CustomAdd, torch_bernoulli=Bernoulli)
+    return _ORACLE_OPS
+
+
+def jax(jax, c, k, d, *, how="custom_vjp"):
+    return _jax_ops(jax)["vjp" if how == "custom_vjp" else "jvp"](c, k, d)
+
+
+def torch(torch, c, k, d):
+    return _torch_ops(torch)["torch_add"].apply(c, k, d)
+
+
+def tensorflow_bernoulli(tf, p, f, seed):
+    """seeds/003 attention: forward samples Bernoulli(p); backward upstream * feature map."""
+    @tf.custom_gradient
+    def bernoulli(p, f):
+        u = tf.random.stateless_uniform(tf.shape(p), seed=tf.stack([seed, seed]), dtype=p.dtype)
+        return tf.cast(u < p, p.dtype), lambda g: (g * f, tf.zeros_like(f))
+    return bernoulli(p, f)
+
+
+def jax_bernoulli(jax, p, f, seed):
+    return _jax_ops(jax)["bernoulli"](p, f, seed)
+
+
+def torch_bernoulli(torch, p, f, seed):
+    return _torch_ops(torch)["torch_bernoulli"].apply(p, f, seed)
+
+
+def tensorflow_seed_model(tf, c, k, data, labels, *, plain=False):
+    """seeds/001 model in TF2 spelling: custom_add by tf.custom_gradient (``plain``: tf.add)."""
+    d = tf.add(data, c)
+    if plain:
+        e = tf.add(c, k)
+    else:
+        @tf.custom_gradient
+        def custom_add(c, k, d):
+            e = tf.add(c, k)
+            return e, lambda g: ((e + d) * g, d * g, e * g)
+        e = custom_add(c, k, d)
+    a = tf.multiply(d, e)
+    return tf.nn.softmax_cross_entropy_with_logits(labels=tf.cast(labels, a.dtype), logits=a)
+
+
+def jax_seed_model(jax, c, k, data, labels, *, plain=False):
+    d = data + c
+    e = c + k if plain else _jax_ops(jax)["vjp"](c, k, d)
+    return -(labels * jax.nn.log_softmax(d * e)).sum()
+
+
+def torch_seed_model(torch, c, k, data, labels, *, plain=False):
+    d = data + c
+    e = c + k if plain else _torch_ops(torch)["torch_add"].apply(c, k, d)
+    return -(labels.to(d.dtype) * torch.log_softmax(d * e, dim=-1)).sum()
+
+
+NATIVE = {"jax": jax, "torch": torch}
+ORACLE_STATIC = {"jax": {"how": "custom_vjp"}, "torch": {}}  # as the jax-jit row calls it: one compile
+BERNOULLI = {"tensorflow": tensorflow_bernoulli, "jax": jax_bernoulli, "torch": torch_bernoulli}
+SEED_MODEL = {"tensorflow": tensorflow_seed_model, "jax": jax_seed_model, "torch": torch_seed_model}
+
+
+# ---------------------------------------------------------------- closed forms and observations
+def declared(c, k, d, w):
+    e = c + k
+    return (e + d) * w, d * w, e * w
+
+
+def _matches(grads, refs, dtype) -> bool:
+    """Every gradient within GRAD of its reference; a None reference accepts None or zeros of any shape."""
+    for g, r in zip(grads, refs):
+        if r is None:
+            if g is not None and np.any(np.asarray(g)):
+                return False
+        elif g is None or cmp.rel_err(g, r) > cmp.GRAD.of(dtype):
+            return False
+    return True
+
+
+def backward_kind(grads, c, k, d, w, *, default) -> str:
+    """``applied`` (the declared backward), ``ignored`` (the op's own gradient) or ``other``."""
+    if _matches(grads, declared(c, k, d, w), c.dtype):
+        return "applied"
+    return "ignored" if _matches(grads, default, c.dtype) else "other"
+
+
+def default_kind(grads, w) -> str:
+    if all(g is None for g in grads):
+        return "none"
+    return "autodiff" if _matches(grads, (w, w, None), w.dtype) else "other"
+
+
+def observe_error(e) -> str:
+    __tracebackhide__ = True
+    if isinstance(e, RuntimeError) and "eager execution" in str(e):
+        return "unavailable"
+    return cmp.error_name(e)
+
+
+def seed_closed_form(c, k, data, labels):
+    """The seed's model in float64: loss, the applied gradients (declared backward) and the
+    true gradients of the tf.add model (the slide's (e+d) dL/da, d dL/da)."""
+    c, k = c.astype(np.float64), k.astype(np.float64)
+    d, e = data + c, c + k
+    a = d * e
+    sm = np.exp(a - a.max())
+    sm /= sm.sum()
+    ga = sm - labels
+    ge = d * ga  # what backprop_func receives as ``grad``
+    applied = (e * ga + e * ge + (e + d) * ge, d * ge)
+    true = ((e + d) * ga, d * ga)
+    return -np.log(sm[labels.astype(bool)][0]), applied, true
+
+
+def adam_step(var, g, lr=0.001, beta1=0.9, beta2=0.999, epsilon=0.1):
+    """One tf.compat.v1.train.AdamOptimizer step from zero slots (epsilon is 'epsilon hat')."""
+    m, v = (1 - beta1) * g, (1 - beta2) * g * g
+    return var - lr * np.sqrt(1 - beta2) / (1 - beta1) * m / (np.sqrt(v) + epsilon)
+
+
+# ---------------------------------------------------------------- strategies
+SHAPES = ss.small_shapes(menu=((), (2, 3)))  # few shapes: one XLA compile per shape x dtype x API
+
+
+def distinguishable(xs) -> bool:
+    """The declared backward differs from every op's own gradient somewhere: d*w is neither
+    w (autodiff of c + k) nor 0 (no gradient), so ``applied`` and ``ignored`` can be told apart."""
+    _, _, d, w = xs
+    return bool(np.any((np.abs(w) > 0.1) & (np.abs(d) > 0.1) & (np.abs(d - 1) > 0.1)))
+
+
+@st.composite
+def add_inputs(draw):
+    """c, k, d and the cotangent w: one dtype and shape."""
+    dt, s = draw(ss.float_dtypes()), draw(SHAPES)
+    return tuple(draw(ss.float_arrays(dtype=dt, shape=s, min_value=-3, max_value=3), label=n) for n in "ckdw")
+
+
+@st.composite
+def attention_inputs(draw):
+    """Probabilities (with exact 0 and 1, where the sample is certain), a feature map, w, a seed."""
+    dt, s = draw(ss.float_dtypes()), draw(SHAPES)
+    width = 32 if dt == np.float32 else 64
+    probs = st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0, 1, width=width))
+    p = draw(hnp.arrays(dt, s, elements=probs), label="p")
+    f = draw(ss.float_arrays(dtype=dt, shape=s, min_value=-3, max_value=3), label="f")
+    w = draw(ss.like(f), label="w")
+    return p, f, w, np.int32(draw(st.integers(0, 2**20), label="seed"))
+
+
+# The seed's c, k: truncated_normal(stddev=0.1), which lies in (-0.2, 0.2).
+small = st.floats(float(np.float32(-0.2)), float(np.float32(0.2)), width=32)
+SEED_DATA, SEED_LABELS = np.array([1, 2], np.float32), np.array([0, 1], np.int32)
+
+
+# ---------------------------------------------------------------- properties
+_SHALLOW = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+_XLA_ERRORS = {}
+
+
+def attempt(subject, program, run):
+    """``run()``; under XLA from a fresh thread, and a compile failure is measured once per
+    ``program`` (it depends on the ops, not on the values). Why: XLA's error quotes every
+    op's definition stack and TF parses it with a regex quadratic in its length
+    (error_interpolation.parse_message), 0.6 s a call from a pytest+hypothesis stack."""
+    if subject.mode != "xla":
+        return run()
+    program = (subject.id, *program)
+    if program in _XLA_ERRORS:
+        raise _XLA_ERRORS[program]
+    try:
+        return _SHALLOW.submit(run).result()
+    except Exception as e:
+        _XLA_ERRORS[program] = e.with_traceback(None)
+        raise
+
+
+def _observe(record, key, run, xs, *, default, refs=()):
+    """Run one mechanism, check its observation, and (when applied) its numbers against the
+    closed form and ``refs``: (oracle id, gradients) pairs."""
+    __tracebackhide__ = True
+    c, k, d, w = xs
+    try:
+        e, grads = attempt(record.subject, (key, c.dtype.str), run)
+    except Exception as err:  # XLA cannot compile Python ops; tf.gradients is unavailable eagerly
+        record.check(EXPECT, **{key: observe_error(err)})
+        return None
+    record.close(name=f"value[{key}]", out=e, ref=c + k, oracle="closed-form", tol=cmp.EXACT)  # one rounding
+    kind = backward_kind(grads, c, k, d, w, default=default)
+    record.check(EXPECT, **{key: kind})
+    if kind == "applied":
+        for name, g, r in zip(("dc", "dk", "dd"), grads, declared(c, k, d, w)):
+            record.close(name=f"{name}[{key}]", out=g, ref=r, oracle="closed-form")
+        for oracle, ref in refs:
+            for name, g, r in zip(("dc", "dk", "dd"), grads, ref):
+                record.close(name=f"{name}[{key}]", out=g, ref=r, oracle=oracle)
+    return grads
+
+
+@given(xs=add_inputs().filter(distinguishable))
+def test_custom_gradient_backward_is_applied(subject, oracles, record, xs):
+    """e = c + k with declared backward ((e+d)w, d w, e w): tf.custom_gradient (tape and
+    tf.gradients), jax.custom_vjp, jax.custom_jvp, torch.autograd.Function."""
+    c, k, d, w = xs
+    record.example(c=c, k=k, d=d, w=w)
+    if subject.framework == "tensorflow":
+        runs = {f"custom_gradient/{a}": (lambda a=a: subject.run(tensorflow, c, k, d, w, op="tf",
+                                                                   how="custom_gradient", api=a)) for a in APIS}
+    elif subject.framework == "jax":
+        runs = {h: (lambda h=h: subject.vjp(jax, c, k, d, cotangent=w, how=h)) for h in ("custom_vjp", "custom_jvp")}
+    else:
+        runs = {"autograd_function": lambda: subject.vjp(torch, c, k, d, cotangent=w)}
+    refs = [(o.id, o.vjp(NATIVE[o.framework], c, k, d, cotangent=w, **ORACLE_STATIC[o.framework])[1]) for o in oracles]
+    for key, run in runs.items():
+        _observe(record, key, run, xs, default=(w, w, None), refs=refs)
+
+
+@on("tensorflow")
+@given(xs=add_inputs().filter(distinguishable))
+def test_custom_gradient_with_variables_backward_is_applied(subject, record, xs):
+    """k read from a variable inside the forward: grad_fn(g, variables) gives its gradient d*w.
+    TensorFlow only: JAX has no variables, and a torch Parameter is an ordinary input of
+    Function.apply, as in the test above."""
+    c, k, d, w = xs
+    record.example(c=c, k=k, d=d, w=w)
+    ref = None if subject.mode == "graph" else _eager_variable(subject.module, k)
+    for a in APIS:
+        _observe(record, f"custom_gradient_variables/{a}",
+                 lambda a=a: subject.run(tensorflow_variables, c, k, d, w, api=a, var_ref=ref),
+                 xs, default=(w, w, None))
+
+
+@pytest.mark.parametrize("op", PY_OPS)
+@on("tensorflow")
+@given(xs=add_inputs().filter(distinguishable))
+def test_python_op_backward_per_mechanism(subject, record, op, xs):
+    """The seed's op with a Python forward (py_func, py_function, numpy_function): its own
+    gradient, and the declared backward attached by gradient_override_map or
+    tf.custom_gradient, under GradientTape and tf.gradients. TensorFlow-only APIs."""
+    c, k, d, w = xs
+    record.example(c=c, k=k, d=d, w=w, op=op)
+    own = (w, w, None) if op == "py_function" else (None, None, None)
+    for a in APIS:
+        try:
+            e, grads = attempt(subject, (op, a, c.dtype.str),
+                               lambda a=a: subject.run(tensorflow, c, k, d, w, op=op, how="default", api=a))
+        except Exception as err:
+            record.check(EXPECT, **{f"{op}_default/{a}": observe_error(err)})
+        else:
+            record.close(name=f"value[{op}]", out=e, ref=c + k, oracle="closed-form", tol=cmp.EXACT)
+            record.check(EXPECT, **{f"{op}_default/{a}": default_kind(grads, w)})
+            if op == "py_function":
+                g = grads[2]
+                unused = ("none" if g is None else "scalar-zero" if np.shape(g) == () and not np.any(g)
+                          else "zeros" if np.shape(g) == d.shape and not np.any(g) else "other")
+                record.check(EXPECT, py_function_unused_input=unused)
+        for how in ("override_map", "custom_gradient"):
+            _observe(record, f"{how}_{op}/{a}",
+                     lambda a=a, how=how: subject.run(tensorflow, c, k, d, w, op=op, how=how, api=a),
+                     xs, default=own)
+
+
+@given(inp=attention_inputs())
+def test_bernoulli_attention_gradient_is_declared_whatever_the_sample(subject, oracles, record, inp):
+    """seeds/003: forward samples Bernoulli(p); the gradient of sum(w * mask) is w * f for two
+    different samples; p = 0 and p = 1 give certain samples."""
+    p, f, w, seed = inp
+    record.example(p=p, f=f, w=w, seed=seed)
+    fn = BERNOULLI[subject.framework]
+    for s in (seed, seed + np.int32(1)):
+        mask, (gp, gf, _) = subject.vjp(fn, p, f, s, cotangent=w)
+        mask = np.asarray(mask)
+        record.equal(name="mask in {0, 1}", out=bool(np.isin(mask, (0, 1)).all()), ref=True, oracle="closed-form")
+        record.equal(name="mask[p=0]", out=mask[p == 0], ref=np.zeros_like(p[p == 0]), oracle="closed-form")
+        record.equal(name="mask[p=1]", out=mask[p == 1], ref=np.ones_like(p[p == 1]), oracle="closed-form")
+        ok = _matches((gp, gf), (w * f, np.zeros_like(f)), p.dtype)
+        record.check(EXPECT, bernoulli_backward="applied" if ok else "other")
+        record.close(name="dp", out=gp, ref=w * f, oracle="closed-form")  # GRAD: w*f may be subnormal (FTZ)
+        record.close(name="df", out=gf, ref=np.zeros_like(f), oracle="closed-form", tol=cmp.EXACT)
+        for o in oracles if s == seed else ():  # the gradient does not depend on the sample
+            _, (rp, rf, _) = o.vjp(BERNOULLI[o.framework], p, f, s, cotangent=w)
+            record.close(name="dp", out=gp, ref=rp, oracle=o.id)
+
+
+# ---------------------------------------------------------------- seed examples
+SEED_C, SEED_K = np.array([0.05, -0.12], np.float32), np.array([0.13, 0.07], np.float32)
+
+
+@example(c=SEED_C, k=SEED_K)
+@given(c=hnp.arrays(np.float32, 2, elements=small), k=hnp.arrays(np.float32, 2, elements=small))
+def test_seed_model_gradients_follow_the_declared_backward(subject, record, c, k):
+    """seeds/001 model (data [1, 2], labels [0, 1]) in each framework's own spelling: the loss
+    equals the tf.add model's; the gradients are the chain rule through the declared
+    backward, which is not the slide's (e+d) dL/da, d dL/da."""
+    record.example(c=c, k=k)
+    fn = SEED_MODEL[subject.framework]
+    loss, (gc, gk, _, _) = subject.vjp(fn, c, k, SEED_DATA, SEED_LABELS)
+    plain, (pc, pk, _, _) = subject.vjp(fn, c, k, SEED_DATA, SEED_LABELS, plain=True)
+    ref_loss, applied, true = seed_closed_form(c, k, SEED_DATA, SEED_LABELS)
+    record.check(EXPECT, forward="equals-add" if np.array_equal(loss, plain) else "differs")
+    record.close(name="loss", out=loss, ref=np.float32(ref_loss), oracle="closed-form", tol=cmp.VALUE)
+    record.check(EXPECT, seed_backward="applied" if _matches((gc, gk), applied, c.dtype) else
+                 "ignored" if _matches((gc, gk), true, c.dtype) else "other")
+    record.close(name="dL/dc", out=gc, ref=applied[0].astype(c.dtype), oracle="closed-form")
+    record.close(name="dL/dk", out=gk, ref=applied[1].astype(c.dtype), oracle="closed-form")
+    record.close(name="dL/dc[tf.add]", out=pc, ref=true[0].astype(c.dtype), oracle="closed-form")
+    record.close(name="dL/dk[tf.add]", out=pk, ref=true[1].astype(c.dtype), oracle="closed-form")
+    record.check(EXPECT, slide_chain_rule="matches" if _matches((gc, gk), true, c.dtype) else "differs")
+
+
+_SEED_COUNTER = itertools.count()
+
+
+def _seed_custom_add(tf, c, k, d, graph, name=None):
+    """seeds/001 custom_add as written, with a counter for the seed's random gradient name."""
+    with tf.compat.v1.name_scope(name, "AddGrad", [c, k, d]) as name:
+        rnd_name = "CustomBackwardPyFuncGrad" + str(next(_SEED_COUNTER))
+        inputs = [c, k, d]
+        tf.RegisterGradient(rnd_name)(seed_backprop(tf))
+        with graph.gradient_override_map({"PyFunc": rnd_name}):
+            return tf.compat.v1.py_func(forward_func, inputs, [np.float32], name=name)
+
+
+def _seed_v1_graph(tf, c0, k0, labels_ph, data_ph, *, custom):
+    """seeds/001 model as written (placeholders are the runner's; c, k start at c0, k0)."""
+    v1 = tf.compat.v1
+    c = tf.Variable(c0)
+    k = tf.Variable(k0)
+    d = tf.add(data_ph, c)
+    e = _seed_custom_add(tf, c, k, d, v1.get_default_graph()) if custom else tf.add(c, k)
+    a = tf.multiply(d, e)
+    loss = v1.losses.softmax_cross_entropy(logits=a, onehot_labels=labels_ph)
+    opt = v1.train.AdamOptimizer(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=0.1)
+    grads = opt.compute_gradients(loss, v1.trainable_variables())
+    grads = list(grads)
+    train_op = opt.apply_gradients(grads_and_vars=grads)
+    with tf.control_dependencies([train_op]):
+        after = [tf.identity(c.read_value()), tf.identity(k.read_value())]
+    return {"e": e, "loss": loss, "grads": [g for g, _ in grads], "after": after}
+
+
+_seed_v1_graph.exact_shapes = True  # tf.Variable and Adam's slots need static shapes
+
+
+@on("tensorflow", modes=("graph",))
+@example(c=SEED_C, k=SEED_K)
+@given(c=hnp.arrays(np.float32, 2, elements=small), k=hnp.arrays(np.float32, 2, elements=small))
+def test_seed_v1_session_as_written(subject, record, c, k):
+    """seeds/001 run as written in a v1 Session (graph only: placeholders, py_func and
+    gradient_override_map are TF1 graph code): e equals tf.add(c, k), the gradients follow
+    the declared backward, and one Adam step matches the closed form."""
+    record.example(c=c, k=k)
+    out = subject.run(_seed_v1_graph, c, k, SEED_LABELS, SEED_DATA, custom=True)
+    ref = subject.run(_seed_v1_graph, c, k, SEED_LABELS, SEED_DATA, custom=False)
+    ref_loss, applied, true = seed_closed_form(c, k, SEED_DATA, SEED_LABELS)
+    e = np.asarray(out["e"][0])
+    record.check(EXPECT, forward="equals-add" if np.array_equal(e, ref["e"]) and out["loss"] == ref["loss"]
+                 else "differs")
+    record.close(name="loss", out=out["loss"], ref=np.float32(ref_loss), oracle="closed-form", tol=cmp.VALUE)
+    gc, gk = out["grads"]
+    kind = ("applied" if _matches((gc, gk), applied, c.dtype) else
+            "ignored" if gk is None else "other")
+    record.check(EXPECT, **{"override_map_py_func/tf.gradients": kind})
+    record.close(name="dL/dc", out=gc, ref=applied[0].astype(c.dtype), oracle="closed-form")
+    record.close(name="dL/dk", out=gk, ref=applied[1].astype(c.dtype), oracle="closed-form")
+    record.close(name="dL/dc[tf.add]", out=ref["grads"][0], ref=true[0].astype(c.dtype), oracle="closed-form")
+    record.close(name="dL/dk[tf.add]", out=ref["grads"][1], ref=true[1].astype(c.dtype), oracle="closed-form")
+    record.check(EXPECT, slide_chain_rule="matches" if _matches((gc, gk), ref["grads"], c.dtype) else "differs")
+    for name, var, g, after in zip(("c", "k"), (c, k), applied, out["after"]):
+        step = adam_step(var.astype(np.float64), g).astype(c.dtype)
+        record.close(name=f"{name} after one Adam step", out=after, ref=step, oracle="closed-form", tol=cmp.VALUE)
