@@ -28,7 +28,7 @@ def cells(report) -> dict:
 def cell_text(counter) -> str:
     if not counter:
         return ""
-    total = sum(counter.values())
+    total = sum(v for k, v in counter.items() if k != "skipped")  # skipped rows ran nothing
     worst = next(o for o in ORDER if counter.get(o))
     if worst == "passed":
         return f"ok {counter['passed']}/{total}"
@@ -150,3 +150,48 @@ def markdown(report) -> str:
         out += [f"- {r['duration_s']:.2f}s `{r['test']}`" for r in slowest(report)]
         out.append("")
     return "\n".join(out)
+
+
+def tf_version(report) -> str:
+    return (report.get("environment", {}).get("frameworks", {}).get("tensorflow", {}) or {}).get("version") or "?"
+
+
+def version_matrix_md(reports) -> list[str]:
+    """Behaviour x TensorFlow version (TensorFlow rows only), worst outcome per cell."""
+    versions = [tf_version(r) for r in reports]
+    cells_by = {}
+    for rep, v in zip(reports, versions):
+        for r in rep["results"]:
+            if r["framework"] == "tensorflow":
+                cells_by.setdefault((r["behaviour"], v), collections.Counter())[r["outcome"]] += 1
+    bs = list(dict.fromkeys(b for rep in reports for b in behaviours(rep)))
+    lines = ["| behaviour | " + " | ".join(f"TF {v}" for v in versions) + " |", "|---|" + "---|" * len(versions)]
+    for b in bs:
+        lines.append(f"| {b} | " + " | ".join(cell_text(cells_by.get((b, v), collections.Counter())) or "-"
+                                             for v in versions) + " |")
+    return lines
+
+
+def consecutive_changes_md(reports) -> list[str]:
+    """Per consecutive pair of versions: the TensorFlow observations that changed."""
+    from suite.report import diff
+
+    lines = []
+    for old, new in zip(reports, reports[1:]):
+        log = diff.diff(old, new)
+        obs = [c for c in log.changes if c.kind == "observation changed" and c.subject.startswith("tensorflow")]
+        outs = [c for c in log.changes if c.kind in ("newly failing", "newly passing")
+                and c.subject.startswith("tensorflow")]
+        head = f"- **TF {tf_version(old)} -> {tf_version(new)}**: "
+        if not obs and not outs:
+            lines.append(head + "no TensorFlow observation changed.")
+            continue
+        per = {}
+        for c in obs:
+            per.setdefault((c.behaviour, c.detail, str(c.old), str(c.new)), []).append(c.subject.split("-")[1])
+        parts = [f"{b} `{k}`: `{o}` -> `{n}` ({', '.join(sorted(set(m)))})" for (b, k, o, n), m in sorted(per.items())]
+        if outs:
+            parts.append(f"{len(outs)} row(s) changed outcome: " + ", ".join(
+                sorted({f"{c.behaviour} {c.old}->{c.new}" for c in outs})))
+        lines.append(head + "; ".join(parts))
+    return lines
