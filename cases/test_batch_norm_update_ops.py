@@ -1,0 +1,459 @@
+"""Batch-norm moving statistics: updated only when the update actually runs.
+
+Source: seeds/001 ("Control dependencies"): the moving mean/variance ``assign`` ops of batch
+normalisation are independent nodes, so a v1 Session that fetches only the train op never
+runs them; ``with tf.control_dependencies(get_collection(UPDATE_OPS)): train_op = ...`` or
+``sess.run([train_op, extra_update_ops])`` does. Each update is the exponential moving
+average ``moving = momentum * moving + (1 - momentum) * batch_stat`` (Keras' convention;
+PyTorch's ``momentum=m`` means ``(1 - m) * moving + m * batch``, so the oracle gets
+``1 - momentum``), compared here with its closed form over a few steps.
+
+Measured (TF 2.21, Keras 3.15, torch 2.13): Keras ``BatchNormalization(training=True)``
+updates in eager, ``tf.function`` and XLA; ``training=False``, ``trainable=False`` (Keras 3:
+inference mode) and a call without ``training`` do not. In a v1 graph Keras 3 builds the
+``assign`` ops but neither adds them to ``UPDATE_OPS`` (0 there) nor makes the output
+depend on them: running the output leaves the statistics unchanged (``not-updated``).
+``tf.compat.v1.layers.batch_normalization`` is gone with Keras 3 (``AttributeError:
+`batch_normalization` is not available with Keras 3.``): ``unavailable``. The seed's pattern,
+built by hand (``assign`` ops in ``UPDATE_OPS``): train op only -> ``not-updated`` in a
+Session, ``updated`` with control_dependencies or fetched together; eager/``tf.function``/XLA
+run the unfetched update anyway (automatic control dependencies). PyTorch stores the
+*unbiased* batch variance in ``running_var`` where Keras (and the seed's Algorithm 1) use the
+biased one: with batch 4 the update term differs by 4/3. PyTorch has no ``trainable`` flag:
+``requires_grad_(False)`` freezes the affine parameters but the running statistics still
+move, and a fresh module is in training mode, so a bare call updates.
+
+Variables: in TF2 modes one Keras layer (or set of variables) per (features, dtype,
+momentum) is created eagerly by the test, before any ``tf.function`` traces, and reset with
+``assign`` at the start of every call; a v1 graph builds them initialised from the fed inputs. The seed's Session
+pattern needs several ``Session.run`` calls (one per step, then a read), more than the
+harness' one run per call: that test drives its own cached Session in ``graph`` mode.
+"""
+import atexit
+import dataclasses
+
+import numpy as np
+from hypothesis import given, strategies as st
+
+from suite import compare as cmp, strategies as ss
+from suite.behaviours import behaviour, on
+from suite.expectations import expect, expectations
+from suite.frameworks.tf_runner import in_v1_graph
+
+KERAS_BN = "https://keras.io/api/layers/normalization_layers/batch_normalization/"
+KERAS_BN_SOURCE = "https://github.com/keras-team/keras/blob/master/keras/src/layers/normalization/batch_normalization.py"
+TORCH_BN = "https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html"
+TORCH_TRAIN = "https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.train"
+CONTROL_DEPS = "https://www.tensorflow.org/api_docs/python/tf/control_dependencies"
+LAZY_LOADER = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/util/lazy_loader.py"
+
+BEHAVIOUR = behaviour(
+    "batch-norm-update-ops", sources=["001"],
+    links=[KERAS_BN, TORCH_BN, CONTROL_DEPS,
+           "https://www.tensorflow.org/api_docs/python/tf/compat/v1/get_collection",
+           "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Session#run"])
+
+V1_LAYERS = "tf.compat.v1.layers.batch_normalization"
+EXPECT = expectations(
+    {"training=True": "updated", "training=False": "not-updated", "trainable=False": "not-updated",
+     "no training argument": "not-updated", "batch variance": "biased",
+     "train op only": "not-updated", "control_dependencies": "updated", "fetched with train op": "updated",
+     "train op": "ran", V1_LAYERS: "updated"},
+    expect("training=True", "not-updated", framework="tensorflow", mode="graph", link=KERAS_BN_SOURCE,
+           reason="Keras 3 BatchNormalization.call does self.moving_mean.assign(...) and returns the "
+                  "normalised tensor: in a v1 graph the assign ops are neither in UPDATE_OPS (0 measured) "
+                  "nor control inputs of the output (no layer.updates to group), so running the output "
+                  "leaves the statistics as initialised"),
+    expect("batch variance", "unbiased", framework="torch", link=TORCH_BN,
+           reason="'the value stored in the moving average of the variance is calculated via the unbiased "
+                  "estimator, equivalent to torch.var(input, correction=1)'; Keras stores the biased one"),
+    expect("trainable=False", "updated", framework="torch", link=TORCH_BN,
+           reason="PyTorch has no trainable flag: requires_grad_(False) freezes weight/bias only, running "
+                  "statistics follow module.training (Keras 3 trainable=False means inference mode)"),
+    expect("no training argument", "updated", framework="torch", link=TORCH_TRAIN,
+           reason="a module starts in training mode, so bn(x) updates the running statistics; a Keras "
+                  "layer called without training= outside fit() runs in inference mode"),
+    expect("train op only", "updated", framework="tensorflow", mode="eager|function|xla", link=CONTROL_DEPS,
+           reason="eager runs every assign when it is written, and tf.function (XLA included) keeps every "
+                  "stateful op by automatic control dependencies: an unfetched update still runs"),
+    expect(V1_LAYERS, "unavailable", framework="tensorflow", versions=">=2.16", link=LAZY_LOADER,
+           reason="with Keras 3 (the default from TF 2.16) tf.compat.v1.layers raises AttributeError "
+                  "'`batch_normalization` is not available with Keras 3.'"),
+)
+# EMA of float32 batch moments (Keras: E[x^2] - E[x]^2) against the float64 closed form:
+# a few ulps of values up to 30, i.e. the default gradient tolerance.
+STAT_TOL = cmp.GRAD
+SHAPES = ((1, 4, 3), (3, 2, 1))              # (steps, batch, features); batch > 1 (PyTorch refuses 1)
+MOMENTA = (0.0, 0.9, 0.99)                   # Keras convention; 0.99 is the Keras default
+LR = 0.1                                     # the v1 train op's SGD step
+CALLS = {"train": "training=True", "infer": "training=False", "frozen": "trainable=False",
+         "default": "no training argument"}
+REFUSALS = (AttributeError, ImportError, NotImplementedError)
+
+
+# ---------------------------------------------------------------- the native functions
+def _keras_call(layer, x, call):
+    return layer(x) if call == "default" else layer(x, training=call != "infer")
+
+
+_LAYERS = {}
+
+
+def keras_layer(tf, *, features, dtype, momentum, frozen):
+    """One built layer per configuration; the tests make it eagerly, before any tf.function
+    traces (a traced function may create variables only on its first trace)."""
+    key = (features, dtype, momentum, frozen)
+    if key not in _LAYERS:
+        layer = tf.keras.layers.BatchNormalization(momentum=momentum, trainable=not frozen, dtype=dtype)
+        layer.build((None, features))
+        _LAYERS[key] = layer
+    return _LAYERS[key]
+
+
+def tensorflow(tf, xs, mean0, var0, *, momentum, call="train", features):
+    """Keras BatchNormalization over the steps xs[0], xs[1], ...; returns the moving statistics
+    (and, in a v1 graph, how many ops the layer put in UPDATE_OPS)."""
+    frozen = call == "frozen"
+    if in_v1_graph():
+        layer = tf.keras.layers.BatchNormalization(
+            momentum=momentum, trainable=not frozen, dtype=xs.dtype.name,
+            moving_mean_initializer=lambda shape, dtype=None: mean0,
+            moving_variance_initializer=lambda shape, dtype=None: var0)
+        outs = [_keras_call(layer, x, call) for x in tf.unstack(xs)]
+        with tf.control_dependencies(outs):  # read after the steps, as a later sess.run would
+            return (tf.identity(layer.moving_mean.value), tf.identity(layer.moving_variance.value),
+                    len(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)))
+    layer = keras_layer(tf, features=features, dtype=xs.dtype.name, momentum=momentum, frozen=frozen)
+    layer.moving_mean.assign(mean0)
+    layer.moving_variance.assign(var0)
+    for x in xs:
+        _keras_call(layer, x, call)
+    return tf.identity(layer.moving_mean.value), tf.identity(layer.moving_variance.value), None
+
+
+tensorflow.exact_shapes = True  # the v1-graph layer's variables are initialised from mean0/var0
+
+
+def jax(jax, xs, mean0, var0, *, momentum, call="train", features):
+    """No stateful batch norm in core JAX: the EMA spelled in jnp (jnp.var is biased)."""
+    jnp = jax.numpy
+    mean, var = mean0, var0
+    for x in xs:
+        mean = momentum * mean + (1 - momentum) * jnp.mean(x, axis=0)
+        var = momentum * var + (1 - momentum) * jnp.var(x, axis=0)
+    return mean, var, None
+
+
+def torch(torch, xs, mean0, var0, *, momentum, call="train", features):
+    bn = torch.nn.BatchNorm1d(features, momentum=1.0 - momentum, dtype=xs.dtype)  # torch convention
+    with torch.no_grad():
+        bn.running_mean.copy_(mean0)
+        bn.running_var.copy_(var0)
+    if call != "default":
+        bn.train(call != "infer")
+    bn.requires_grad_(call != "frozen")
+    for x in xs:
+        bn(x)
+    return bn.running_mean, bn.running_var, None
+
+
+NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
+
+
+# The seed's pattern by hand: y = gamma * (x - mean) / sqrt(var + eps) + beta with the batch
+# moments, assign ops for the moving statistics, an SGD train op on gamma and beta.
+def _moments_and_loss(tf, x, gamma, beta):
+    mean, var = tf.nn.moments(x, axes=[0])
+    y = gamma * (x - mean) * tf.math.rsqrt(var + 1e-3) + beta
+    return mean, var, tf.reduce_mean(tf.square(y - 1))
+
+
+def _ema_assigns(tf, mm, mv, mean, var, momentum):
+    return [tf.compat.v1.assign(mm, momentum * mm + (1 - momentum) * mean),
+            tf.compat.v1.assign(mv, momentum * mv + (1 - momentum) * var)]
+
+
+_VARIABLES = {}
+
+
+def v1_variables(tf, *, features, dtype):
+    """moving mean, moving variance, gamma, beta; made eagerly by the tests, as keras_layer."""
+    key = (features, dtype)
+    if key not in _VARIABLES:
+        _VARIABLES[key] = [tf.Variable(tf.zeros([features], dtype), trainable=t) for t in (False, False, True, True)]
+    return _VARIABLES[key]
+
+
+def tensorflow_update_ops(tf, xs, mean0, var0, momentum, *, variant, features):
+    """TF2 modes: the seed's step per batch; ``variant`` says how the update meets the train op.
+    Returns the moving statistics and beta (the train op moves it: dL/dbeta = -2 at beta = 0)."""
+    mm, mv, gamma, beta = variables = v1_variables(tf, features=features, dtype=xs.dtype.name)
+    for v, init in zip(variables, (mean0, var0, tf.ones_like(mean0), tf.zeros_like(mean0))):
+        v.assign(init)
+    opt = tf.compat.v1.train.GradientDescentOptimizer(LR)
+    for x in xs:
+        with tf.GradientTape() as tape:
+            mean, var, loss = _moments_and_loss(tf, x, gamma, beta)
+        grads = tape.gradient(loss, [gamma, beta])
+        update_ops = _ema_assigns(tf, mm, mv, mean, var, momentum)
+        if variant == "control_dependencies":
+            with tf.control_dependencies(update_ops):
+                opt.apply_gradients(zip(grads, [gamma, beta]))
+        elif variant == "fetched":
+            tf.group(opt.apply_gradients(zip(grads, [gamma, beta])), *update_ops)
+        else:
+            opt.apply_gradients(zip(grads, [gamma, beta]))
+    return tf.identity(mm), tf.identity(mv), tf.identity(beta)
+
+
+_SESSIONS = {}
+atexit.register(lambda: [entry[0].close() for entry in _SESSIONS.values()])
+
+
+def tensorflow_v1_session(subject, xs, mean0, var0, momentum, *, variant):
+    """graph mode: seeds/001 as written, one ``sess.run`` per step then one to read the
+    statistics (and beta, which the train op moves)."""
+    tf = subject.module
+    key = (subject.id, variant, xs.dtype.str, xs.shape[-1])
+    if key not in _SESSIONS:
+        g = tf.Graph()
+        with g.as_default(), tf.device(subject.device_name):
+            v1 = tf.compat.v1
+            x = v1.placeholder(xs.dtype, [None, xs.shape[-1]], name="x")
+            m0, s0 = (v1.placeholder(xs.dtype, [xs.shape[-1]], name=n) for n in ("mean0", "var0"))
+            mom = v1.placeholder(xs.dtype, [], name="momentum")
+            mm = v1.get_variable("moving_mean", initializer=m0, trainable=False)
+            mv = v1.get_variable("moving_variance", initializer=s0, trainable=False)
+            gamma = v1.get_variable("gamma", initializer=tf.ones_like(m0))
+            beta = v1.get_variable("beta", initializer=tf.zeros_like(m0))
+            mean, var, loss = _moments_and_loss(tf, x, gamma, beta)
+            for op in _ema_assigns(tf, mm, mv, mean, var, mom):
+                v1.add_to_collection(v1.GraphKeys.UPDATE_OPS, op)
+            extra_update_ops = v1.get_collection(v1.GraphKeys.UPDATE_OPS)
+            opt = v1.train.GradientDescentOptimizer(LR)
+            if variant == "control_dependencies":
+                with tf.control_dependencies(extra_update_ops):
+                    train_op = opt.minimize(loss)
+            else:
+                train_op = opt.minimize(loss)
+            fetches = [train_op, extra_update_ops] if variant == "fetched" else train_op
+            init = v1.global_variables_initializer()
+        g.finalize()
+        _SESSIONS[key] = (v1.Session(graph=g), x, m0, s0, mom, fetches, init, (mm, mv, beta))
+    sess, x, m0, s0, mom, fetches, init, stats = _SESSIONS[key]
+    sess.run(init, feed_dict={m0: mean0, s0: var0})
+    for batch in xs:
+        sess.run(fetches, feed_dict={x: batch, mom: momentum})
+    return sess.run(stats)
+
+
+def tensorflow_v1_layers(tf, x, *, momentum):
+    """The seed-era layer: its update ops in UPDATE_OPS, grouped with control_dependencies."""
+    y = tf.compat.v1.layers.batch_normalization(x, momentum=momentum, training=True)
+    update_ops = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
+    with tf.control_dependencies(update_ops):
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(LR).minimize(tf.reduce_mean(tf.square(y - 1)))
+    mm, mv = (v for v in tf.compat.v1.global_variables() if "moving_" in v.name)
+    with tf.control_dependencies([train_op]):
+        return tf.identity(mm), tf.identity(mv)
+
+
+# ---------------------------------------------------------------- closed forms, classifiers
+def ema(b, *, ddof=0):
+    """The moving statistics after every step, in float64 rounded to the input dtype (ddof=1:
+    PyTorch's unbiased variance)."""
+    mean, var = b.mean0.astype(np.float64), b.var0.astype(np.float64)
+    for x in b.xs.astype(np.float64):
+        mean = b.momentum * mean + (1 - b.momentum) * x.mean(0)
+        var = b.momentum * var + (1 - b.momentum) * x.var(0, ddof=ddof)
+    return mean.astype(b.xs.dtype), var.astype(b.xs.dtype)
+
+
+def variance_kind(var, b):
+    """Which batch variance the moving variance averages (None where the two agree)."""
+    tol = STAT_TOL.of(b.xs.dtype)
+    (_, biased), (_, unbiased) = ema(b), ema(b, ddof=1)
+    if cmp.rel_err(biased, unbiased) <= tol:
+        return None
+    return next((k for k, ref in (("biased", biased), ("unbiased", unbiased)) if cmp.rel_err(var, ref) <= tol),
+                "other")
+
+
+def update_kind(mean, var, b) -> str:
+    """``not-updated`` (exactly the initial values), ``updated`` (the EMA) or ``other``."""
+    if np.array_equal(mean, b.mean0) and np.array_equal(var, b.var0):
+        return "not-updated"
+    tol = STAT_TOL.of(b.xs.dtype)
+    ok = cmp.rel_err(mean, ema(b)[0]) <= tol and any(cmp.rel_err(var, ema(b, ddof=d)[1]) <= tol for d in (0, 1))
+    return "updated" if ok else "other"
+
+
+def refusal(record, e) -> str:
+    record.note(f"{type(e).__name__}: {e}")
+    return "unavailable" if isinstance(e, REFUSALS) else cmp.error_name(e)
+
+
+# ---------------------------------------------------------------- strategies
+@dataclasses.dataclass(frozen=True)
+class Batches:
+    xs: np.ndarray      # (steps, batch, features) in [-3, 3]
+    mean0: np.ndarray   # (features,) in [5, 10]: never a batch mean, so an update always shows
+    var0: np.ndarray    # (features,) in [20, 30]: above any batch variance here (at most 18)
+    momentum: float     # Keras convention
+
+
+@st.composite
+def batches(draw, *, shapes=SHAPES, momenta=MOMENTA) -> Batches:
+    dtype = draw(ss.float_dtypes())
+    steps, n, features = draw(st.sampled_from(shapes), label="steps, batch, features")
+    xs = draw(ss.float_arrays(dtype=dtype, shape=(steps, n, features), min_value=-3, max_value=3), label="xs")
+    mean0 = draw(ss.float_arrays(dtype=dtype, shape=(features,), min_value=5, max_value=10), label="mean0")
+    var0 = draw(ss.float_arrays(dtype=dtype, shape=(features,), min_value=20, max_value=30), label="var0")
+    return Batches(xs, mean0, var0, draw(st.sampled_from(momenta), label="momentum"))
+
+
+def _stats(runner, b, call):
+    if runner.framework == "tensorflow" and runner.mode != "graph":
+        with runner.module.device(runner.device_name):
+            keras_layer(runner.module, features=b.xs.shape[-1], dtype=b.xs.dtype.name, momentum=b.momentum,
+                        frozen=call == "frozen")
+    return runner.run(NATIVE[runner.framework], b.xs, b.mean0, b.var0, momentum=b.momentum, call=call,
+                      features=b.xs.shape[-1])
+
+
+def _example(record, b):
+    record.example(xs=b.xs, mean0=b.mean0, var0=b.var0, momentum=b.momentum)
+
+
+# ---------------------------------------------------------------- properties
+@given(b=batches())
+def test_training_updates_moving_statistics_to_the_ema(subject, oracles, record, b):
+    """training=True: moving = m * moving + (1 - m) * batch moment after every step (Keras
+    convention); the variance averaged is the biased one (PyTorch: unbiased, declared)."""
+    _example(record, b)
+    try:
+        mean, var, n_update_ops = _stats(subject, b, "train")
+    except Exception as e:  # the framework's refusal is the observation
+        record.check(EXPECT, **{"training=True": refusal(record, e)})
+        return
+    if n_update_ops is not None:
+        record.observe(update_ops_collected=n_update_ops)
+    kind = update_kind(mean, var, b)
+    record.check(EXPECT, **{"training=True": kind})
+    if kind != "updated":
+        return
+    conv = variance_kind(var, b)
+    if conv is not None:
+        record.check(EXPECT, **{"batch variance": conv})
+    want = EXPECT.lookup("batch variance", subject)[0]
+    record.close(name="moving_mean", out=mean, ref=ema(b)[0], oracle="closed-form", tol=STAT_TOL)
+    record.close(name="moving_variance", out=var, ref=ema(b, ddof=int(want == "unbiased"))[1],
+                 oracle="closed-form", tol=STAT_TOL)
+    for o in oracles:
+        rmean, rvar, _ = _stats(o, b, "train")
+        record.close(name="moving_mean", out=mean, ref=rmean, oracle=o.id, tol=STAT_TOL)
+        if EXPECT.lookup("batch variance", o)[0] == want:
+            record.close(name="moving_variance", out=var, ref=rvar, oracle=o.id, tol=STAT_TOL)
+
+
+@on("tensorflow", "torch")
+@given(b=batches(momenta=(0.9,)))  # momentum does not matter when nothing moves: fewer XLA compiles
+def test_inference_and_frozen_calls_leave_moving_statistics(subject, record, b):
+    """training=False, trainable=False and a call without training=: Keras leaves the moving
+    statistics; PyTorch's analogues (eval(), requires_grad_(False), a bare call) are declared.
+    Not JAX: core JAX has no stateful batch-norm layer (its EMA row is the oracle above)."""
+    _example(record, b)
+    for call in ("infer", "frozen", "default"):
+        try:
+            mean, var, _ = _stats(subject, b, call)
+        except Exception as e:  # the framework's refusal is the observation
+            record.check(EXPECT, **{CALLS[call]: refusal(record, e)})
+            continue
+        record.check(EXPECT, **{CALLS[call]: update_kind(mean, var, b)})
+
+
+def _check_variants(subject, record, b):
+    """Run the three variants of the seeds/001 step; check and return {variant: moving mean}."""
+    __tracebackhide__ = True
+    momentum = np.asarray(b.momentum, b.xs.dtype)
+    means = {}
+    for variant, key in (("train_op", "train op only"), ("control_dependencies", "control_dependencies"),
+                         ("fetched", "fetched with train op")):
+        if subject.mode == "graph":
+            mean, var, beta = tensorflow_v1_session(subject, b.xs, b.mean0, b.var0, momentum, variant=variant)
+        else:
+            with subject.module.device(subject.device_name):
+                v1_variables(subject.module, features=b.xs.shape[-1], dtype=b.xs.dtype.name)
+            mean, var, beta = subject.run(tensorflow_update_ops, b.xs, b.mean0, b.var0, momentum, variant=variant,
+                                    features=b.xs.shape[-1])
+        kind = update_kind(mean, var, b)
+        record.check(EXPECT, **{"train op": "not-run" if np.array_equal(beta, 0 * beta) else "ran", key: kind})
+        if kind == "updated":
+            record.close(name=f"moving_mean[{variant}]", out=mean, ref=ema(b)[0], oracle="closed-form", tol=STAT_TOL)
+            record.close(name=f"moving_variance[{variant}]", out=var, ref=ema(b)[1], oracle="closed-form",
+                         tol=STAT_TOL)
+        means[variant] = mean
+    return means
+
+
+@on("tensorflow")
+@given(b=batches())
+def test_update_ops_run_only_with_the_train_op_when_grouped(subject, record, b):
+    """seeds/001 by hand: assign ops in UPDATE_OPS and an SGD train op. A Session fetching the
+    train op alone leaves the statistics; control_dependencies or fetching both updates them.
+    TensorFlow only: the question is how TF runs stateful ops a fetch does not need."""
+    _example(record, b)
+    _check_variants(subject, record, b)
+
+
+# ---------------------------------------------------------------- seed examples
+SEED_X = np.array([[1, 2, 3], [4, 5, 6], [0, 1, 0], [2, 2, 2]], np.float32)
+
+
+@on("tensorflow", "jax", "torch")
+@given(b=st.just(Batches(SEED_X[None], np.zeros(3, np.float32), np.ones(3, np.float32), 0.99)))
+def test_seed_one_step_from_keras_defaults(subject, record, b):
+    """Algorithm 1 (seeds/001) on the 4x3 batch, momentum 0.99, moving (0, 1): batch mean
+    (1.75, 2.5, 2.75), biased variance (2.1875, 2.25, 4.6875) -> moving mean (0.0175, 0.025,
+    0.0275), variance (1.011875, 1.0125, 1.036875); PyTorch's unbiased (x 4/3) gives
+    (1.0191667, 1.02, 1.0525)."""
+    _example(record, b)
+    mean, var, _ = _stats(subject, b, "train")
+    kind = update_kind(mean, var, b)
+    record.check(EXPECT, **{"training=True": kind})
+    if kind != "updated":
+        return
+    variance = {"biased": [1.011875, 1.0125, 1.036875], "unbiased": [1.0191667, 1.02, 1.0525]}
+    record.check(EXPECT, **{"batch variance": variance_kind(var, b)})
+    record.close(name="moving_mean", out=mean, ref=np.array([0.0175, 0.025, 0.0275], np.float32),
+                 oracle="closed-form", tol=cmp.VALUE)
+    record.close(name="moving_variance", out=var, ref=np.array(variance[EXPECT.lookup("batch variance", subject)[0]],
+                                                               np.float32), oracle="closed-form", tol=cmp.VALUE)
+
+
+@on("tensorflow")
+@given(b=st.just(Batches(np.stack([SEED_X] * 5), np.zeros(3, np.float32), np.ones(3, np.float32), 0.9)))
+def test_seed_five_steps_three_ways(subject, record, b):
+    """seeds/001's loop ``for i in range(5): session.run(...)`` on the 4x3 batch, momentum 0.9:
+    updated means are (1 - 0.9**5) * (1.75, 2.5, 2.75) = (0.7166425, 1.023775, 1.1261525); the
+    train op alone leaves (0, 0, 0) in a Session."""
+    _example(record, b)
+    updated = np.array([0.7166425, 1.023775, 1.1261525], np.float32)
+    for variant, mean in _check_variants(subject, record, b).items():
+        ref = b.mean0 if np.array_equal(mean, b.mean0) else updated
+        record.close(name=f"moving_mean[{variant}]", out=mean, ref=ref, oracle="closed-form", tol=cmp.VALUE)
+
+
+@on("tensorflow", modes=("graph",))
+@given(x=st.just(SEED_X))
+def test_v1_layers_batch_normalization_is_declared(subject, record, x):
+    """tf.compat.v1.layers.batch_normalization, the seed-era layer (a v1-graph API, so graph
+    only): where it exists, its UPDATE_OPS grouped by control_dependencies move (0, 1) to the EMA."""
+    record.example(x=x)
+    try:
+        mean, var = subject.run(tensorflow_v1_layers, x, momentum=0.99)
+    except Exception as e:  # the framework's refusal is the observation
+        record.check(EXPECT, **{V1_LAYERS: refusal(record, e)})
+        return
+    b = Batches(x[None], np.zeros(3, x.dtype), np.ones(3, x.dtype), 0.99)
+    record.check(EXPECT, **{V1_LAYERS: update_kind(mean, var, b)})
