@@ -1,0 +1,468 @@
+"""Variable vs Tensor: ``a = a + 1`` makes a Tensor; ``assign``/``assign_add``/``scatter_update`` mutate.
+
+Source: seeds/000 ("Tensor 与 Variable"). ``a = tf.Variable([1])``, initialised in a v1
+Session: ``a.eval()`` is [1]; ``a = a + 1`` rebinds the Python name to a *Tensor* (eval
+[2]) and ``b = a + 1`` is another Tensor ([3]); the Variable itself still holds [1],
+because arithmetic on a Variable reads it and never writes it. Only update ops such as
+``tf.scatter_update`` change a Variable, and in a v1 graph such an op is itself a "recipe":
+building it changes nothing until a Session runs it. Observations: ``add`` (``a = a + d``)
+``rebinds-to-tensor`` or ``mutates``; ``update`` (assign, assign_add, scatter_update)
+``mutates``, ``returns-new`` (the variable unchanged, the result holding the new value) or
+``no-effect``; ``unrun_update`` (an update op built, its result dropped) ``applied`` or
+``no-effect-until-run``; ``iadd`` (``w = v; w += d``) ``rebinds-to-tensor``, ``mutates``
+or ``raises:<Error>``. The oracle is NumPy (``x + d``, ``x[idx] = u``); PyTorch's
+out-of-place ``t + d`` vs in-place ``add_``/``copy_``/``index_copy_`` and JAX's immutable
+arrays (``.at[].set`` returns a new array) are oracle rows.
+
+Measured (TF 2.21, JAX 0.10.2, PyTorch 2.13, CPU): ``a + d`` gives a Tensor and leaves
+the variable unchanged in every mode; the three updates mutate in every mode, in JAX they
+return new arrays (declared). An update op whose result is dropped has no effect in a v1
+Session until it is fetched (or a fetched op depends on it); eager runs it at once, and
+``tf.function``/XLA run it because automatic control dependencies keep every stateful op.
+``v += d`` on a ``tf.Variable`` does *not* rebind to a Tensor in TF2: ``ResourceVariable``
+defines ``__iadd__`` to raise ``RuntimeError`` ("use assign_add ... or out = variable +
+value"), in every mode; a v1 ``RefVariable`` (``tf.compat.v1.Variable(use_resource=False)``,
+graph mode only) still rebinds to a Tensor. PyTorch ``t += d`` mutates in place; JAX
+``x += d`` rebinds. The seed as written in TF 2.21's ``tf.compat.v1`` graph: values [1],
+[2], [3] and [1] as printed, but ``tf.Variable`` is a ``ResourceVariable`` of dtype
+``int32`` (the seed printed ``int32_ref``: a TF1 ref variable, reproduced with
+``use_resource=False``), and ``a + 1`` is a ``SymbolicTensor`` (a ``tf.Tensor`` subclass)
+printed ``<tf.Tensor 'add:0' shape=(1,) dtype=int32>`` where the seed printed
+``Tensor("add:0", shape=(1,), dtype=int32, device=/device:CPU:0)``.
+
+Variables per mode: eager builds a fresh ``tf.Variable`` per call; a v1 graph builds one
+per graph and the harness re-initialises it from the fed inputs before every run. For
+``function``/``xla`` the variable is created eagerly in the test, outside every traced
+function (one per dtype, shape, kind and device, since XLA cannot change a variable's
+shape), captured by the traced builder, assigned the example's initial value before each
+call and read again after it; the builders take its key as the static ``slot`` so that
+each captured variable gets its own traced function.
+"""
+import dataclasses
+
+import numpy as np
+from hypothesis import given, strategies as st
+from hypothesis.extra import numpy as hnp
+
+from suite import compare as cmp
+from suite.behaviours import behaviour, on
+from suite.expectations import expect, expectations
+
+TF_VARIABLE = "https://www.tensorflow.org/api_docs/python/tf/Variable"
+RESOURCE_VS_REF = "https://www.tensorflow.org/guide/migrate/tf1_vs_tf2#resourcevariables_instead_of_referencevariables"
+RESOURCE_IADD = ("https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/ops/"
+                 "resource_variable_ops.py")
+SESSION_RUN = "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Session#run"
+AUTO_DEPS = "https://www.tensorflow.org/api_docs/python/tf/control_dependencies"
+JAX_AT = "https://docs.jax.dev/en/latest/_autosummary/jax.Array.at.html"
+TORCH_INPLACE = "https://pytorch.org/docs/stable/tensors.html"
+
+BEHAVIOUR = behaviour(
+    "variable-vs-tensor", sources=["000"],
+    links=[TF_VARIABLE, "https://www.tensorflow.org/api_docs/python/tf/compat/v1/scatter_update",
+           RESOURCE_VS_REF, SESSION_RUN, AUTO_DEPS, JAX_AT, TORCH_INPLACE])
+
+EXPECT = expectations(
+    {"add": "rebinds-to-tensor", "update": "mutates", "unrun_update": "applied", "iadd": "rebinds-to-tensor",
+     "iadd_v1_ref": "rebinds-to-tensor", "v1_ref_kind": "RefVariable", "result_kind": "Tensor",
+     "seed_variable_dtype": "int32_ref", "seed_ref_variable_dtype": "int32_ref"},
+    expect("update", "returns-new", framework="jax", link=JAX_AT,
+           reason="JAX arrays are immutable: x.at[idx].set(u) / .add(d) return a modified copy and leave x as "
+                  "it was (the 'variable' here is the input array)"),
+    expect("unrun_update", "no-effect-until-run", framework="tensorflow", mode="graph", link=SESSION_RUN,
+           reason="a v1 Session runs only the graph fragment its fetches need: an update op that no fetch "
+                  "depends on never runs (seeds/000: the op is a recipe until executed); fetching a read "
+                  "that control-depends on it applies it"),
+    expect("iadd", "raises:RuntimeError", framework="tensorflow", link=RESOURCE_IADD,
+           reason="BaseResourceVariable.__iadd__ raises RuntimeError ('`variable += value` with `tf.Variable`s "
+                  "is not supported. Use `variable.assign_add(value)` ... or `out = variable + value`'): "
+                  "tf.Variable is a ResourceVariable in every TF2 mode, the v1 graph included"),
+    expect("iadd", "mutates", framework="torch", link=TORCH_INPLACE,
+           reason="torch.Tensor.__iadd__ is the in-place add_: t += d writes into the tensor that w and t "
+                  "both name"),
+    expect("iadd_v1_ref", "raises:RuntimeError", framework="tensorflow", mode="eager|function|xla",
+           link=RESOURCE_VS_REF,
+           reason="ref variables exist only in v1 graphs: under eager execution (where function/xla variables "
+                  "are created) use_resource=False is ignored and a ResourceVariable is made, whose += raises"),
+    expect("v1_ref_kind", "ResourceVariable", framework="tensorflow", mode="eager|function|xla",
+           link=RESOURCE_VS_REF,
+           reason="eager variables are always resource variables: tf.compat.v1.Variable(use_resource=False) "
+                  "ignores the flag outside a v1 graph"),
+    expect("seed_variable_dtype", "int32", framework="tensorflow", versions=">=2.0", link=RESOURCE_VS_REF,
+           reason="the seed (TF1) printed <tf.Variable 'Variable:0' shape=(1,) dtype=int32_ref>, a ref "
+                  "variable; TF2's tf.Variable, even in a tf.compat.v1 graph, is a ResourceVariable whose "
+                  "dtype is plain int32 (use_resource=False reproduces int32_ref)"),
+)
+
+DTYPES = (np.dtype(np.int32), np.dtype(np.float32))
+LENGTHS = (1, 4)
+# The update ops; (op, api): scatter_update both as the Variable method and as the v1 function.
+UPDATES = (("assign", "method"), ("assign_add", "method"), ("scatter_update", "method"), ("scatter_update", "v1"))
+
+
+# ---------------------------------------------------------------- variables per mode
+_CAPTURED: dict = {}   # (dtype, shape, kind, device) -> tf.Variable created eagerly, outside any trace
+
+
+def _slot(runner, x, kind="tf.Variable") -> dict:
+    """function/xla: the static ``slot`` naming the captured variable, created here (eagerly) on
+    first use and reset to ``x`` before every call; {} in every other mode and framework."""
+    if runner.framework != "tensorflow" or runner.mode not in ("function", "xla"):
+        return {}
+    tf = runner.module
+    key = (x.dtype.str, x.shape, kind, runner.device)
+    if key not in _CAPTURED:
+        with tf.device(runner.device_name):
+            init = np.zeros_like(x)
+            _CAPTURED[key] = (tf.Variable(init) if kind == "tf.Variable"
+                              else tf.compat.v1.Variable(init, use_resource=False))
+    _CAPTURED[key].assign(x)
+    return {"slot": key}
+
+
+def _held(slot: dict, fallback):
+    """What the captured variable holds after the call (read eagerly, outside the function)."""
+    return _CAPTURED[slot["slot"]].numpy() if slot else fallback
+
+
+def _variable(tf, x, slot, kind="tf.Variable"):
+    if slot is not None:
+        return _CAPTURED[slot]
+    if kind == "tf.Variable":
+        return tf.Variable(x)
+    return tf.compat.v1.Variable(x, use_resource=False)
+
+
+def _read_after(tf, v, deps):
+    """The variable's value once ``deps`` are computed (program order outside a v1 graph)."""
+    with tf.control_dependencies([tf.convert_to_tensor(d) for d in deps]):
+        return tf.identity(v.read_value())
+
+
+# ---------------------------------------------------------------- the native functions
+def tensorflow_rebind(tf, x, delta, *, slot=None):
+    """seeds/000: ``a = a + 1; b = a + 1`` on a Variable ``a``."""
+    v = _variable(tf, x, slot)
+    a = v
+    a = a + delta
+    b = a + delta
+    return a, b, _read_after(tf, v, [a, b]), isinstance(a, tf.Variable)
+
+
+def jax_rebind(jax, x, delta):
+    a = x
+    a = a + delta
+    b = a + delta
+    return a, b, x, a is x
+
+
+def torch_rebind(torch, x, delta):
+    a = x
+    a = a + delta
+    b = a + delta
+    return a, b, x, a is x
+
+
+def _tf_update(tf, v, x, delta, indices, updates, op, api):
+    if op == "assign":
+        return v.assign(x + delta)
+    if op == "assign_add":
+        return v.assign_add(delta)
+    if api == "v1":
+        return tf.compat.v1.scatter_update(v, indices, updates)
+    return v.scatter_update(tf.IndexedSlices(updates, indices))
+
+
+def tensorflow_update(tf, x, delta, indices, updates, *, op, api, slot=None):
+    """The update op; returns (what the op hands back, the variable read after it)."""
+    v = _variable(tf, x, slot)
+    returned = tf.convert_to_tensor(_tf_update(tf, v, x, delta, indices, updates, op, api))
+    return returned, _read_after(tf, v, [returned])
+
+
+def jax_update(jax, x, delta, indices, updates, *, op, api):
+    """JAX's counterparts return new arrays (``api`` is TensorFlow's and ignored)."""
+    if op == "assign":
+        new = x.at[:].set(x + delta)
+    elif op == "assign_add":
+        new = x.at[:].add(delta)
+    else:
+        new = x.at[indices].set(updates)
+    return new, x
+
+
+def torch_update(torch, x, delta, indices, updates, *, op, api):
+    """PyTorch's in-place counterparts: copy_, add_, index_copy_."""
+    if op == "assign":
+        new = x.copy_(x + delta)
+    elif op == "assign_add":
+        new = x.add_(delta)
+    else:
+        new = x.index_copy_(0, indices.long(), updates)
+    return new, x
+
+
+def tensorflow_unrun(tf, x, delta, indices, updates, *, op, api, fetch, slot=None):
+    """Build the update and drop its result; ``fetch`` reads the variable after it (control dependency)."""
+    v = _variable(tf, x, slot)
+    update = _tf_update(tf, v, x, delta, indices, updates, op, api)
+    if fetch:
+        return _read_after(tf, v, [update])
+    return tf.identity(v.read_value())
+
+
+def torch_unrun(torch, x, delta, indices, updates, *, op, api, fetch):
+    torch_update(torch, x, delta, indices, updates, op=op, api=api)
+    return x
+
+
+def tensorflow_iadd(tf, x, delta, *, kind="tf.Variable", slot=None):
+    """``w = v; w += d``; returns (w, v after, w is a Variable)."""
+    v = _variable(tf, x, slot, kind)
+    w = v
+    w += delta
+    return tf.convert_to_tensor(w), _read_after(tf, v, [w]), isinstance(w, tf.Variable)
+
+
+tensorflow_iadd.exact_shapes = True  # a v1 RefVariable needs a static shape
+
+
+def tensorflow_v1_ref_kind(tf, x, *, slot=None):
+    """0 if tf.compat.v1.Variable(use_resource=False) is a RefVariable here, 1 if a ResourceVariable."""
+    return VARIABLE_KINDS.index(type(_variable(tf, x, slot, "v1-ref")).__name__)
+
+
+tensorflow_v1_ref_kind.exact_shapes = True
+VARIABLE_KINDS = ("RefVariable", "ResourceVariable")
+
+
+def jax_iadd(jax, x, delta):
+    w = x
+    w += delta
+    return w, x, w is x
+
+
+def torch_iadd(torch, x, delta):
+    w = x
+    w += delta
+    return w, x, w is x
+
+
+def tensorflow_seed(tf, *, variable):
+    """seeds/000 in one Session run: the initialised value, ``a = a + 1``, ``b = a + 1``, the Variable
+    read after both, and the types. ``variable``: the seed's ``tf.Variable([1])`` as written, or the
+    TF1 ref variable it printed (``tf.compat.v1.Variable([1], use_resource=False)``)."""
+    a = tf.Variable([1]) if variable == "tf.Variable" else tf.compat.v1.Variable([1], use_resource=False)
+    var = a
+    first = tf.identity(var)
+    with tf.control_dependencies([first]):  # the seed evaluates a before building a + 1
+        a = a + 1
+        b = a + 1
+    with tf.control_dependencies([a, b]):
+        held = tf.identity(var)
+    return (first, a, b, held, type(var).__name__, var.dtype.name, type(a).__name__, repr(a),
+            isinstance(a, tf.Tensor) and not isinstance(a, tf.Variable), isinstance(b, tf.Tensor))
+
+
+REBIND = {"tensorflow": tensorflow_rebind, "jax": jax_rebind, "torch": torch_rebind}
+UPDATE = {"tensorflow": tensorflow_update, "jax": jax_update, "torch": torch_update}
+UNRUN = {"tensorflow": tensorflow_unrun, "torch": torch_unrun}
+IADD = {"tensorflow": tensorflow_iadd, "jax": jax_iadd, "torch": torch_iadd}
+
+
+# ---------------------------------------------------------------- classifiers
+def _same(a, b) -> bool:
+    return np.asarray(a).shape == np.shape(b) and np.array_equal(a, b)
+
+
+def rebind_kind(result, held, is_state, x, ref) -> str:
+    """``rebinds-to-tensor``: a new non-variable result holding ref, the variable still x."""
+    if _same(held, ref):
+        return "mutates"
+    if not is_state and _same(result, ref) and _same(held, x):
+        return "rebinds-to-tensor"
+    return "other"
+
+
+def update_kind(returned, held, x, ref) -> str:
+    if _same(held, ref):
+        return "mutates"
+    if _same(held, x):
+        return "returns-new" if _same(returned, ref) else "no-effect"
+    return "other"
+
+
+# ---------------------------------------------------------------- strategies
+@dataclasses.dataclass(frozen=True)
+class State:
+    x: np.ndarray          # the variable's initial value, shape (n,)
+    delta: np.ndarray      # (n,), nonzero everywhere: x + delta differs from x in every entry
+    indices: np.ndarray    # (k,) int32, unique, in [0, n)
+    updates: np.ndarray    # (k,): x[indices] + a nonzero offset, so every scattered entry changes
+
+    def added(self):
+        return self.x + self.delta
+
+    def scattered(self):
+        out = self.x.copy()
+        out[self.indices] = self.updates
+        return out
+
+
+def _values(dtype, n, *, nonzero=False):
+    if dtype.kind == "i":
+        el = st.integers(1, 9) if nonzero else st.integers(-50, 50)
+    else:
+        el = (st.floats(0.5, 8.0, width=32) if nonzero
+              else st.floats(-10.0, 10.0, width=32, allow_subnormal=False))
+    if nonzero:  # magnitudes bounded away from 0, either sign
+        return st.tuples(hnp.arrays(dtype, n, elements=el), hnp.arrays(np.bool_, n)).map(
+            lambda t: np.where(t[1], -t[0], t[0]).astype(dtype))
+    return hnp.arrays(dtype, n, elements=el)
+
+
+@st.composite
+def states(draw) -> State:
+    """Small int32/float32 vectors, a nonzero update and unique scatter indices."""
+    dtype = draw(st.sampled_from(DTYPES), label="dtype")
+    n = draw(st.sampled_from(LENGTHS), label="length")
+    x = draw(_values(dtype, n), label="initial")
+    delta = draw(_values(dtype, n, nonzero=True), label="delta")
+    k = draw(st.integers(1, n), label="scattered")
+    indices = draw(hnp.arrays(np.int32, k, elements=st.integers(0, n - 1), unique=True), label="indices")
+    updates = (x[indices] + draw(_values(dtype, k, nonzero=True), label="offsets")).astype(dtype)
+    return State(x, delta, indices, updates)
+
+
+def _ref(s: State, op: str):
+    return s.scattered() if op == "scatter_update" else s.added()
+
+
+# ---------------------------------------------------------------- properties
+@given(s=states())
+def test_add_rebinds_to_tensor_and_leaves_variable_unchanged(subject, oracles, record, s):
+    """a = a + d; b = a + d: a is a new Tensor holding x + d, b holds x + 2d, the variable still x."""
+    record.example(x=s.x, delta=s.delta)
+    slot = _slot(subject, s.x)
+    a, b, held, is_state = subject.run(REBIND[subject.framework], s.x, s.delta, **slot)
+    held_after = _held(slot, held)
+    record.equal(name="a", out=a, ref=s.added(), oracle="closed-form")
+    record.equal(name="b", out=b, ref=s.added() + s.delta, oracle="closed-form")
+    record.check(EXPECT, add=rebind_kind(a, held_after, bool(is_state), s.x, s.added()),
+                 result_kind="Variable" if is_state else "Tensor")
+    for o in oracles:
+        ra, rb, _, _ = o.run(REBIND[o.framework], s.x, s.delta)
+        record.equal(name="a", out=a, ref=ra, oracle=o.id)
+        record.equal(name="b", out=b, ref=rb, oracle=o.id)
+
+
+@given(s=states(), update=st.sampled_from(UPDATES))
+def test_update_ops_mutate_the_variable(subject, oracles, record, s, update):
+    """assign(x + d), assign_add(d), scatter_update(idx, u): the variable then holds the new value
+    (PyTorch copy_/add_/index_copy_ likewise; JAX .at[] returns it and leaves x, declared)."""
+    op, api = update
+    record.example(x=s.x, delta=s.delta, indices=s.indices, updates=s.updates, op=op, api=api)
+    slot = _slot(subject, s.x)
+    returned, held = subject.run(UPDATE[subject.framework], s.x, s.delta, s.indices, s.updates,
+                                 op=op, api=api, **slot)
+    held = _held(slot, held)
+    ref = _ref(s, op)
+    record.equal(name=f"returned[{op}:{api}]", out=returned, ref=ref, oracle="closed-form")
+    record.check(EXPECT, update=update_kind(returned, held, s.x, ref))
+    new = held if subject.framework != "jax" else returned
+    for o in oracles:
+        rreturned, rheld = o.run(UPDATE[o.framework], s.x, s.delta, s.indices, s.updates, op=op, api=api)
+        record.equal(name=f"new value[{op}:{api}]", out=new, ref=rreturned, oracle=o.id)
+
+
+@on("tensorflow", "torch")
+@given(s=states(), update=st.sampled_from(UPDATES))
+def test_unrun_update_has_no_effect_until_run(subject, record, s, update):
+    """An update op whose result is dropped: no effect in a v1 Session until a fetch depends on it;
+    applied at once in eager, tf.function, XLA and PyTorch. Not JAX: it has no mutating op to defer
+    (its .at[] updates return new arrays, see test_update_ops_mutate_the_variable)."""
+    op, api = update
+    record.example(x=s.x, delta=s.delta, indices=s.indices, updates=s.updates, op=op, api=api)
+    ref = _ref(s, op)
+    held = {}
+    for fetch in (False, True):
+        slot = _slot(subject, s.x)
+        out = subject.run(UNRUN[subject.framework], s.x, s.delta, s.indices, s.updates,
+                          op=op, api=api, fetch=fetch, **slot)
+        held[fetch] = _held(slot, out)
+        if slot:
+            record.equal(name=f"read inside the function vs after it[fetch={fetch}]", out=out,
+                         ref=held[fetch], oracle="closed-form")
+    record.equal(name=f"held after the fetched update[{op}:{api}]", out=held[True], ref=ref, oracle="closed-form")
+    kind = ("applied" if _same(held[False], ref) else
+            "no-effect-until-run" if _same(held[False], s.x) and _same(held[True], ref) else "other")
+    record.check(EXPECT, unrun_update=kind)
+
+
+@given(s=states())
+def test_augmented_add_on_a_variable_is_recorded(subject, oracles, record, s):
+    """w = v; w += d: TF2 tf.Variable raises RuntimeError (declared), PyTorch mutates v in place
+    (declared), JAX rebinds w to a new array."""
+    record.example(x=s.x, delta=s.delta)
+    slot = _slot(subject, s.x)
+    try:
+        w, held, is_state = subject.run(IADD[subject.framework], s.x, s.delta, **slot)
+    except Exception as e:  # TensorFlow refuses; the refusal is the observation
+        record.check(EXPECT, iadd=cmp.error_name(e))
+        record.equal(name="variable after a refused +=", out=_held(slot, s.x), ref=s.x, oracle="closed-form")
+        return
+    held = _held(slot, held)
+    record.equal(name="w", out=w, ref=s.added(), oracle="closed-form")
+    record.check(EXPECT, iadd=rebind_kind(w, held, bool(is_state), s.x, s.added()))
+    for o in oracles:
+        try:
+            rw, _, _ = o.run(IADD[o.framework], s.x, s.delta)
+        except Exception as e:  # noqa: BLE001 - an oracle that refuses has no value to compare
+            record.observe(**{f"{o.id}:iadd": cmp.error_name(e)})
+            continue
+        record.equal(name="w", out=w, ref=rw, oracle=o.id)
+
+
+@on("tensorflow")
+@given(s=states())
+def test_augmented_add_on_a_v1_ref_variable_is_recorded(subject, record, s):
+    """tf.compat.v1.Variable(use_resource=False): a RefVariable in a v1 graph, where w += d rebinds w
+    to a Tensor and leaves the variable; a ResourceVariable (+= raises) elsewhere. TensorFlow only:
+    ref variables have no JAX/PyTorch counterpart (test_augmented_add_on_a_variable_is_recorded)."""
+    record.example(x=s.x, delta=s.delta)
+    slot = _slot(subject, s.x, "v1-ref")
+    record.check(EXPECT, v1_ref_kind=VARIABLE_KINDS[int(subject.run(tensorflow_v1_ref_kind, s.x, **slot))])
+    slot = _slot(subject, s.x, "v1-ref")
+    try:
+        w, held, is_state = subject.run(tensorflow_iadd, s.x, s.delta, kind="v1-ref", **slot)
+    except Exception as e:  # a ResourceVariable's += refuses
+        record.check(EXPECT, iadd_v1_ref=cmp.error_name(e))
+        return
+    record.equal(name="w", out=w, ref=s.added(), oracle="closed-form")
+    record.check(EXPECT, iadd_v1_ref=rebind_kind(w, _held(slot, held), bool(is_state), s.x, s.added()))
+
+
+# ---------------------------------------------------------------- seed examples
+@on("tensorflow", modes=("graph",))
+@given(variable=st.just("tf.Variable"))
+def test_seed_a_plus_one_in_a_v1_session(subject, record, variable):
+    """seeds/000 as written in a v1 Session: a.eval() = [1]; a = a + 1 -> [2], a Tensor; b = a + 1 -> [3];
+    the original Variable still holds [1]. Graph only: the seed is v1 Session code. Its printed types
+    (int32_ref) differ from TF2's (ResourceVariable, int32): declared; use_resource=False reproduces them."""
+    record.example(variable=variable)
+    first, a, b, held, vtype, vdtype, atype, arepr, a_tensor, b_tensor = subject.run(
+        tensorflow_seed, variable=variable)
+    one = np.array([1], np.int32)
+    record.equal(name="a.eval() after init", out=first, ref=one, oracle="closed-form")
+    record.equal(name="a = a + 1", out=a, ref=one + 1, oracle="closed-form")
+    record.equal(name="b = a + 1", out=b, ref=one + 2, oracle="closed-form")
+    record.equal(name="the Variable afterwards", out=held, ref=one, oracle="closed-form")
+    record.observe(variable_type=vtype, tensor_type=atype, tensor_repr=arepr)
+    record.check(EXPECT, seed_variable_dtype=vdtype, result_kind="Tensor" if a_tensor and b_tensor else "other",
+                 add=rebind_kind(a, held, not a_tensor, one, one + 1))
+    first, a, b, held, vtype, vdtype, atype, arepr, a_tensor, b_tensor = subject.run(
+        tensorflow_seed, variable="use_resource=False")
+    record.equal(name="a + 1 [use_resource=False]", out=a, ref=one + 1, oracle="closed-form")
+    record.equal(name="the RefVariable afterwards", out=held, ref=one, oracle="closed-form")
+    record.observe(ref_variable_type=vtype)
+    record.check(EXPECT, seed_ref_variable_dtype=vdtype)
