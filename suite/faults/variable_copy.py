@@ -1,0 +1,67 @@
+"""Faults for ``variable-copy``: a copy between variables that stops being a copy."""
+from __future__ import annotations
+
+import functools
+
+from . import fault
+
+
+def _patch_assign(rvo, make):
+    """Replace ``assign`` on BaseResourceVariable and on ResourceVariable, which shadows it with
+    its own wrapper (tensorflow/python/ops/weak_tensor_ops.py)."""
+    for cls in (rvo.BaseResourceVariable, rvo.ResourceVariable):
+        setattr(cls, "assign", make(cls.__dict__["assign"]))
+
+
+def _share_storage(dst, src):
+    """Point ``dst`` (a resource variable) at ``src``'s resource: reads of ``dst`` read ``src``."""
+    dst._handle = src._handle
+    dst._graph_element = getattr(src, "_graph_element", None)  # what a v1 Session fetches
+    dst._cached_value = None
+
+
+@fault("variable-assign-noop", breaks=["variable-copy"],
+       description="tf.Variable.assign writes nothing: the variable keeps its old value")
+def _variable_assign_noop(tf):
+    from tensorflow.python.ops import resource_variable_ops as rvo
+
+    def make(original):
+        @functools.wraps(original)
+        def assign(self, value, use_locking=None, name=None, read_value=True):
+            return self if read_value else None
+        return assign
+    _patch_assign(rvo, make)
+
+
+@fault("assign-from-variable-aliases", breaks=["variable-copy"],
+       description="v2.assign(v1) makes v2 a reference to v1's storage (the seed's claim), not a copy "
+                   "of v1's value")
+def _assign_from_variable_aliases(tf):
+    from tensorflow.python.ops import resource_variable_ops as rvo
+
+    def make(original):
+        @functools.wraps(original)
+        def assign(self, value, use_locking=None, name=None, read_value=True):
+            if isinstance(value, rvo.BaseResourceVariable) and value is not self:
+                _share_storage(self, value)
+                return self if read_value else None
+            return original(self, value, use_locking=use_locking, name=name, read_value=read_value)
+        return assign
+    _patch_assign(rvo, make)
+
+
+@fault("variable-from-variable-aliases", breaks=["variable-copy"],
+       description="tf.Variable(initial_value=v) shares v's handle instead of starting from a copy of "
+                   "v's value")
+def _variable_from_variable_aliases(tf):
+    from tensorflow.python.ops import resource_variable_ops as rvo
+
+    original = rvo.ResourceVariable.__init__
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        initial_value = kwargs.get("initial_value", args[0] if args else None)
+        if isinstance(initial_value, rvo.BaseResourceVariable):
+            _share_storage(self, initial_value)
+    rvo.ResourceVariable.__init__ = __init__
