@@ -1,0 +1,519 @@
+"""Variable constraints: ``constraint=`` projects a variable after an optimizer step, not on assign.
+
+Source: seeds/002 ("How could I limit the range of a variable in tensorflow"): pass
+``constraint=lambda t: tf.clip_by_value(t, 0, 1)`` to ``tf.get_variable``/``tf.Variable``
+("an optional projection function to be applied to the variable after being updated by
+an Optimizer"), or re-parametrise, ``Mj_out = tf.sigmoid(Mj)``. Each optimizer test steps
+two variables with the same gradients, one constrained and one not, from x0 in [0, 1]
+with gradients and learning rates drawn so that the unconstrained step leaves [0, 1];
+``applied`` means the constrained result equals clip(unconstrained) exactly.
+
+Measured (TF 2.21, Keras 3.15, CPU): Keras 3 optimizers (``tf.keras.optimizers.SGD``,
+``Adam``) read ``variable.constraint`` from a plain ``tf.Variable`` and apply it after the
+update (base_optimizer.py ``apply``), for dense and IndexedSlices (``tf.gather``) gradients,
+in eager, tf.function and XLA. In a v1 Session Keras 3's ``apply_gradients`` returns its
+``iterations`` keras.Variable, which ``Session.run``/``control_dependencies`` reject
+(``raises:TypeError``). ``tf.compat.v1.train`` optimizers (GradientDescent, Adam, via
+``minimize``) apply it for dense gradients in every mode, TF2 eager (callable loss),
+tf.function and XLA included; for a sparse gradient they refuse ("Cannot use a
+constraint function on a sparse variable", ``raises:RuntimeError``) in every mode.
+``assign``/``assign_add``/``assign_sub`` and the initial value never apply it. Several
+random SGD steps stay in [0, 1] and follow x <- clip(x - lr g), as the oracles' explicit
+projections do: PyTorch has no variable constraints (``torch.nn.utils.parametrize`` is its
+re-parametrisation counterpart), so its oracle is ``SGD.step()`` then ``p.clamp_(0, 1)``
+and JAX's is ``optax.sgd`` then ``optax.projections.projection_box``. The optimizer tests
+are TensorFlow-only (``@on``): the API under test exists only there.
+
+The sigmoid re-parametrisation y = sigmoid(w) stays in the open interval (0, 1) for
+|w| <= 16 (float32) / 36 (float64), with gradient y (1 - y) in every framework and mode.
+Beyond that it saturates: for w >= 17 in float32 (1 + e^-w rounds to 1 for w > 16.64) and
+w >= 37.5 in float64, every framework returns exactly 1.0 and a zero gradient, where the
+true derivative is 4.1e-8 at w = 17: a re-parametrised variable pushed there stops learning.
+tf.function/XLA rows build the variables and optimizer once per (API, optimizer, dtype,
+shape) outside the function and reset them by assignment in it (``_TFState``); eager and
+graph rows build fresh ones per call (a Session re-initialises them from the fed x0). A
+configuration that raises while tracing/building (Keras in a Session, v1 with a sparse
+gradient) is built once per row and its error re-raised for later examples; its state is
+dropped, since a tf.function whose first trace raised after creating variables (v1 Adam
+slots) returns None on later calls (measured, TF 2.21).
+"""
+import dataclasses
+
+import numpy as np
+from hypothesis import assume, given, strategies as st
+from hypothesis.extra import numpy as hnp
+
+from suite import compare as cmp, strategies as ss
+from suite.behaviours import behaviour, on
+from suite.expectations import expect, expectations
+from suite.frameworks.tf_runner import in_v1_graph
+
+VARIABLE_DOC = "https://www.tensorflow.org/api_docs/python/tf/Variable"
+V1_SRC = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/training/optimizer.py"
+KERAS_BASE_SRC = "https://github.com/keras-team/keras/blob/master/keras/src/optimizers/base_optimizer.py"
+PARAMETRIZE_DOC = "https://pytorch.org/docs/stable/generated/torch.nn.utils.parametrize.register_parametrization.html"
+OPTAX_PROJECTIONS = "https://optax.readthedocs.io/en/latest/api/projections.html"
+
+BEHAVIOUR = behaviour(
+    "variable-constraint", sources=["002"],
+    links=[VARIABLE_DOC, "https://www.tensorflow.org/api_docs/python/tf/compat/v1/get_variable",
+           KERAS_BASE_SRC, V1_SRC, PARAMETRIZE_DOC, OPTAX_PROJECTIONS])
+
+KERAS_IN_SESSION = ("Keras 3 targets TF2: apply_gradients returns self.iterations (a keras.Variable), not an "
+                    "op; Session.run and control_dependencies cannot take it (TypeError)")
+EXPECT = expectations(
+    {"keras_dense": "applied", "keras_sparse": "applied", "v1_dense": "applied", "v1_sparse": "applied",
+     "assign": "not-applied", "initial_value": "not-applied", "in_range": "in-range",
+     "reparam_range": "open-unit-interval", "saturation": "one", "saturated_grad": "zeros"},
+    expect("keras_dense", "raises:TypeError", framework="tensorflow", mode="graph", reason=KERAS_IN_SESSION,
+           link=KERAS_BASE_SRC),
+    expect("keras_sparse", "raises:TypeError", framework="tensorflow", mode="graph", reason=KERAS_IN_SESSION,
+           link=KERAS_BASE_SRC),
+    expect("v1_sparse", "raises:RuntimeError", framework="tensorflow",
+           reason="v1 Optimizer.apply_gradients (_DenseResourceVariableProcessor.update_op) raises "
+                  "'Cannot use a constraint function on a sparse variable.' for an IndexedSlices gradient "
+                  "of a constrained variable, rather than projecting after the sparse update",
+           link=V1_SRC),
+)
+# One SGD step x - lr g (or a chain of three, each clipped): a rounding per operation.
+STEP_TOL = cmp.VALUE
+OPTIMIZERS = ("sgd", "adam")
+SHAPES = ((4,), (3, 2))
+OPT_SHAPE = (3, 2)      # optimizer tests: one shape keeps tf.function/XLA/graph at one build per config
+N_GATHERED = 3          # rows gathered for a sparse gradient (duplicates allowed)
+STEPS = 3               # steps of the random-gradient descent
+MARGIN = 0.05           # how far outside [0, 1] the unconstrained step must land somewhere
+# Sigmoid bounds: 1 + e^-w rounds to 1 beyond 16.64 (float32) / 36.74 (float64).
+OPEN_BOUND = {np.dtype(np.float32): 16.0, np.dtype(np.float64): 36.0}
+SATURATED = {np.dtype(np.float32): (17.0, 80.0), np.dtype(np.float64): (37.5, 700.0)}
+
+
+# ---------------------------------------------------------------- the native functions
+def clip01(tf):
+    """seeds/002's constraint, as written."""
+    return lambda t: tf.clip_by_value(t, 0, 1)
+
+
+def make_optimizer(tf, api, opt, lr):
+    if api == "keras":
+        return {"sgd": tf.keras.optimizers.SGD, "adam": tf.keras.optimizers.Adam}[opt](learning_rate=lr)
+    return {"sgd": tf.compat.v1.train.GradientDescentOptimizer,
+            "adam": tf.compat.v1.train.AdamOptimizer}[opt](learning_rate=lr)
+
+
+def tensorflow(tf, x0, w, lr, idx, *, api, opt, sparse, steps, state=None):
+    """``steps`` optimizer steps on a constrained and an unconstrained variable, both from
+    x0, loss sum(w[t] * v) (dense) or sum(w[t] * gather(v, idx)) (sparse: IndexedSlices).
+    Returns both variables after every step (``steps`` is static: a traced function must not
+    relax it to an unknown dimension). Keras: GradientTape (tf.gradients in a Session)
+    + apply_gradients; v1: minimize (a callable loss outside a Session)."""
+    if state is None:
+        var_c, var_u = tf.Variable(x0, constraint=clip01(tf)), tf.Variable(x0)
+        optimizer = make_optimizer(tf, api, opt, lr if api == "v1" else 1.0)
+    else:
+        var_c, var_u, optimizer = state.var_c, state.var_u, state.opt
+        var_c.assign(x0)
+        var_u.assign(x0)
+        if api == "v1":
+            state.lr.assign(lr)
+    if api == "keras":
+        optimizer.learning_rate = lr
+    read = (lambda v: tf.gather(v, idx)) if sparse else (lambda v: v)
+    outs, after = [], []
+    for t in range(steps):
+        def loss(t=t):
+            return tf.reduce_sum(w[t] * read(var_c)) + tf.reduce_sum(w[t] * read(var_u))
+        if in_v1_graph():  # a Session runs only what is fetched: chain step t after step t-1
+            with tf.control_dependencies(after):
+                if api == "keras":
+                    train_op = optimizer.apply_gradients(zip(tf.gradients(loss(), [var_c, var_u]), [var_c, var_u]))
+                else:
+                    train_op = optimizer.minimize(loss(), var_list=[var_c, var_u])
+            with tf.control_dependencies([train_op]):
+                after = [var_c.read_value(), var_u.read_value()]
+        else:
+            if api == "keras":
+                with tf.GradientTape() as tape:
+                    value = loss()
+                optimizer.apply_gradients(zip(tape.gradient(value, [var_c, var_u]), [var_c, var_u]))
+            else:
+                optimizer.minimize(loss, var_list=[var_c, var_u])
+            after = [var_c.read_value(), var_u.read_value()]
+        outs.append(after)
+    out = tf.stack([a for a, _ in outs]), tf.stack([b for _, b in outs])
+    if state is not None:
+        state.reset(tf)
+    return out
+
+
+tensorflow.exact_shapes = True  # tf.Variable from a placeholder needs its shape; step count is static
+
+
+def tensorflow_assign(tf, x0, value, *, how, state=None):
+    """A constrained variable written by ``assign``/``assign_add``/``assign_sub`` with ``value``;
+    also (where variables are made per call) a constrained variable initialised to ``value``."""
+    if state is None:
+        var = tf.Variable(x0, constraint=clip01(tf))
+        initial = tf.Variable(value, constraint=clip01(tf)).read_value()
+    else:
+        var, initial = state.var, None
+        var.assign(x0)
+    op = getattr(var, how)(value)
+    if in_v1_graph():
+        with tf.control_dependencies([op]):
+            return var.read_value(), initial
+    return var.read_value(), initial
+
+
+tensorflow_assign.exact_shapes = True
+
+
+def jax_descend(jax, x0, grads, lr):
+    """JAX has no variable constraints: optax.sgd, then an explicit projection per step."""
+    import optax
+
+    opt = optax.sgd(lr)
+    state, x, out = opt.init(x0), x0, []
+    for t in range(grads.shape[0]):
+        updates, state = opt.update(grads[t], state, x)
+        x = optax.projections.projection_box(optax.apply_updates(x, updates), 0.0, 1.0)
+        out.append(x)
+    return jax.numpy.stack(out)
+
+
+def torch_descend(torch, x0, grads, lr):
+    """PyTorch has no variable constraints: SGD.step(), then clamp_ under no_grad."""
+    p = torch.nn.Parameter(x0.clone())
+    opt = torch.optim.SGD([p], lr=float(lr))
+    out = []
+    for g in grads:
+        p.grad = g.clone()
+        opt.step()
+        with torch.no_grad():
+            p.clamp_(0, 1)
+        out.append(p.detach().clone())
+    return torch.stack(out)
+
+
+DESCEND = {"jax": jax_descend, "torch": torch_descend}
+
+
+def tensorflow_sigmoid(tf, w):
+    """seeds/002: Mj_out = tf.sigmoid(Mj)."""
+    return tf.sigmoid(w)
+
+
+def jax_sigmoid(jax, w):
+    return jax.nn.sigmoid(w)
+
+
+def torch_sigmoid(torch, w):
+    return torch.sigmoid(w)
+
+
+def torch_parametrized(torch, w, ct):
+    """torch.nn.utils.parametrize: module.weight reads sigmoid(original); gradient to original."""
+    from torch.nn.utils import parametrize
+
+    class Sigmoid(torch.nn.Module):
+        def forward(self, x):
+            return torch.sigmoid(x)
+
+    m = torch.nn.Module()
+    m.weight = torch.nn.Parameter(w.clone())
+    parametrize.register_parametrization(m, "weight", Sigmoid())
+    y = m.weight
+    (g,) = torch.autograd.grad(y, m.parametrizations.weight.original, grad_outputs=ct)
+    return y.detach(), g
+
+
+SIGMOID = {"tensorflow": tensorflow_sigmoid, "jax": jax_sigmoid, "torch": torch_sigmoid}
+
+
+# ---------------------------------------------------------------- TF state for tf.function / XLA
+class _TFState:
+    """Variables and optimizer of a tf.function/XLA row, one per (subject, API, optimizer, dtype,
+    shape), built eagerly outside the function (tf.function creates variables on the first call
+    only). The traced step assigns x0 (and the v1 learning rate) first and ``reset`` assigns the
+    optimizer's fresh values back last, so each example starts from a fresh optimizer."""
+
+    def __init__(self, tf, api, opt, dtype, shape):
+        self.var_c = tf.Variable(tf.zeros(shape, dtype), constraint=clip01(tf))
+        self.var_u = tf.Variable(tf.zeros(shape, dtype))
+        self.var = self.var_c
+        self.lr = tf.Variable(1.0, dtype=tf.float32)
+        self.opt = make_optimizer(tf, api, opt, self.lr if api == "v1" else 1.0) if api else None
+        if api == "keras":  # v1 slots are made by the first apply_gradients (in an init_scope)
+            self.opt.build([self.var_c, self.var_u])
+        self.initial = None
+
+    def reset(self, tf):
+        variables = self.opt.variables() if callable(self.opt.variables) else list(self.opt.variables)
+        if self.initial is None:  # traced before anything ran: these are the fresh values
+            with tf.init_scope():
+                self.initial = [v.numpy() for v in variables]
+        for v, value in zip(variables, self.initial):
+            v.assign(value)
+
+
+_STATES: dict = {}
+
+
+def tf_state(subject, api, opt, x0):
+    """The row's persistent state in function/xla modes; None where each call builds its own."""
+    if subject.mode not in ("function", "xla"):
+        return None
+    key = (subject.id, api, opt, x0.dtype.str, x0.shape)
+    if key not in _STATES:
+        with subject.module.device(subject.device_name):
+            _STATES[key] = _TFState(subject.module, api, opt, x0.dtype, x0.shape)
+    return _STATES[key]
+
+
+# ---------------------------------------------------------------- strategies and closed forms
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    x0: np.ndarray      # initial values in [0, 1]
+    w: np.ndarray       # loss weights per step: (steps, *x0.shape) dense, (steps, N_GATHERED, ...) sparse
+    idx: np.ndarray     # int32 rows gathered (sparse; ignored when dense)
+    lr: np.ndarray      # float32 scalar (Keras keeps the learning rate in float32)
+    sparse: bool
+
+    def gradients(self) -> np.ndarray:
+        """The dense gradient each step applies (duplicated rows summed), float64."""
+        w = self.w.astype(np.float64)
+        if not self.sparse:
+            return w
+        g = np.zeros((w.shape[0], *self.x0.shape))
+        for t in range(w.shape[0]):
+            np.add.at(g[t], self.idx, w[t])
+        return g
+
+
+@st.composite
+def problems(draw, *, sparse=None, steps=1, shape=OPT_SHAPE):
+    dtype = draw(ss.float_dtypes())
+    sparse = draw(st.booleans(), label="sparse") if sparse is None else sparse
+    x0 = draw(ss.float_arrays(dtype=dtype, shape=shape, min_value=0.0, max_value=1.0), label="x0")
+    idx = draw(hnp.arrays(np.int32, (N_GATHERED,), elements=st.integers(0, shape[0] - 1)), label="idx")
+    wshape = (steps, N_GATHERED, *shape[1:]) if sparse else (steps, *shape)
+    w = draw(ss.float_arrays(dtype=dtype, shape=wshape, min_value=-4.0, max_value=4.0), label="gradients")
+    lr = np.float32(draw(st.floats(0.25, 2.0, width=32), label="lr"))
+    return Problem(x0=x0, w=w, idx=idx, lr=lr, sparse=sparse)
+
+
+def first_step(p: Problem, opt: str) -> np.ndarray:
+    """The unconstrained first step (Adam: m/sqrt(v) at t = 1, eps neglected), float64."""
+    g = p.gradients()[0]
+    if opt == "sgd":
+        return p.x0 - float(p.lr) * g
+    w = p.w[0].astype(np.float64)
+    q = w ** 2 if not p.sparse else np.zeros_like(g)
+    if p.sparse:
+        np.add.at(q, p.idx, w ** 2)
+    return p.x0 - float(p.lr) * np.divide(g, np.sqrt(q), out=np.zeros_like(g), where=q > 0)
+
+
+def leaves_range(x) -> bool:
+    return bool(np.any((x < -MARGIN) | (x > 1 + MARGIN)))
+
+
+def sgd_closed_form(p: Problem):
+    """Trajectories of x <- clip(x - lr g) (constrained), of x <- x - lr g (unconstrained), and
+    the constrained chain's values before each projection."""
+    xc = xu = p.x0.astype(np.float64)
+    cs, us, pre = [], [], []
+    for g in p.gradients():
+        pre.append(xc - float(p.lr) * g)
+        xc, xu = np.clip(pre[-1], 0, 1), xu - float(p.lr) * g
+        cs.append(xc)
+        us.append(xu)
+    return np.stack(cs), np.stack(us), np.stack(pre)
+
+
+def constraint_kind(constrained, unconstrained) -> str:
+    """``applied``: constrained == clip(unconstrained) exactly; ``not-applied``: equal to it."""
+    if np.array_equal(constrained, np.clip(unconstrained, 0, 1)):
+        return "applied"
+    if np.array_equal(constrained, unconstrained):
+        return "not-applied"
+    return "other"
+
+
+_BUILD_ERRORS: dict = {}
+
+
+def step_and_observe(subject, record, p, *, api, opt, key):
+    """One step of ``api``/``opt``: observe ``key`` (applied, not-applied, raises:X); SGD also
+    against its closed form."""
+    config = (subject.id, api, opt, p.sparse, p.x0.dtype.str, p.x0.shape)
+    try:
+        if config in _BUILD_ERRORS:
+            raise _BUILD_ERRORS[config]
+        out_c, out_u = subject.run(tensorflow, p.x0, p.w, p.lr, p.idx, api=api, opt=opt, sparse=p.sparse, steps=1,
+                                   state=tf_state(subject, api, opt, p.x0))
+    except Exception as e:  # Keras 3 in a Session; v1 optimizers with a sparse gradient
+        if subject.mode != "eager":
+            # Raised while tracing/building, so by the configuration, not the values: build it once
+            # per row. The state goes too: a tf.function whose first trace raised after creating
+            # variables (v1 slots) returns None on later calls (measured, TF 2.21).
+            _BUILD_ERRORS[config] = e
+            _STATES.pop((subject.id, api, opt, p.x0.dtype.str, p.x0.shape), None)
+        record.note(f"{key}: {type(e).__name__}: {str(e).strip().splitlines()[-1].strip()[:160]}")
+        record.check(EXPECT, **{key: cmp.error_name(e)})
+        return
+    record.check(EXPECT, **{key: constraint_kind(out_c[0], out_u[0])})
+    if opt == "sgd":
+        ref_c, ref_u, _ = sgd_closed_form(p)
+        record.close(name=f"{api}-sgd[unconstrained]", out=out_u, ref=ref_u, oracle="closed-form", tol=STEP_TOL,
+                     dtype=p.x0.dtype)
+        record.close(name=f"{api}-sgd[constrained]", out=out_c, ref=ref_c, oracle="closed-form", tol=STEP_TOL,
+                     dtype=p.x0.dtype)
+
+
+# ---------------------------------------------------------------- properties
+@on("tensorflow")
+@given(p=problems(), opt=st.sampled_from(OPTIMIZERS))
+def test_keras_optimizer_step_applies_constraint(subject, record, p, opt):
+    """tf.keras.optimizers.SGD/Adam.apply_gradients projects a constrained tf.Variable after the
+    update (dense and IndexedSlices gradients). TF-only: the API exists only there."""
+    assume(leaves_range(first_step(p, opt)))
+    record.example(x0=p.x0, w=p.w, idx=p.idx, lr=p.lr, sparse=p.sparse, opt=opt)
+    step_and_observe(subject, record, p, api="keras", opt=opt, key="keras_sparse" if p.sparse else "keras_dense")
+
+
+@on("tensorflow")
+@given(p=problems(), opt=st.sampled_from(OPTIMIZERS))
+def test_v1_optimizer_step_applies_constraint(subject, record, p, opt):
+    """tf.compat.v1.train.GradientDescentOptimizer/AdamOptimizer.minimize projects a constrained
+    variable after a dense update, in every mode; sparse gradients: see expectations. TF-only."""
+    assume(leaves_range(first_step(p, opt)))
+    record.example(x0=p.x0, w=p.w, idx=p.idx, lr=p.lr, sparse=p.sparse, opt=opt)
+    step_and_observe(subject, record, p, api="v1", opt=opt, key="v1_sparse" if p.sparse else "v1_dense")
+
+
+@on("tensorflow")
+@given(p=problems(sparse=False, steps=STEPS))
+def test_random_gradients_keep_values_in_range(subject, oracles, record, p):
+    """Three random SGD steps (Keras SGD; the v1 GradientDescentOptimizer in a Session) stay in
+    [0, 1] and follow x <- clip(x - lr g), as torch SGD + clamp_ and optax.sgd + projection_box do."""
+    ref_c, _, pre = sgd_closed_form(p)
+    assume(leaves_range(pre))
+    record.example(x0=p.x0, grads=p.w, lr=p.lr)
+    api = "v1" if subject.mode == "graph" else "keras"
+    traj, _ = subject.run(tensorflow, p.x0, p.w, p.lr, p.idx, api=api, opt="sgd", sparse=False, steps=STEPS,
+                          state=tf_state(subject, api, "sgd", p.x0))
+    record.observe(api=api)
+    record.check(EXPECT, in_range="in-range" if np.all((traj >= 0) & (traj <= 1)) else "out-of-range")
+    record.close(name=f"{api}-sgd trajectory", out=traj, ref=ref_c, oracle="closed-form", tol=STEP_TOL,
+                 dtype=p.x0.dtype)
+    for o in oracles:
+        ref = o.run(DESCEND[o.framework], p.x0, p.w, p.lr)
+        record.close(name=f"{api}-sgd trajectory", out=traj, ref=ref, oracle=o.id, tol=STEP_TOL)
+
+
+@on("tensorflow")
+@given(x0=ss.float_arrays(shape=st.sampled_from(SHAPES), min_value=0.0, max_value=1.0),
+       how=st.sampled_from(["assign", "assign_add", "assign_sub"]), data=st.data())
+def test_assign_does_not_apply_constraint(subject, record, x0, how, data):
+    """assign/assign_add/assign_sub (and the initial value, where variables are made per call:
+    eager, graph) write values outside [0, 1] unprojected. TF-only: torch/JAX have no constraints."""
+    value = data.draw(ss.float_arrays(dtype=x0.dtype, shape=x0.shape, min_value=-3.0, max_value=4.0), label="value")
+    expected = {"assign": value, "assign_add": x0 + value, "assign_sub": x0 - value}[how]
+    assume(leaves_range(expected) and leaves_range(value))
+    record.example(x0=x0, value=value, how=how)
+    state = tf_state(subject, None, None, x0)
+    out, initial = subject.run(tensorflow_assign, x0, value, how=how, state=state)
+    record.check(EXPECT, assign=constraint_kind(out, expected))
+    if initial is not None:
+        record.check(EXPECT, initial_value=constraint_kind(initial, value))
+
+
+@given(w=ss.float_dtypes().flatmap(lambda d: ss.float_arrays(
+    dtype=d, min_value=-OPEN_BOUND[d], max_value=OPEN_BOUND[d])), data=st.data())
+def test_sigmoid_reparametrisation_in_open_unit_interval(subject, oracles, record, w, data):
+    """y = sigmoid(w) lies in (0, 1) for bounded w; the gradient of sum(ct * y) is y (1 - y) ct."""
+    ct = data.draw(ss.like(w), label="cotangent")
+    record.example(w=w, ct=ct)
+    out, (grad,) = subject.vjp(SIGMOID[subject.framework], w, cotangent=ct)
+    y = 1 / (1 + np.exp(-w.astype(np.float64)))
+    record.close(name="value", out=out, ref=y, oracle="closed-form", tol=cmp.VALUE, dtype=w.dtype)
+    record.close(name="grad", out=grad, ref=y * (1 - y) * ct, oracle="closed-form", dtype=w.dtype)
+    record.check(EXPECT, reparam_range="open-unit-interval" if np.all((out > 0) & (out < 1)) else "touches-bound")
+    for o in oracles:
+        ref, (rgrad,) = o.vjp(SIGMOID[o.framework], w, cotangent=ct)
+        record.close(name="value", out=out, ref=ref, oracle=o.id, tol=cmp.VALUE)
+        record.close(name="grad", out=grad, ref=rgrad, oracle=o.id)
+    if subject.framework == "torch":  # PyTorch's own counterpart of a constrained parameter
+        pout, pgrad = subject.run(torch_parametrized, w, ct)
+        record.close(name="parametrize value", out=pout, ref=y, oracle="closed-form", tol=cmp.VALUE, dtype=w.dtype)
+        record.close(name="parametrize grad", out=pgrad, ref=y * (1 - y) * ct, oracle="closed-form", dtype=w.dtype)
+
+
+@given(w=ss.float_dtypes().flatmap(lambda d: ss.float_arrays(
+    dtype=d, min_value=SATURATED[d][0], max_value=SATURATED[d][1])))
+def test_sigmoid_saturates_beyond_bound(subject, record, w):
+    """Beyond the bound (w >= 17 float32, >= 37.5 float64) sigmoid(w) is exactly 1 and its
+    gradient exactly 0, though the true derivative e^-w / (1 + e^-w)^2 is positive."""
+    record.example(w=w)
+    out, (grad,) = subject.vjp(SIGMOID[subject.framework], w)
+    record.check(EXPECT, saturation="one" if np.all(out == 1) else "below-one",
+                 saturated_grad=cmp.gradient_kind(grad) if cmp.gradient_kind(grad) != "nonzero" else "nonzero")
+
+
+# ---------------------------------------------------------------- seed examples
+def _seed_get_variable(tf, w, lr):
+    """seeds/002 as written: get_variable('Mj_', [500, 4], random_uniform_initializer(0, 1),
+    constraint=clip_by_value(t, 0, 1)), one GradientDescentOptimizer step on sum(w * Mj)."""
+    Mj = tf.compat.v1.get_variable(
+        "Mj_", dtype=tf.float32, shape=[500, 4],
+        initializer=tf.compat.v1.random_uniform_initializer(maxval=1, minval=0, seed=1),  # op seed: fixed init
+        constraint=lambda t: tf.clip_by_value(t, 0, 1))
+    start = Mj.read_value()
+    with tf.control_dependencies([start]):
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(lr).minimize(tf.reduce_sum(w * Mj))
+    with tf.control_dependencies([train_op]):
+        return start, Mj.read_value()
+
+
+_seed_get_variable.exact_shapes = True
+
+
+@on("tensorflow", modes=("graph",))
+@given(v=st.just((np.linspace(-3, 3, 2000, dtype=np.float32).reshape(500, 4), np.float32(0.5))))
+def test_seed_get_variable_clip_constraint(subject, record, v):
+    """seeds/002 as written (graph only: its v1 get_variable/Session code): after a step of
+    0.5 * [-3, 3] the values are clip(start - 0.5 w) and all in [0, 1]."""
+    w, lr = v
+    record.example(w=w, lr=lr)
+    start, after = subject.run(_seed_get_variable, w, lr)
+    unconstrained = start - lr * w
+    record.check(EXPECT, v1_dense=constraint_kind(after, unconstrained))
+    record.close(name="Mj", out=after, ref=np.clip(start.astype(np.float64) - 0.5 * w, 0, 1), oracle="closed-form",
+                 tol=STEP_TOL, dtype=np.float32)
+    record.check(EXPECT, in_range="in-range" if np.all((after >= 0) & (after <= 1)) else "out-of-range")
+    record.observe(clipped_entries=int(np.sum((unconstrained < 0) | (unconstrained > 1))))
+
+
+def _seed_sigmoid(tf, ct):
+    """seeds/002's alternative, as written: Mj = get_variable('Mj_', [500, 4]); Mj_out = sigmoid(Mj)."""
+    Mj = tf.compat.v1.get_variable("Mj_", dtype=tf.float32, shape=[500, 4],
+                                   initializer=tf.compat.v1.glorot_uniform_initializer(seed=2))
+    Mj_out = tf.sigmoid(Mj)
+    return Mj.read_value(), Mj_out, tf.gradients(Mj_out, Mj, grad_ys=ct)[0]
+
+
+_seed_sigmoid.exact_shapes = True
+
+
+@on("tensorflow", modes=("graph",))
+@given(ct=st.just(np.linspace(-2, 2, 2000, dtype=np.float32).reshape(500, 4)))
+def test_seed_sigmoid_reparametrisation(subject, record, ct):
+    """seeds/002's Mj_out = tf.sigmoid(Mj) on the default (Glorot) initializer: in (0, 1),
+    gradient sigmoid (1 - sigmoid) times the cotangent (graph only: the seed's v1 code)."""
+    record.example(ct=ct)
+    mj, out, grad = subject.run(_seed_sigmoid, ct)
+    y = 1 / (1 + np.exp(-mj.astype(np.float64)))
+    record.close(name="Mj_out", out=out, ref=y, oracle="closed-form", tol=cmp.VALUE, dtype=np.float32)
+    record.close(name="dMj", out=grad, ref=y * (1 - y) * ct, oracle="closed-form", dtype=np.float32)
+    record.check(EXPECT, reparam_range="open-unit-interval" if np.all((out > 0) & (out < 1)) else "touches-bound")
