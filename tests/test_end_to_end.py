@@ -16,8 +16,8 @@ pytestmark = pytest.mark.slow
 FIRST = ["straight-through-estimator", "partial-stop-gradient", "per-occurrence-gradients"]
 
 
-def run_cli(args, tmp, env=None, pre=""):
-    code = (f"import sys; {pre}from suite.cli import main; sys.exit(main({args!r}))")
+def run_cli(args, tmp, env=None):
+    code = f"import sys; from suite.cli import main; sys.exit(main({args!r}))"
     e = dict(os.environ)
     e.update(env or {})
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=1200)
@@ -89,8 +89,14 @@ def test_broken_stop_gradient_fails_all_three_behaviours(tmp_path):
 
 
 def test_missing_torch_gives_skipped_rows_with_reason(tmp_path):
+    # A machine without PyTorch, as every process of the run sees it (the CLI runs pytest
+    # in a child): a package on PYTHONPATH that fails to import like an absent one.
+    hide = tmp_path / "hide" / "torch"
+    hide.mkdir(parents=True)
+    (hide / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n")
+    path = os.pathsep.join(p for p in (str(hide.parent), os.environ.get("PYTHONPATH", "")) if p)
     p = run_cli(["run", "--behaviour", "partial-stop-gradient", "--profile", "ci", "--report-dir", str(tmp_path),
-                 "--devices", "cpu"], tmp_path, pre="sys.modules['torch'] = None; ")
+                 "--devices", "cpu"], tmp_path, env={"PYTHONPATH": path})
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     report = json.loads((tmp_path / "latest.json").read_text())
     torch_rows = [r for r in report["results"] if r["framework"] == "torch"]
