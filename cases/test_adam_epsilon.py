@@ -63,6 +63,11 @@ BEHAVIOUR = behaviour(
 EPS_HAT = ("lr_t = lr*sqrt(1-b2^t)/(1-b1^t); x -= lr_t*m/(sqrt(v)+eps): eps is 'epsilon hat' of Kingma & Ba "
            "(formula before Sec. 2.1), i.e. PyTorch/optax's eps_t = eps/sqrt(1-b2^t); both the v1 "
            "AdamOptimizer and tf.keras.optimizers.Adam docstrings say so")
+KERAS2_IN_SESSION = ("Keras 2 (TF 2.12-2.15; keras.optimizers.Optimizer since 2.11) targets TF2: in a v1 "
+                     "graph apply_gradients returns iterations.assign_add(1) with no control dependency on "
+                     "the variable updates, so running the op it returns steps nothing (measured: the "
+                     "variable keeps x0); tf.keras.optimizers.legacy.* are the graph-mode optimizers")
+KERAS2_OPTIMIZER_SRC = "https://github.com/keras-team/keras/blob/v2.15.0/keras/optimizers/optimizer.py"
 EXPECT = expectations(
     {"update_rule": "eps-outside-bias-correction", "identical_hparams": "agree",
      "optimizer_call": "available", "v1_optimizer_call": "available",
@@ -71,9 +76,11 @@ EXPECT = expectations(
     expect("identical_hparams", "differ", framework="tensorflow",
            reason="eps-hat vs eps-outside-bias-correction: with the same eps TF's effective eps is "
                   "1/sqrt(1-b2^t) times PyTorch's/optax's (31.6x at t=1 for b2=0.999)", link=TORCH_DOC),
-    expect("optimizer_call", "raises:TypeError", framework="tensorflow", mode="graph",
+    expect("optimizer_call", "raises:TypeError", framework="tensorflow", mode="graph", versions=">=2.16",
            reason="Keras 3 targets TF2: apply_gradients returns self.iterations (a keras.Variable), not an "
                   "op; Session.run/control_dependencies cannot take it (TypeError)", link=KERAS_BASE_SRC),
+    expect("optimizer_call", "no-step", framework="tensorflow", mode="graph", versions="<2.16",
+           reason=KERAS2_IN_SESSION, link=KERAS2_OPTIMIZER_SRC),
     expect("float64_hyperparams", "float32", framework="tensorflow",
            reason="Keras 3 keeps learning_rate in a float32 variable and ops.cast(beta_1, float64) goes "
                   "through a float32 tensor before ops.power (model float32-lr-beta-powers); m, v and "
@@ -354,8 +361,12 @@ def test_native_adam_matches_its_closed_form(subject, record, p):
     except Exception as e:  # Keras 3 in a v1 Session
         record.check(EXPECT, optimizer_call=cmp.error_name(e))
         return
-    record.check(EXPECT, optimizer_call="available")
-    check_fit(record, p, traj, precision_key="float64_hyperparams")
+    # Accepted but inert: every step left the variable where it started (the gradients are
+    # nonzero, so any Adam step moves it).
+    stepped = not all(np.array_equal(np.asarray(x), p.x0) for x in traj)
+    record.check(EXPECT, optimizer_call="available" if stepped else "no-step")
+    if stepped:
+        check_fit(record, p, traj, precision_key="float64_hyperparams")
 
 
 @on("tensorflow")

@@ -62,6 +62,7 @@ XLA_GATHER = "https://github.com/tensorflow/tensorflow/issues/115254"
 XLA_NEGATIVE = "https://github.com/tensorflow/tensorflow/issues/118076"
 XLA_GATHER_ND = "https://github.com/tensorflow/tensorflow/issues/112068"
 XLA_SCATTER = "https://openxla.org/xla/operation_semantics#scatter"
+ARRAY_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/array_grad.py"
 JAX_OOB = "https://docs.jax.dev/en/latest/notebooks/Common_Gotchas_in_JAX.html#out-of-bounds-indexing"
 NUMPY_INDEXING = "https://numpy.org/doc/stable/user/basics.indexing.html"
 TORCH_CUDA_ASSERT = "https://github.com/pytorch/pytorch/issues/55027"
@@ -181,6 +182,17 @@ EXPECT = expectations(
     *_declare("grad", "tf.gather_nd/2", "dropped", framework="tensorflow", device="gpu", mode="eager|function|graph",
               link=SCATTER_ND, reason="scatter_nd docs: on GPU an out-of-bound index is ignored; declared, "
                                       "not measured here"),
+    # -- version differences of bad_indices_policy (added in 2.18), measured on 2.18.1-2.21.0
+    *_declare("forward", "tf.gather_nd(IGNORE)", "clamp", framework="tensorflow", mode="xla", versions="<2.21",
+              link=XLA_GATHER_ND, reason="TF 2.18-2.20: the XLA lowering of GatherNd ignores the policy and clamps "
+                                         "(2.21 zero-fills as the policy promises)"),
+    *_declare("forward", "tf.gather_nd/2(IGNORE)", "clamp", framework="tensorflow", mode="xla", versions="<2.21",
+              link=XLA_GATHER_ND, reason="TF 2.18-2.20: the XLA lowering of GatherNd ignores the policy and clamps "
+                                         "(2.21 zero-fills as the policy promises)"),
+    *_declare("grad", "tf.gather_nd/2(IGNORE)", IAE, framework="tensorflow", mode="eager|function|graph",
+              device="cpu", versions="<2.19", link=ARRAY_GRAD,
+              reason="TF 2.18: _GatherNdGrad builds its scatter_nd without the forward's bad_indices_policy, so "
+                     "the CPU scatter_nd refuses every out-of-range index the forward ignored; 2.19 passes it on"),
     # -- the seed, tf.gather([1, 2, 3, 4, 5], [0, 1, 6]) (int32)
     expect("seed", "clamp", framework="tensorflow", mode="xla", link=XLA_GATHER,
            reason="XLA clamps: [1 2 5], no error"),

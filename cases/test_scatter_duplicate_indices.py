@@ -47,12 +47,13 @@ V1_SCATTER_SUB = "https://www.tensorflow.org/api_docs/python/tf/compat/v1/scatte
 TORCH_INDEX_PUT = "https://pytorch.org/docs/stable/generated/torch.Tensor.index_put_.html"
 SESSION_RUN = "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Session#run"
 V1_VARIABLE = "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Variable"
+JAX_AT = "https://docs.jax.dev/en/latest/_autosummary/jax.Array.at.html"
 
 BEHAVIOUR = behaviour(
     "scatter-duplicate-indices", sources=["001"],
     links=[V1_SCATTER_SUB, "https://www.tensorflow.org/api_docs/python/tf/Variable#scatter_sub",
            "https://www.tensorflow.org/api_docs/python/tf/tensor_scatter_nd_sub",
-           "https://docs.jax.dev/en/latest/_autosummary/jax.Array.at.html",
+           JAX_AT,
            "https://pytorch.org/docs/stable/generated/torch.Tensor.index_add_.html", TORCH_INDEX_PUT,
            SESSION_RUN, "https://www.tensorflow.org/api_docs/python/tf/control_dependencies"])
 
@@ -69,6 +70,10 @@ EXPECT = expectations(
            reason="x[idx] -= v is x[idx] = x[idx] - v, an index_put_ with accumulate=False: every write is "
                   "c_j - diff_i and one of them survives (the last, on CPU); the docs call the result "
                   "undefined for duplicate indices. index_add_ (or index_put_(accumulate=True)) accumulates"),
+    expect("x.at[].subtract", "raises:AttributeError", framework="jax", versions="<=0.4.30", link=JAX_AT,
+           reason="the .at[] helper has no subtract method in JAX 0.4.30 (the newest JAX beside TF 2.12-2.17, "
+                  "which need NumPy < 2; measured there: AttributeError); later releases add it, accumulating "
+                  "like .at[].add. .at[].add(-v) is the spelling that works on every version"),
     expect("v1 variable kind", "ResourceVariable", framework="tensorflow", mode="eager|function|xla",
            link=V1_VARIABLE, reason="eager variables are always resource variables: use_resource=False is ignored "
                                     "(function/xla create their variables eagerly under init_scope)"),
