@@ -12,6 +12,7 @@ per shape), for APIs such as ``get_variable`` that need a static shape. ``in_v1_
 from __future__ import annotations
 
 import atexit
+import functools
 
 import numpy as np
 
@@ -70,7 +71,9 @@ class TFRunner(Runner):
             def call(*arrays):
                 fn = fns.get(len(arrays))
                 if fn is None:
-                    fn = fns[len(arrays)] = tf.function(lambda *a: builder(tf, *a, **static),
+                    # A partial, not a lambda: TF <= 2.15's AutoGraph caches a converted lambda by
+                    # its code object and can call another builder's closure (measured on 2.15).
+                    fn = fns[len(arrays)] = tf.function(functools.partial(builder, tf, **static),
                                                         reduce_retracing=True, jit_compile=self.mode == "xla")
                 with tf.device(self.device_name):
                     out = fn(*[tf.constant(a) for a in arrays])
