@@ -147,8 +147,14 @@ def tensorflow(tf, centers, x, labels, alpha, *, mechanisms, sig=None):
 
 
 def tensorflow_v1_variable_kind(tf, centers, *, sig=None):
-    """0 if tf.compat.v1.Variable(use_resource=False) made a RefVariable, 1 for a ResourceVariable."""
-    return tf.constant(VARIABLE_KINDS.index(type(_variable(tf, centers, name="v1_ref", use_resource=False)).__name__))
+    """0 if tf.compat.v1.Variable(use_resource=False) made a RefVariable, 1 for a resource variable
+    (any subclass: a variable first made while tf.function traces is an UnliftedInitializerVariable)."""
+    from tensorflow.python.ops import resource_variable_ops
+
+    v = _variable(tf, centers, name="v1_ref", use_resource=False)
+    if isinstance(v, resource_variable_ops.BaseResourceVariable):
+        return tf.constant(1)
+    return tf.constant(VARIABLE_KINDS.index(type(v).__name__))
 
 
 VARIABLE_KINDS = ("RefVariable", "ResourceVariable")
