@@ -26,6 +26,9 @@ CATALOGUE: dict[str, Fault] = {}
 
 def fault(name, *, framework="tensorflow", breaks, description):
     def deco(patch):
+        if name in CATALOGUE:  # a silent overwrite would drop a fault from the self-check
+            raise ValueError(f"fault {name!r} is registered twice ({CATALOGUE[name].patch.__module__} and "
+                             f"{patch.__module__}); name it once, listing every behaviour in breaks=")
         CATALOGUE[name] = Fault(name, framework, tuple(breaks), description, patch)
         return patch
     return deco

@@ -1,7 +1,6 @@
 """Faults for ``batch-norm-update-ops``: moving statistics that stop moving, or move wrongly."""
 from __future__ import annotations
 
-import contextlib
 import functools
 
 from . import fault
@@ -35,13 +34,3 @@ def _batchnorm_skips_moving_update(tf):
                    "moving = (1 - m) * moving + m * batch")
 def _batchnorm_momentum_flipped(tf):
     _with_momentum(tf, lambda m: 1.0 - m)
-
-
-@fault("control-dependencies-noop", breaks=["batch-norm-update-ops"],
-       description="tf.control_dependencies adds no control inputs: ops built inside it do not wait "
-                   "for (or run) the update ops")
-def _control_dependencies_noop(tf):
-    def control_dependencies(control_inputs):
-        return contextlib.nullcontext()
-    tf.control_dependencies = control_dependencies
-    tf.compat.v1.control_dependencies = control_dependencies

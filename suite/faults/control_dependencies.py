@@ -6,7 +6,7 @@ import contextlib
 from . import fault
 
 
-@fault("control-dependencies-noop", breaks=["control-dependencies"],
+@fault("control-dependencies-noop", breaks=["control-dependencies", "batch-norm-update-ops"],
        description="tf.control_dependencies is a no-op context manager: ops built inside get no control inputs")
 def _control_dependencies_noop(tf):
     def control_dependencies(control_inputs):
