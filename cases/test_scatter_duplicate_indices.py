@@ -354,7 +354,8 @@ def test_seed_center_update_from_zero_centers(subject, record, b):
         kind = cmp.error_name(out) if isinstance(out, Exception) else next(
             (k for k, ref in want.items() if np.array_equal(out, ref)), "other")
         record.check(EXPECT, **{m: kind})
-        record.equal(name=m, out=out, ref=want[kind], oracle="closed-form")
+        if kind in want:  # a declared refusal has no values to compare
+            record.equal(name=m, out=out, ref=want[kind], oracle="closed-form")
 
 
 @on("tensorflow")
