@@ -72,3 +72,29 @@ def test_terminal_matrix_has_a_row_per_behaviour():
     report = {"results": [_row(), _row(behaviour="c", outcome="skipped")]}
     lines = render.terminal_matrix(report)
     assert lines[1].startswith("b ") and lines[2].startswith("c ")
+
+
+def test_several_observed_values_are_a_set_and_racy_ones_stay_out_of_observed():
+    from suite.report.record import Record
+
+    class Subject:
+        id = "tensorflow-eager-cpu"
+
+    a, b = Record(Subject()), Record(Subject())
+    for rec, order in ((a, ("x", "y")), (b, ("y", "x"))):
+        for v in order:
+            rec.observe(k=v)
+            rec.observe_racy(race=v)
+    fa, fb = a.row_fields(), b.row_fields()
+    assert fa["observed"] == fb["observed"] == {"k": ["x", "y"]}
+    assert fa["notes"] == fb["notes"] == ["racy (recorded, not compared): race = x, y"]
+
+
+def test_diff_ignores_the_order_of_several_observed_values():
+    from suite.report import diff
+
+    old = {"schema_version": 1, "environment": {}, "results": [_row(observed={"k": ["x", "y"]})]}
+    new = {"schema_version": 1, "environment": {}, "results": [_row(observed={"k": ["y", "x"]})]}
+    assert not [c for c in diff.diff(old, new).changes if c.kind == "observation changed"]
+    new["results"][0]["observed"] = {"k": ["x", "z"]}
+    assert [c.kind for c in diff.diff(old, new).changes] == ["observation changed"]

@@ -72,13 +72,20 @@ def diff(old: dict, new: dict, old_path="OLD", new_path="NEW") -> Changelog:
             changes.append(Change("newly running", a["behaviour"], subj, test, ao, bo))
         for key in sorted(set(a.get("observed", {})) | set(b.get("observed", {}))):
             av, bv = a.get("observed", {}).get(key), b.get("observed", {}).get(key)
-            if av is not None and bv is not None and av != bv:
+            if av is not None and bv is not None and _canonical(av) != _canonical(bv):
                 changes.append(Change("observation changed", a["behaviour"], subj, test, av, bv, key))
     for test, b in n.items():
         if test not in o:
             kind = "newly failing" if b["outcome"] in BAD else "new"
             changes.append(Change(kind, b["behaviour"], _subject(b), test, None, b["outcome"], b.get("error", "")))
     return Changelog(_label(old, old_path), _label(new, new_path), changes)
+
+
+def _canonical(v):
+    """Several values observed over the examples are a set: the order they came in is no change."""
+    import json
+
+    return sorted(json.dumps(x, sort_keys=True, default=str) for x in v) if isinstance(v, list) else v
 
 
 def _short(test: str) -> str:

@@ -24,6 +24,12 @@ def _jsonable(v):
     return v
 
 
+def _order(v) -> str:
+    import json
+
+    return json.dumps(v, sort_keys=True, default=str)
+
+
 class Record:
     def __init__(self, subject):
         self.subject = subject
@@ -34,6 +40,7 @@ class Record:
         self.examples = 0
         self.last_inputs: dict | None = None
         self.notes: list[str] = []
+        self.racy: dict[str, list] = {}
 
     @property
     def who(self) -> str:
@@ -48,6 +55,16 @@ class Record:
         """Record observations (strings from the behaviour's vocabulary, or small numbers)."""
         for k, v in observations.items():
             seen = self.observed.setdefault(k, [])
+            v = _jsonable(v)
+            if v not in seen:
+                seen.append(v)
+
+    def observe_racy(self, **observations) -> None:
+        """Record what a race decided (documented as undefined, so it may differ from run to
+        run): kept in the row's notes, not in ``observed``, so a changelog between two
+        reports does not list a coin flip as a semantic change."""
+        for k, v in observations.items():
+            seen = self.racy.setdefault(k, [])
             v = _jsonable(v)
             if v not in seen:
                 seen.append(v)
@@ -93,13 +110,16 @@ class Record:
             self.notes.append(text)
 
     def row_fields(self) -> dict:
-        observed = {k: (v[0] if len(v) == 1 else v) for k, v in self.observed.items()}
+        # Several values over the examples: sorted, so the order examples ran in is not a change.
+        observed = {k: (v[0] if len(v) == 1 else sorted(v, key=_order)) for k, v in self.observed.items()}
         out = {"observed": observed, "expected": dict(self.expected), "max_rel_err": dict(self.max_rel_err),
                "examples": self.examples}
         if self.declared:
             out["declared"] = dict(self.declared)
-        if self.notes:
-            out["notes"] = list(self.notes)
+        notes = list(self.notes) + [f"racy (recorded, not compared): {k} = {', '.join(map(str, sorted(v, key=_order)))}"
+                                    for k, v in self.racy.items()]
+        if notes:
+            out["notes"] = notes
         return out
 
     def inputs_source(self) -> str:
