@@ -1,13 +1,20 @@
 """Benchmark fixtures: the size, the ceilings measured in this run, and the subjects.
 
-Subjects here are TensorFlow eager/function/xla, JAX jit and PyTorch eager (graph mode
-and JAX eager are correctness modes; their per-op dispatch is not a hot path).
+Subjects here are TensorFlow eager/function/xla, JAX jit, PyTorch eager and PyTorch
+``torch.compile`` (graph mode and JAX eager are correctness modes; their per-op dispatch
+is not a hot path). ``torch-compile`` is a benchmark-only mode layered on the torch eager
+runner (:class:`suite.bench.TorchCompiled`); a path it cannot compile is a skip with the
+compile error.
 """
+import dataclasses
+
 import pytest
 
 from suite import bench, frameworks
 
-BENCH_MODES = {"tensorflow": ("eager", "function", "xla"), "jax": ("jit",), "torch": ("eager",)}
+BENCH_MODES = {"tensorflow": ("eager", "function", "xla"), "jax": ("jit",), "torch": ("eager", "compile")}
+#: Benchmark-only modes (not runner modes): mode -> (the runner mode it wraps, the wrapper).
+WRAPPED_MODES = {("torch", "compile"): ("eager", bench.TorchCompiled)}
 
 
 def pytest_addoption(parser):
@@ -23,15 +30,32 @@ def pytest_generate_tests(metafunc):
     for spec in frameworks.specs(frameworks=wanted, devices=metafunc.config.getoption("devices")):
         if spec.mode in BENCH_MODES[spec.framework]:
             params.append(pytest.param(spec, id=spec.id))
+        for (fw, mode), (base, _) in WRAPPED_MODES.items():
+            if spec.framework == fw and spec.mode == base and mode in BENCH_MODES[fw]:
+                wrapped = dataclasses.replace(spec, mode=mode)
+                params.append(pytest.param(wrapped, id=wrapped.id))
     metafunc.parametrize("bench_subject", params, indirect=True)
+
+
+_WRAPPED = {}
 
 
 @pytest.fixture
 def bench_subject(request):
+    spec = request.param
+    base, wrapper = WRAPPED_MODES.get((spec.framework, spec.mode), (spec.mode, None))
     try:
-        return frameworks.runner(request.param)
+        runner = frameworks.runner(dataclasses.replace(spec, mode=base))
     except frameworks.Unavailable as e:
         pytest.skip(str(e))
+    if wrapper is None:
+        return runner
+    if spec not in _WRAPPED:
+        try:
+            _WRAPPED[spec] = wrapper(runner, spec)
+        except RuntimeError as e:  # e.g. no torch.compile / dynamo on this Python
+            pytest.skip(str(e))
+    return _WRAPPED[spec]
 
 
 @pytest.fixture(scope="session")

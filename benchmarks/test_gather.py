@@ -1,6 +1,8 @@
 """Hot path: gather forward+backward, in range and with out-of-range indices
 (cases/test_gather_out_of_range.py). Out of range runs where the framework does not
 raise (XLA clamps, JAX fills/clamps); where it raises the row is skipped with the error.
+torch.compile's out-of-range row is skipped before it runs: inductor's bounds check
+aborts the process.
 """
 import numpy as np
 import pytest
@@ -31,6 +33,12 @@ def test_gather_fwd_bwd(benchmark, bench_subject, size, ceiling, indices):
     idx = rng.integers(0, size, size).astype(np.int32)
     if indices == "out-of-range":
         idx[::16] = size + 3  # one in sixteen beyond the end
+        if bench.is_compiled(bench_subject):
+            # checked by hand (torch 2.13 CPU): inductor's indirect-indexing assert throws a
+            # C++ std::runtime_error ("index out of bounds: 0 <= tmp < n") inside an OpenMP
+            # region, which terminates the whole process (SIGABRT) instead of raising
+            pytest.skip("torch.compile aborts the process on an out-of-range index (inductor's "
+                        "bounds check throws inside its OpenMP kernel); eager raises IndexError")
     try:
         step = bench.make_step(bench_subject, FNS, params, idx)
     except Exception as e:  # CPU TensorFlow and PyTorch raise on out-of-range indices

@@ -2,8 +2,9 @@
 
 y = tanh(W x) for an n x n W: GradientTape.jacobian with pfor and with a while loop,
 jax.jacrev and jax.jacfwd, torch.func.jacrev (vmap) and torch.autograd.functional.jacobian
-(a Python loop over rows). n from 16 to 1024 (quick: 16 and 128). The compute ceiling
-is the matmul rate measured in this run; bytes: W read once, the n x n Jacobian written.
+(a Python loop over rows), each also under torch.compile for the torch-compile subject.
+n from 16 to 1024 (quick: 16 and 128). The compute ceiling is the matmul rate measured
+in this run; bytes: W read once, the n x n Jacobian written.
 """
 import numpy as np
 import pytest
@@ -67,10 +68,11 @@ def test_jacobian(benchmark, bench_subject, n, method, ceiling, matmul):
             f = torch.func.jacfwd(g)
         else:
             f = lambda X: torch.autograd.functional.jacobian(g, X)  # noqa: E731
+        f = bench.compiled(bench_subject, f)
 
         def step():
             return bench_subject.sync(f(X))
-    step()
+    bench.warm_up(bench_subject, step)
     benchmark.pedantic(step, rounds=5, iterations=1, warmup_rounds=1)
     bench.record(benchmark, path=f"jacobian-n{n}-{method}", subject=bench_subject,
                  bytes_moved=w.nbytes + n * n * 4, ceiling=ceiling, flops=2.0 * n * n * n, matmul=matmul)

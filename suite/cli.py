@@ -353,6 +353,7 @@ def cmd_bench(args, pytest_args) -> int:
     size = "quick" if args.quick else "full"
     out = Path(args.output or f"reports/benchmarks/{args.device}-{size}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)  # a run that dies before writing must not print an older run's table
     cmd = [sys.executable, "-m", "pytest", str(root / "benchmarks"), "--rootdir", str(root), "-p", "no:cacheprovider",
            "--bench-size", size, "--devices", args.device, f"--benchmark-json={out}", "-q",
            "--benchmark-columns=median,iqr,rounds", "--benchmark-sort=name", "--report-dir", str(out.parent / "run")]

@@ -6,6 +6,12 @@ warm-up happen outside the timed region (``make_step`` runs the step once). The
 ceiling is the device's measured copy bandwidth (read + write of a large buffer, best
 of several framework copies); each result reports the minimum bytes it must move,
 the achieved GB/s and the fraction of that ceiling.
+
+Besides the runners' own modes there is one benchmark-only subject, ``torch-compile``
+(:class:`TorchCompiled`): the PyTorch eager runner with the function under
+``torch.compile(fullgraph=True, dynamic=False)`` (inductor; see :func:`compiled`). A path
+that does not compile is a skip with the compile error, never a silent run in eager
+(``fullgraph=True`` turns every graph break, and the recompile limit, into an error).
 """
 from __future__ import annotations
 
@@ -89,8 +95,10 @@ def make_step(subject, fns: dict, *arrays, **static):
     with ones as the cotangent, inputs already on the device, result synchronised.
 
     TensorFlow: eager (tape), ``function`` and ``xla`` (tape inside tf.function);
-    JAX: ``jax.jit`` of the vjp; PyTorch: eager autograd. The step is run once here
-    (trace/compile/warm-up outside the timed region).
+    JAX: ``jax.jit`` of the vjp; PyTorch: eager autograd, and for the torch-compile
+    subject the same with ``fns["torch"]`` under ``torch.compile`` (the backward is
+    AOTAutograd's compiled one). The step is run once here (trace/compile/warm-up outside
+    the timed region; a compile failure is a skip).
     """
     fw = subject.framework
     fn = fns[fw]
@@ -125,14 +133,141 @@ def make_step(subject, fns: dict, *arrays, **static):
             return jax.block_until_ready(run(*xs))
     else:
         torch = subject.torch
-        xs = [subject.tensor(a).requires_grad_(True) for a in arrays]
+        xs = [subject.tensor(a) for a in arrays]
+        # only floating inputs are differentiated (torch refuses requires_grad on indices)
+        diff = [x.requires_grad_(True) for x in xs if x.is_floating_point()]
+        f = compiled(subject, fn)
 
         def step():
-            y = fn(torch, *xs, **static)
-            g = torch.autograd.grad(y, xs, grad_outputs=torch.ones_like(y))
+            y = f(torch, *xs, **static)
+            g = torch.autograd.grad(y, diff, grad_outputs=torch.ones_like(y))
             return subject.sync((y, g))
-    step()
+    warm_up(subject, step)
     return step
+
+
+class TorchCompiled:
+    """The ``torch-compile`` subject: the PyTorch eager runner (tensors, device, sync and
+    ``framework == "torch"``, so a path's torch function is reused as is), with the
+    function a benchmark runs wrapped by :func:`compiled` in ``torch.compile``."""
+
+    mode = "compile"
+
+    def __init__(self, runner, spec):
+        self._runner = runner
+        self.spec = spec
+        torch = runner.torch
+        if not hasattr(torch, "compile"):
+            raise RuntimeError(f"torch {runner.version} has no torch.compile")
+        import torch._dynamo
+
+        if not torch._dynamo.is_dynamo_supported():
+            raise RuntimeError(f"torch.compile (dynamo) is not supported here (torch {runner.version})")
+        torch._dynamo.config.suppress_errors = False  # a compile error raises, it never falls back to eager
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    def __repr__(self) -> str:
+        return self.id
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name == "_runner":
+            raise AttributeError(name)
+        return getattr(self._runner, name)
+
+    def compile_errors(self) -> tuple:
+        """Exception types that mean "torch.compile could not compile this"."""
+        from torch._dynamo import exc as dexc
+
+        types = [NotCompiled, dexc.TorchDynamoException, dexc.FailOnRecompileLimitHit]
+        try:
+            from torch._inductor import exc as iexc
+
+            types += [getattr(iexc, n) for n in ("OperatorIssue", "InvalidCxxCompiler", "CppCompileError")
+                      if hasattr(iexc, n)]
+        except ImportError:  # pragma: no cover - inductor missing from the build
+            pass
+        return tuple(types)
+
+
+class NotCompiled(RuntimeError):
+    """torch.compile ran the function without compiling any of it (all eager)."""
+
+
+def is_compiled(subject) -> bool:
+    return isinstance(subject, TorchCompiled)
+
+
+def compile_error_reason(e: BaseException) -> str:
+    """One line from a torch.compile error: its type, the dynamo graph-break kind and
+    explanation, and the user line it stopped at."""
+    lines = [ln.strip() for ln in str(e).splitlines()]
+    head = [ln for ln in lines if ln][:2]
+    head = [ln for ln in head if not ln.startswith(("Developer debug context", "For more details"))]
+    where = ""
+    for i, ln in enumerate(lines):
+        if ln.startswith("File ") and i + 1 < len(lines):
+            where = f"{ln.split(', ', 1)[-1]}: {lines[i + 1]}"  # the last user frame wins
+    msg = " | ".join(head + ([f"at {where}"] if where else []))
+    return f"torch.compile failed: {type(e).__name__}: {msg}"[:500]
+
+
+def _compile_skip(e: BaseException):
+    import pytest
+
+    pytest.skip(compile_error_reason(e))
+
+
+def compiled(subject, fn, *, fullgraph: bool = True):
+    """``fn`` under ``torch.compile`` (inductor, static shapes) for the torch-compile
+    subject, ``fn`` itself for every other subject. Compilation happens on the first
+    call (in :func:`warm_up`, outside the timed region).
+
+    ``fullgraph=True`` (the default): any graph break or recompile-limit hit is an
+    error, so nothing can run in eager behind the subject's back. ``fullgraph=False``
+    is for code with deliberate graph breaks (``torch.optim``'s ``step`` breaks around
+    its update so that AOTAutograd sees a no-grad graph; PyTorch's own recipe compiles
+    it with ``fullgraph=False``): the graphs inductor receives are counted, and a call
+    that compiled no graph with a tensor op raises :class:`NotCompiled`.
+    """
+    if not is_compiled(subject):
+        return fn
+    torch = subject.torch
+    try:
+        if fullgraph:
+            return torch.compile(fn, fullgraph=True, dynamic=False)
+        from torch._inductor.compile_fx import compile_fx
+
+        ops = []
+
+        def inductor(gm, example_inputs):  # the inductor backend, counting what it gets
+            ops.append(sum(n.op == "call_function" for n in gm.graph.nodes))
+            return compile_fx(gm, example_inputs)
+        cf = torch.compile(fn, backend=inductor, dynamic=False)
+    except Exception as e:  # noqa: BLE001 - e.g. no dynamo on this Python
+        _compile_skip(e)
+
+    def checked(*args, **kwargs):
+        out = cf(*args, **kwargs)
+        if not any(ops):
+            raise NotCompiled(f"torch.compile captured no graph with a tensor op in {getattr(fn, '__qualname__', fn)}"
+                              " (it would run in eager)")
+        return out
+    return checked
+
+
+def warm_up(subject, step):
+    """Run ``step`` once: trace/compile/warm-up outside the timed region. For the
+    torch-compile subject a compile error (forward or backward) becomes a pytest skip
+    with the error; errors that eager would raise too (bad indices) propagate."""
+    if not is_compiled(subject):
+        return step()
+    try:
+        return step()
+    except subject.compile_errors() as e:
+        _compile_skip(e)
 
 
 def record(benchmark, *, path: str, subject, bytes_moved: int, ceiling: dict, flops: float | None = None,
