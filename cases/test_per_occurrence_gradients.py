@@ -5,7 +5,9 @@ variables"). In ``Z = X_A * Y_B * Y_A * Y_B`` the gradient with respect to ``Y_B
 ``2 * X_A * Y_B * Y_A``, the sum of one ``X_A * Y_B * Y_A`` per occurrence;
 ``stop_gradient`` on one occurrence isolates the other. For a non-commutative chain
 ``y = B @ A @ B @ x`` the two occurrences of ``B`` get different gradients
-(``w (A B x)^T`` and ``(B A)^T w x^T``), which add up to the total.
+(``w (A B x)^T`` and ``(B A)^T w x^T``), which add up to the total. Occurrences can
+also meet in one op: in ``t * t``, ``t + t`` and ``t @ t`` each operand slot is an
+occurrence (``t @ t`` gives ``W t^T`` and ``t^T W``), and the total is their sum.
 
 The seed's answer: ``l = stop_gradient(wa*x) * (wa*x + b)`` with wa=1.5, b=7 and x=11
 fed through a placeholder in a v1 Session gives ``dl/dx = wa*x*wa = 24.75``. The seed's
@@ -84,8 +86,35 @@ def torch_seed(torch, wa, x, b):
     return (wa * x).detach() * (wa * x + b)
 
 
+def tensorflow_one_op(tf, t, *, op, freeze=None):
+    """``t`` as both operands of one op (t * t, t + t, t @ t); ``freeze`` stops one operand."""
+    first = tf.stop_gradient(t) if freeze == "first" else t
+    second = tf.stop_gradient(t) if freeze == "second" else t
+    return {"mul": tf.multiply, "add": tf.add, "matmul": tf.linalg.matmul}[op](first, second)
+
+
+def jax_one_op(jax, t, *, op, freeze=None):
+    jnp, sg = jax.numpy, jax.lax.stop_gradient
+    first = sg(t) if freeze == "first" else t
+    second = sg(t) if freeze == "second" else t
+    return {"mul": jnp.multiply, "add": jnp.add, "matmul": jnp.matmul}[op](first, second)
+
+
+def torch_one_op(torch, t, *, op, freeze=None):
+    first = t.detach() if freeze == "first" else t
+    second = t.detach() if freeze == "second" else t
+    return {"mul": torch.mul, "add": torch.add, "matmul": torch.matmul}[op](first, second)
+
+
 NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
 CHAIN = {"tensorflow": tensorflow_chain, "jax": jax_chain, "torch": torch_chain}
+ONE_OP = {"tensorflow": tensorflow_one_op, "jax": jax_one_op, "torch": torch_one_op}
+# Closed form per operand slot of sum(w * op(t, t)): (first, second).
+ONE_OP_GRADS = {
+    "mul": lambda t, w: (w * t, w * t),
+    "add": lambda t, w: (w, w),
+    "matmul": lambda t, w: (w @ t.T, t.T @ w),
+}
 SEED = {"tensorflow": tensorflow_seed, "jax": jax_seed, "torch": torch_seed}
 
 
@@ -176,6 +205,20 @@ def chains(draw, *, square=False):
     return b, a, x, w
 
 
+@st.composite
+def one_op_inputs(draw):
+    """(op, t, w): any shape for the elementwise ops, a square matrix for matmul."""
+    op = draw(st.sampled_from(sorted(ONE_OP_GRADS)), label="op")
+    d = draw(ss.float_dtypes())
+    if op == "matmul":
+        n = draw(st.sampled_from([1, 2, 3]))
+        shape = (n, n)
+    else:
+        shape = draw(ss.small_shapes())
+    t = draw(ss.float_arrays(dtype=d, shape=shape, min_value=-3, max_value=3), label="t")
+    return op, t, draw(ss.like(t), label="cotangent")
+
+
 # ---------------------------------------------------------------- properties
 @given(t=scalar_triples())
 def test_reused_variable_gradient_is_sum_over_occurrences(subject, oracles, record, t):
@@ -217,6 +260,29 @@ def test_non_commutative_occurrences_differ_and_add_up(subject, oracles, record,
         _, (rinner, _, _) = o.vjp(CHAIN[o.framework], b, a, x, cotangent=w, freeze="first")
         record.close(name="total", out=total, ref=rtotal, oracle=o.id, tol=SUM_TOL)
         record.close(name="inner", out=inner, ref=rinner, oracle=o.id, tol=SUM_TOL)
+
+
+@given(c=one_op_inputs())
+def test_occurrences_inside_one_op_add_up(subject, oracles, record, c):
+    """One tensor as both operands of one op (t * t, t + t, t @ t): each operand slot is an
+    occurrence; its gradient (the other slot stopped) matches the closed form, and the total
+    (nothing stopped) is their sum: 2 w t, 2 w, and W t^T + t^T W."""
+    op, t, w = c
+    record.example(op=op, t=t, w=w)
+    f = ONE_OP[subject.framework]
+    _, (total,) = subject.vjp(f, t, cotangent=w, op=op)
+    _, (first,) = subject.vjp(f, t, cotangent=w, op=op, freeze="second")
+    _, (second,) = subject.vjp(f, t, cotangent=w, op=op, freeze="first")
+    ref_first, ref_second = ONE_OP_GRADS[op](t, w)
+    record.close(name=f"first[{op}]", out=first, ref=ref_first, oracle="closed-form", tol=SUM_TOL)
+    record.close(name=f"second[{op}]", out=second, ref=ref_second, oracle="closed-form", tol=SUM_TOL)
+    record.close(name=f"total[{op}]", out=total, ref=ref_first + ref_second, oracle="closed-form", tol=SUM_TOL)
+    record.check(EXPECT, occurrences="sum" if cmp.rel_err(first + second, total) <= SUM_TOL.of(t.dtype) else "not-sum")
+    for o in oracles:
+        _, (rtotal,) = o.vjp(ONE_OP[o.framework], t, cotangent=w, op=op)
+        _, (rfirst,) = o.vjp(ONE_OP[o.framework], t, cotangent=w, op=op, freeze="second")
+        record.close(name=f"total[{op}]", out=total, ref=rtotal, oracle=o.id, tol=SUM_TOL)
+        record.close(name=f"first[{op}]", out=first, ref=rfirst, oracle=o.id, tol=SUM_TOL)
 
 
 @on("tensorflow", "jax", "torch", modes=("eager", "graph"))

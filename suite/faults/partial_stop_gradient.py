@@ -1,0 +1,53 @@
+"""Faults for partial-stop-gradient: freezing some entries of a tensor goes wrong.
+
+- ``stop-gradient-zeros``: ``tf.stop_gradient`` gives a zeros gradient instead of none, so a
+  whole-tensor stop reads as connected (zeros, JAX's answer) where TensorFlow reports the
+  source as unconnected (``None``); the masked gradient itself is unchanged.
+- ``where-gradient-unmasked``: the registered gradients of ``SelectV2``/``Select`` (``tf.where``)
+  send the whole upstream gradient to both branches instead of masking it by the condition,
+  so ``tf.where(mask, target, stop_gradient(target))`` trains the frozen entries too.
+
+Each patch replaces a public function or a registered gradient, so it holds in eager,
+tf.function, XLA and v1 graph mode alike.
+"""
+from __future__ import annotations
+
+from . import fault
+from .catalogue import _set
+from .straight_through_estimator import reregister
+
+
+@fault("stop-gradient-zeros", breaks=["partial-stop-gradient"],
+       description="tf.stop_gradient gives a zeros gradient instead of None: a wholly stopped source "
+                   "is reported as connected (zeros) rather than unconnected")
+def _stop_gradient_zeros(tf):
+    stop = tf.stop_gradient
+
+    @tf.custom_gradient
+    def _zeros(t):
+        return stop(t), lambda dy: tf.zeros_like(dy)
+
+    def stop_gradient(input, name=None):  # noqa: A002  (TensorFlow's argument name)
+        return _zeros(tf.convert_to_tensor(input))
+
+    _set(tf, ["stop_gradient", "compat.v1.stop_gradient"], stop_gradient)
+
+
+def _sum_to(tf, grad, like):
+    """Reduce a broadcast gradient back to the shape of ``like`` (as the real gradient does)."""
+    axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(grad))
+    return tf.reshape(tf.reduce_sum(grad, axis=axes, keepdims=True), tf.shape(like))
+
+
+@fault("where-gradient-unmasked", breaks=["partial-stop-gradient"],
+       description="the gradient of tf.where (SelectV2/Select) sends the whole upstream gradient to both "
+                   "branches instead of masking it by the condition")
+def _where_gradient_unmasked(tf):
+    def unmasked(original):
+        def grad_fn(op, grad):
+            _, x, y = op.inputs
+            return None, _sum_to(tf, grad, x), _sum_to(tf, grad, y)
+        return grad_fn
+
+    for op_type in ("SelectV2", "Select"):
+        reregister(tf, "where-gradient-unmasked", op_type, unmasked)
