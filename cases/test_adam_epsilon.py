@@ -400,9 +400,9 @@ def test_identical_hyperparameters_across_frameworks(subject, oracles, record, p
         if subject.framework == "tensorflow":
             ref = displacement(p.x0, o.run(NATIVE[o.framework], p.x0, p.grads, hp=p.hp, rescale=True), p.hp.lr)
             record.close(name="displacement[oracle with eps_t=eps/sqrt(1-b2^t)]", out=out, ref=ref, oracle=o.id,
-                         tol=XFW_TOL)
+                         tol=XFW_TOL, dtype=p.x0.dtype)
         else:
-            record.close(name="displacement", out=out, ref=ref, oracle=o.id, tol=XFW_TOL)
+            record.close(name="displacement", out=out, ref=ref, oracle=o.id, tol=XFW_TOL, dtype=p.x0.dtype)
 
 
 # ---------------------------------------------------------------- seed examples
