@@ -58,6 +58,15 @@ def test_missing_file_is_a_report_error(tmp_path):
         schema.load(tmp_path / "nope.json")
 
 
+def test_written_report_loads_back_and_is_world_readable(tmp_path):
+    report = {"schema_version": schema.SCHEMA_VERSION, "environment": {}, "results": [_row()]}
+    path = tmp_path / "r.json"
+    schema.write_json(report, path)
+    assert schema.load(path)["results"][0]["observed"] == {"k": "v"}
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary file left behind
+
+
 def test_markdown_shows_matrix_partial_marker_and_failures():
     report = {"schema_version": 1, "created": "x", "environment": {}, "partial": True,
               "results": [_row(), _row(outcome="failed", framework="jax", mode="jit", error="boom",

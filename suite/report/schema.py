@@ -44,6 +44,7 @@ def write_json(report: dict, path: Path) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(report, fh, indent=1, default=str)
         fh.write("\n")
+    os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is as readable as the files beside it
     os.replace(tmp, path)
 
 
