@@ -107,3 +107,17 @@ def test_diff_ignores_the_order_of_several_observed_values():
     assert not [c for c in diff.diff(old, new).changes if c.kind == "observation changed"]
     new["results"][0]["observed"] = {"k": ["x", "z"]}
     assert [c.kind for c in diff.diff(old, new).changes] == ["observation changed"]
+
+
+def test_diff_lists_keys_only_one_side_observed_unless_a_row_stopped_early():
+    from suite.report import diff, render
+
+    old = {"schema_version": 1, "environment": {}, "results": [_row(observed={"policy": "unavailable"})]}
+    new = {"schema_version": 1, "environment": {}, "results": [_row(observed={"f(IGNORE)": "zero-fill"})]}
+    got = {(c.detail, c.old, c.new) for c in diff.diff(old, new).changes if c.kind == "observation changed"}
+    assert got == {("policy", "unavailable", diff.NOT_OBSERVED), ("f(IGNORE)", diff.NOT_OBSERVED, "zero-fill")}
+    summary = "".join(render.consecutive_changes_md([old, new]))
+    assert "b newly observed (eager): `f(IGNORE)`=`zero-fill`" in summary
+    assert "b no longer observed (eager): `policy`=`unavailable`" in summary
+    new["results"][0]["outcome"] = "failed"  # a failed row stops recording midway: missing keys say nothing
+    assert [c.kind for c in diff.diff(old, new).changes] == ["newly failing"]

@@ -11,6 +11,7 @@ import dataclasses
 
 BAD = ("failed", "error", "crashed")
 QUIET = ("skipped", "unavailable")
+NOT_OBSERVED = "(not observed)"
 
 
 @dataclasses.dataclass
@@ -70,10 +71,16 @@ def diff(old: dict, new: dict, old_path="OLD", new_path="NEW") -> Changelog:
             changes.append(Change("newly skipped", a["behaviour"], subj, test, ao, bo, b.get("reason", "")))
         elif ao in QUIET and bo not in QUIET:
             changes.append(Change("newly running", a["behaviour"], subj, test, ao, bo))
+        # A key only one side recorded is a change too (an API that appeared, a value no longer
+        # observed), when both rows ran to the end: a failed row stops recording midway.
+        whole = ao not in BAD + QUIET and bo not in BAD + QUIET
         for key in sorted(set(a.get("observed", {})) | set(b.get("observed", {}))):
             av, bv = a.get("observed", {}).get(key), b.get("observed", {}).get(key)
             if av is not None and bv is not None and _canonical(av) != _canonical(bv):
                 changes.append(Change("observation changed", a["behaviour"], subj, test, av, bv, key))
+            elif whole and (av is None) != (bv is None):
+                changes.append(Change("observation changed", a["behaviour"], subj, test,
+                                      NOT_OBSERVED if av is None else av, NOT_OBSERVED if bv is None else bv, key))
     for test, b in n.items():
         if test not in o:
             kind = "newly failing" if b["outcome"] in BAD else "new"

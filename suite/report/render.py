@@ -186,10 +186,20 @@ def consecutive_changes_md(reports) -> list[str]:
         if not obs and not outs:
             lines.append(head + "no TensorFlow observation changed.")
             continue
-        per = {}
+        per, keys = {}, {}
         for c in obs:
+            if diff.NOT_OBSERVED in (c.old, c.new):  # keys one side did not record: listed by name only
+                how = "newly observed" if c.old == diff.NOT_OBSERVED else "no longer observed"
+                k = keys.setdefault((c.behaviour, how), ({}, set()))
+                k[0].setdefault(c.detail, c.new if c.old == diff.NOT_OBSERVED else c.old)
+                k[1].add(c.subject.split("-")[1])
+                continue
             per.setdefault((c.behaviour, c.detail, str(c.old), str(c.new)), []).append(c.subject.split("-")[1])
         parts = [f"{b} `{k}`: `{o}` -> `{n}` ({', '.join(sorted(set(m)))})" for (b, k, o, n), m in sorted(per.items())]
+        for (b, how), (vals, modes) in sorted(keys.items()):
+            shown = ", ".join(f"`{k}`=`{v}`" for k, v in sorted(vals.items())[:3])
+            more = f" and {len(vals) - 3} more" if len(vals) > 3 else ""
+            parts.append(f"{b} {how} ({', '.join(sorted(modes))}): {shown}{more}")
         if outs:
             parts.append(f"{len(outs)} row(s) changed outcome: " + ", ".join(
                 sorted({f"{c.behaviour} {c.old}->{c.new}" for c in outs})))
