@@ -58,6 +58,13 @@ def bench_subject(request):
     return _WRAPPED[spec]
 
 
+def pytest_benchmark_update_machine_info(config, machine_info):
+    """The saved JSON names what ran, not only the host: framework versions and devices, and
+    the input size. (The ceilings vary run to run; they are in each result's extra_info.)"""
+    machine_info["frameworks"] = frameworks.environment()
+    machine_info["bench_size"] = config.getoption("bench_size")
+
+
 @pytest.fixture(scope="session")
 def size(request):
     return bench.SIZES[request.config.getoption("bench_size")]

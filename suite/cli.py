@@ -315,11 +315,26 @@ def _load_bench(paths) -> list:
             data = json.loads(Path(p).read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
             raise CliError(f"{p}: cannot read benchmark results ({e})") from None
-        for b in data.get("benchmarks", []):
+        if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
+            raise CliError(f"{p}: not a pytest-benchmark JSON (no 'benchmarks' list)")
+        machine = f"{p}: " + describe_machine(data.get("machine_info") or {})
+        for b in data["benchmarks"]:
             info = b.get("extra_info", {})
             out.append({"path": info.get("path", b.get("group")), "subject": info.get("subject", b.get("name")),
-                        "gbps": info.get("gbps"), "ceiling_gbps": info.get("ceiling_gbps")})
+                        "gbps": info.get("gbps"), "ceiling_gbps": info.get("ceiling_gbps"), "machine": machine})
     return out
+
+
+def describe_machine(mi: dict) -> str:
+    """One line naming the host and what ran on it, from a benchmark JSON's machine_info."""
+    cpu = mi.get("cpu") or {}
+    parts = [f"{cpu.get('brand_raw') or mi.get('processor') or mi.get('machine') or 'unknown CPU'}, "
+             f"{cpu.get('count', '?')} cores, {mi.get('system', '')} {mi.get('release', '')}".strip()]
+    fws = mi.get("frameworks") or {}
+    parts += [f"{k} {v.get('version') or 'not installed'} ({','.join(v.get('devices') or [])})" for k, v in fws.items()]
+    if mi.get("bench_size"):
+        parts.append(f"size {mi['bench_size']}")
+    return "; ".join(parts)
 
 
 def cmd_diff(args) -> int:

@@ -84,3 +84,20 @@ def test_report_renders_a_partial_stream_marked_partial(tmp_path, capsys):
     page = (tmp_path / "out" / "latest.html").read_text()
     assert "PARTIAL REPORT" in page and "t1[tensorflow-xla-cpu]" in page
     assert "http://" not in page.split("<body>")[0] and "<script src" not in page
+
+
+def test_report_plots_benchmarks_with_the_machine_and_rejects_a_bad_benchmark_file(tmp_path, capsys):
+    rep = _write(tmp_path, "r.json", _report([_row("t1")]))
+    bench = _write(tmp_path, "b.json", {
+        "machine_info": {"cpu": {"brand_raw": "AMD EPYC", "count": 2}, "system": "Linux", "release": "6.1",
+                         "frameworks": {"jax": {"version": "0.10.2", "devices": ["cpu"]}}, "bench_size": "full"},
+        "benchmarks": [{"group": "ste-fwd-bwd", "name": "test_ste[jax-jit-cpu]",
+                        "extra_info": {"path": "ste-fwd-bwd", "subject": "jax-jit-cpu", "gbps": 17.9,
+                                       "ceiling_gbps": 33.0}}]})
+    assert cli.main(["report", rep, "--bench", bench, "--out", str(tmp_path / "out")]) == 0
+    page = (tmp_path / "out" / "r.html").read_text()
+    assert "<h3>ste-fwd-bwd</h3><svg" in page and "17.90 GB/s" in page and "ceiling 33.0 GB/s" in page
+    assert "AMD EPYC, 2 cores, Linux 6.1; jax 0.10.2 (cpu); size full" in page
+    wrong = _write(tmp_path, "w.json", {"results": []})
+    assert cli.main(["report", rep, "--bench", wrong]) == 2
+    assert f"{wrong}: not a pytest-benchmark JSON" in capsys.readouterr().err

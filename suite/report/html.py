@@ -172,6 +172,8 @@ def page(reports: list[dict], labels: list[str], bench: list[dict] | None = None
                            f"<tr><td>{_e(s['column'])}</td><td>{s['examples']}</td><td>{s['test_s']}</td>"
                            f"<td>{s['examples_per_s']}</td></tr>" for s in sp) + "</table></details>")
     if bench:
-        out.append("<h2>Benchmarks</h2>" + bench_svg(bench))
+        machines = sorted({b["machine"] for b in bench if b.get("machine")})
+        out.append("<h2>Benchmarks</h2>" + "".join(f"<p><small>{_e(m)}</small></p>" for m in machines)
+                   + bench_svg(bench))
     out.append("</body></html>")
     return "\n".join(out)
