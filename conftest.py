@@ -65,7 +65,11 @@ def pytest_report_header(config):
             lines.append(f"{name}: {info.get('error')}")
     from hypothesis import settings
 
-    lines.append(f"hypothesis profile={config.getoption('profile')} max_examples={settings().max_examples}")
+    from suite.report import plugin
+
+    ref = plugin.REFERENCE_SUBJECT_EXAMPLES.get(settings.get_current_profile_name())
+    lines.append(f"hypothesis profile={config.getoption('profile')} max_examples={settings().max_examples}"
+                 + (f" (JAX and PyTorch subjects: {ref})" if ref else ""))
     return lines
 
 

@@ -69,10 +69,21 @@ def test_report_declares_and_asserts_the_round_gradient_divergence(main_run):
     assert any(d["key"] == "round_grad" and d["matched"] for d in report["declared"])
 
 
+def test_ci_gives_tensorflow_rows_the_full_budget_and_reference_rows_fewer(main_run):
+    from suite.report import plugin
+
+    _, report, _ = main_run
+    rows = [r for r in report["results"] if "round_alone" in r["test"] and r["outcome"] == "passed"]
+    got = {r["framework"]: r["examples"] for r in rows}
+    assert got == {"tensorflow": 25, "jax": plugin.REFERENCE_SUBJECT_EXAMPLES["ci"],
+                   "torch": plugin.REFERENCE_SUBJECT_EXAMPLES["ci"]}
+
+
 def test_report_shows_examples_per_second(main_run):
     p, report, d = main_run
     assert "examples per second" in p.stdout
-    assert "| subject | examples | test s | examples/s |" in (d / "latest.md").read_text()
+    md = (d / "latest.md").read_text()
+    assert "| subject | examples | test s | examples/s |" in md and "Test time (all rows): " in md
 
 
 def test_broken_stop_gradient_fails_all_three_behaviours(tmp_path):

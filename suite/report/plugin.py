@@ -34,6 +34,11 @@ settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True
                           suppress_health_check=_SUPPRESS, database=None)
 settings.register_profile("thorough", max_examples=300, deadline=None, suppress_health_check=_SUPPRESS)
 PROFILES = ("dev", "ci", "thorough")
+#: Examples per test when the subject is a reference framework (JAX or PyTorch rows), per
+#: profile: TensorFlow is the system under test and keeps the profile's full budget; the
+#: oracles' own rows record what they do with fewer draws (their observations are the
+#: vocabulary of a few cases, and every TensorFlow example still runs them as oracles).
+REFERENCE_SUBJECT_EXAMPLES = {"ci": 10, "ci-seeded": 10}
 
 
 # ---------------------------------------------------------------- fixtures
@@ -135,6 +140,22 @@ class ReportWriter:
         planted = os.environ.get("AUTODIFF_SEMANTICS_CRASH")
         if planted and planted in item.nodeid:  # self-check: a case that kills the interpreter
             os.kill(os.getpid(), signal.SIGSEGV)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        """Reference-framework subjects run REFERENCE_SUBJECT_EXAMPLES examples (see there)."""
+        test = pyfuncitem.obj
+        budget = REFERENCE_SUBJECT_EXAMPLES.get(settings.get_current_profile_name())
+        spec = getattr(getattr(pyfuncitem, "callspec", None), "params", {}).get("subject")
+        own = getattr(test, "_hypothesis_internal_use_settings", None)
+        if budget is None or own is None or getattr(spec, "framework", "tensorflow") == "tensorflow":
+            yield
+            return
+        test._hypothesis_internal_use_settings = settings(own, max_examples=min(own.max_examples, budget))
+        try:
+            yield
+        finally:
+            test._hypothesis_internal_use_settings = own
 
     def _write(self, obj):
         self._fh.write(json.dumps(obj, default=str) + "\n")

@@ -146,7 +146,7 @@ def markdown(report) -> str:
     if sp:
         out += ["## Speed", "", "| subject | examples | test s | examples/s |", "|---|---|---|---|"]
         out += [f"| {s['column']} | {s['examples']} | {s['test_s']} | {s['examples_per_s']} |" for s in sp]
-        out += ["", "Slowest tests:", ""]
+        out += ["", f"Test time (all rows): {sum(s['test_s'] for s in sp):.1f} s.", "", "Slowest tests:", ""]
         out += [f"- {r['duration_s']:.2f}s `{r['test']}`" for r in slowest(report)]
         out.append("")
     return "\n".join(out)
