@@ -93,3 +93,11 @@ def on(*framework_names: str, modes=None):
             fn.tf_modes = tuple(modes)
         return fn
     return deco
+
+
+def full_examples(fn):
+    """Give JAX and PyTorch rows the profile's full example budget too (put it above
+    ``@given``; see ``REFERENCE_SUBJECT_EXAMPLES`` in the report plugin): for a property whose
+    reference-framework rows observe something only some draws reach."""
+    fn.full_examples = True
+    return fn

@@ -148,7 +148,8 @@ class ReportWriter:
         budget = REFERENCE_SUBJECT_EXAMPLES.get(settings.get_current_profile_name())
         spec = getattr(getattr(pyfuncitem, "callspec", None), "params", {}).get("subject")
         own = getattr(test, "_hypothesis_internal_use_settings", None)
-        if budget is None or own is None or getattr(spec, "framework", "tensorflow") == "tensorflow":
+        if (budget is None or own is None or getattr(test, "full_examples", False)
+                or getattr(spec, "framework", "tensorflow") == "tensorflow"):
             yield
             return
         test._hypothesis_internal_use_settings = settings(own, max_examples=min(own.max_examples, budget))
