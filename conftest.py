@@ -56,6 +56,15 @@ def pytest_configure(config):
         config.pluginmanager.register(config._adsem_writer, "adsem-report")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """JAX and PyTorch subject rows get the profile's reference budget (suite.report.plugin)."""
+    from suite.report import plugin
+
+    with plugin.example_budget(pyfuncitem):
+        yield
+
+
 def pytest_report_header(config):
     lines = []
     for name, info in frameworks.environment().items():

@@ -327,11 +327,13 @@ def _load_bench(paths) -> list:
 
 def describe_machine(mi: dict) -> str:
     """One line naming the host and what ran on it, from a benchmark JSON's machine_info."""
+    from suite.report import render
+
     cpu = mi.get("cpu") or {}
     parts = [f"{cpu.get('brand_raw') or mi.get('processor') or mi.get('machine') or 'unknown CPU'}, "
              f"{cpu.get('count', '?')} cores, {mi.get('system', '')} {mi.get('release', '')}".strip()]
     fws = mi.get("frameworks") or {}
-    parts += [f"{k} {v.get('version') or 'not installed'} ({','.join(v.get('devices') or [])})" for k, v in fws.items()]
+    parts += [render.framework_label(k, v) for k, v in fws.items()]
     if mi.get("bench_size"):
         parts.append(f"size {mi['bench_size']}")
     return "; ".join(parts)

@@ -159,9 +159,8 @@ def page(reports: list[dict], labels: list[str], bench: list[dict] | None = None
             out.append("<p class='partial'>PARTIAL REPORT: the run was interrupted; these rows are what it "
                        "measured before it stopped.</p>")
         out.append(f"<p><small>created {_e(rep.get('created'))}; Python {_e(env.get('python'))} on "
-                   f"{_e(env.get('platform'))}; " + "; ".join(
-                       f"{_e(k)} {_e(v.get('version') or 'not installed')} ({_e(','.join(v.get('devices') or []))})"
-                       for k, v in fws.items()) + f"; profile {_e(env.get('hypothesis', {}).get('profile'))}</small></p>")
+                   f"{_e(env.get('platform'))}; " + "; ".join(_e(render.framework_label(k, v)) for k, v in fws.items())
+                   + f"; profile {_e(env.get('hypothesis', {}).get('profile'))}</small></p>")
         cnt = collections.Counter(r["outcome"] for r in rep["results"])
         out.append("<p>" + ", ".join(f"{_e(k)}: {v}" for k, v in sorted(cnt.items())) + "</p>")
         out.append(matrix_html(rep))

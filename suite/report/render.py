@@ -78,8 +78,18 @@ def slowest(report, n=5) -> list[dict]:
     return rows[:n]
 
 
+def test_time(report) -> float:
+    """Seconds spent in tests: the sum of every row's duration (what the 5-minute budget counts)."""
+    return sum(r.get("duration_s") or 0 for r in report["results"])
+
+
+def framework_label(name: str, info: dict) -> str:
+    """``tensorflow 2.21.0 (cpu)``: a framework's measured version and devices, on one line."""
+    return f"{name} {info.get('version') or 'not installed'} ({','.join(info.get('devices') or [])})"
+
+
 def speed_lines(report) -> list[str]:
-    total = sum(r.get("duration_s") or 0 for r in report["results"])
+    total = test_time(report)
     lines = [f"test time {total:.1f}s; examples per second by mode: " +
              ", ".join(f"{s['column']} {s['examples_per_s']}" for s in speed(report))]
     for r in slowest(report, 3):
@@ -146,7 +156,7 @@ def markdown(report) -> str:
     if sp:
         out += ["## Speed", "", "| subject | examples | test s | examples/s |", "|---|---|---|---|"]
         out += [f"| {s['column']} | {s['examples']} | {s['test_s']} | {s['examples_per_s']} |" for s in sp]
-        out += ["", f"Test time (all rows): {sum(s['test_s'] for s in sp):.1f} s.", "", "Slowest tests:", ""]
+        out += ["", f"Test time (all rows): {test_time(report):.1f} s.", "", "Slowest tests:", ""]
         out += [f"- {r['duration_s']:.2f}s `{r['test']}`" for r in slowest(report)]
         out.append("")
     return "\n".join(out)
