@@ -50,6 +50,13 @@ def pytest_configure(config):
         settings.register_profile("ci-seeded", parent=settings.get_profile("ci"), derandomize=False)
         profile = "ci-seeded"
     settings.load_profile(profile)
+    if not hasattr(config, "workerinput"):
+        from suite.report.files import ReportDirError, check_report_dir
+
+        try:  # before any test starts: a run that cannot write its report must not run
+            check_report_dir(config.getoption("report_dir"))
+        except ReportDirError as e:
+            raise pytest.UsageError(str(e)) from None
     config.addinivalue_line("markers", "gpu: a row that needs a visible GPU")
     if not hasattr(config, "workerinput"):
         config._adsem_writer = plugin.ReportWriter(config)

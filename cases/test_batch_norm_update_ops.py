@@ -36,7 +36,6 @@ momentum) is created eagerly by the test, before any ``tf.function`` traces, and
 pattern needs several ``Session.run`` calls (one per step, then a read), more than the
 harness' one run per call: that test drives its own cached Session in ``graph`` mode.
 """
-import atexit
 import dataclasses
 
 import numpy as np
@@ -45,6 +44,7 @@ from hypothesis import given, strategies as st
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on, full_examples
 from suite.expectations import expect, expectations
+from suite.frameworks import resources
 from suite.frameworks.tf_runner import in_v1_graph
 
 KERAS_BN = "https://keras.io/api/layers/normalization_layers/batch_normalization/"
@@ -243,8 +243,7 @@ def tensorflow_update_ops(tf, xs, mean0, var0, momentum, *, variant, features):
     return tf.identity(mm), tf.identity(mv), tf.identity(beta)
 
 
-_SESSIONS = {}
-atexit.register(lambda: [entry[0].close() for entry in _SESSIONS.values()])
+_SESSIONS = resources.PerTest()  # one Session per test and variant, closed when the test ends
 
 
 def tensorflow_v1_session(subject, xs, mean0, var0, momentum, *, variant):
@@ -276,7 +275,7 @@ def tensorflow_v1_session(subject, xs, mean0, var0, momentum, *, variant):
             fetches = [train_op, extra_update_ops] if variant == "fetched" else train_op
             init = v1.global_variables_initializer()
         g.finalize()
-        _SESSIONS[key] = (v1.Session(graph=g), x, m0, s0, mom, fetches, init, (mm, mv, beta))
+        _SESSIONS[key] = (resources.track(v1.Session(graph=g)), x, m0, s0, mom, fetches, init, (mm, mv, beta))
     sess, x, m0, s0, mom, fetches, init, stats = _SESSIONS[key]
     sess.run(init, feed_dict={m0: mean0, s0: var0})
     for batch in xs:

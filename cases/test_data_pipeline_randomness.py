@@ -59,6 +59,7 @@ from hypothesis import given, settings, strategies as st
 from suite import compare as cmp
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
+from suite.frameworks import resources
 
 MAP_DOC = "https://www.tensorflow.org/api_docs/python/tf/data/Dataset#map"
 SHUFFLE_DOC = "https://www.tensorflow.org/api_docs/python/tf/data/Dataset#shuffle"
@@ -269,7 +270,7 @@ def _stack(elements, specs):
         (len(elements),) + tuple(spec.shape)) for c, spec in enumerate(specs))
 
 
-_V1_PIPELINES = {}
+_V1_PIPELINES = resources.PerTest()  # Sessions with live iterators: closed when the test ends
 
 
 def tensorflow_v1_collect(subject, arrays, *, pipelines, **static):
@@ -287,7 +288,7 @@ def tensorflow_v1_collect(subject, arrays, *, pipelines, **static):
         g.finalize()
         # Soft placement: under a GPU scope the dataset kernels (CPU only) go to the host, as in eager.
         config = tf.compat.v1.ConfigProto(allow_soft_placement=True)
-        _V1_PIPELINES[key] = (tf.compat.v1.Session(graph=g, config=config), phs, fetches)
+        _V1_PIPELINES[key] = (resources.track(tf.compat.v1.Session(graph=g, config=config)), phs, fetches)
     session, phs, fetches = _V1_PIPELINES[key]
     out = {}
     for name, (initializer, get_next, specs) in fetches.items():

@@ -30,7 +30,6 @@ Python reference); for the seed's TF-only spellings (its loop, copies across gra
 ``copy_variable_to_graph``) the default is the deep copy the seed wants, and TF 2.21's answer
 is declared. The seed gives no numbers: the seed example's values are ours.
 """
-import atexit
 import types
 
 import numpy as np
@@ -40,6 +39,7 @@ from hypothesis.extra import numpy as hnp
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
+from suite.frameworks import resources
 
 LOAD = "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Variable#load"
 TF_FUNCTION_VARIABLES = "https://www.tensorflow.org/guide/function#creating_tfvariables"
@@ -228,7 +228,7 @@ NETWORKS = {"tensorflow": tensorflow_networks, "torch": torch_networks, "jax": j
 
 
 # ---------------------------------------------------------------- v1: two graphs, two sessions
-_V1 = {}
+_V1 = resources.PerTest()  # graphs and Sessions for one test; closed when it ends
 
 
 def _v1_pair(tf, dtype, shape, device):
@@ -256,9 +256,7 @@ def _v1_pair(tf, dtype, shape, device):
             p.net2[d] = v1.Variable(p.b2, use_resource=dst_resource)
     p.g1.finalize()
     p.g2.finalize()
-    p.s1, p.s2 = v1.Session(graph=p.g1), v1.Session(graph=p.g2)
-    atexit.register(p.s1.close)
-    atexit.register(p.s2.close)
+    p.s1, p.s2 = resources.track(v1.Session(graph=p.g1)), resources.track(v1.Session(graph=p.g2))
     _V1[key] = p
     return p
 
@@ -318,8 +316,7 @@ def _v1_networks(tf, dtype, device):
         g.finalize()
         n.phs.append(phs)
         n.train_vars.append(train_vars)
-        n.sessions.append(v1.Session(graph=g))
-        atexit.register(n.sessions[-1].close)
+        n.sessions.append(resources.track(v1.Session(graph=g)))
     _V1[key] = n
     return n
 
@@ -453,7 +450,7 @@ def test_seed_two_graphs_two_sessions(subject, record, v):
             vars_1 = [v1.Variable(a, use_resource=use_resource, name="net")]
         with graph_2.as_default():
             vars_2 = [v1.Variable(b0, use_resource=use_resource, name="net")]
-        session_1, session_2 = v1.Session(graph=graph_1), v1.Session(graph=graph_2)
+        session_1, session_2 = resources.track(v1.Session(graph=graph_1)), resources.track(v1.Session(graph=graph_2))
         session_1.run(vars_1[0].initializer)
         session_2.run(vars_2[0].initializer)
         try:

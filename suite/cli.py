@@ -58,6 +58,14 @@ def cmd_list(args) -> int:
 
 
 def cmd_run(args, pytest_args) -> int:
+    from suite.report.files import ReportDirError, check_report_dir
+
+    try:  # before any test starts: a run that cannot write its report must not run
+        check_report_dir(args.report_dir)
+        if args.versioned_dir:
+            check_report_dir(args.versioned_dir)
+    except ReportDirError as e:
+        raise CliError(str(e)) from None
     cases = Path(args.cases or bh.default_cases_dir())
     found = bh.discover(cases)
     ids = _behaviour_ids(args.behaviour or [], list(found))
@@ -96,20 +104,24 @@ def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
     extra: list[str] = []
     while True:
         cmd = [sys.executable, "-m", "pytest", *argv, *extra]
-        child = subprocess.Popen(cmd)
-        # SIGTERM to us is passed on: the child ends its run as interrupted and writes
-        # its partial report; Ctrl-C reaches the whole process group by itself.
-        previous = signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signum))
+        # The child gets a process group of its own, so a signal reaches it once, from us:
+        # Ctrl-C (to the terminal's group) and ``kill -INT <pid>`` (to this process alone,
+        # as timeout, IDEs and job runners send it) both end the run the same way, and a
+        # second SIGINT from the group cannot break the child while it writes the report.
+        child = subprocess.Popen(cmd, **_own_process_group())
+        signalled = []
+
+        def forward(signum, frame):
+            signalled.append(signum)
+            child.send_signal(signum)
+
+        previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            while True:
-                try:
-                    rc = child.wait()
-                    break
-                except KeyboardInterrupt:
-                    continue
+            rc = child.wait()
         finally:
-            signal.signal(signal.SIGTERM, previous)
-        if rc == 2 and _interrupted(jsonl):
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        if signalled or (rc == 2 and _interrupted(jsonl)):
             print("autodiff-semantics: interrupted; the partial report is in "
                   f"{report_dir}/latest.json (render it with 'autodiff-semantics report')", file=sys.stderr)
             return 130
@@ -129,6 +141,8 @@ def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
             fh.write(json.dumps({"kind": "row", **_crashed_row(crashed, sig)}) + "\n")
         done = sorted(set(finished) | {crashed})
         extra = ["--report-append", *[f"--deselect={t}" for t in done]]
+    if rc == 4:  # pytest's usage error (its message is above): bad input, as for our own flags
+        return 2
     if rc == 5 and crashes:  # the resumed process had nothing left to run
         rc = 0
     if rc in (0, 1):
@@ -141,6 +155,14 @@ def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
     if rc == 5:
         print("autodiff-semantics: no case was collected (check --behaviour and the pytest arguments)", file=sys.stderr)
     return rc
+
+
+def _own_process_group() -> dict:
+    import os
+
+    if sys.version_info >= (3, 11):
+        return {"process_group": 0}
+    return {"preexec_fn": os.setpgrp}  # pragma: no cover - Python 3.10
 
 
 def _interrupted(jsonl: Path) -> bool:
@@ -367,6 +389,8 @@ def cmd_bench(args, pytest_args) -> int:
     import subprocess
 
     root = _repo_root()
+    if args.device == "gpu":
+        _require_a_gpu()
     size = "quick" if args.quick else "full"
     out = Path(args.output or f"reports/benchmarks/{args.device}-{size}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -393,6 +417,17 @@ def cmd_bench(args, pytest_args) -> int:
     return rc
 
 
+def _require_a_gpu() -> None:
+    """``bench --device gpu`` with no GPU would only skip every benchmark: say so instead."""
+    from suite import frameworks
+
+    env = frameworks.environment()
+    if not any("gpu" in (info.get("devices") or []) for info in env.values()):
+        seen = "; ".join(f"{name}: {','.join(info.get('devices') or []) or 'not installed'}"
+                         for name, info in env.items())
+        raise CliError(f"no GPU is visible to any framework ({seen})")
+
+
 def bench_table(data) -> list[str]:
     """Hot path x subject: GB/s, fraction of the ceiling, time ratio to the fastest subject."""
     rows = []
@@ -416,7 +451,43 @@ def _has_paths(pytest_args) -> bool:
     return any("::" in a or a.endswith(".py") for a in pytest_args)
 
 
+def _csv_of(known, what):
+    """An argparse type: a comma-separated subset of ``known`` (a bad value exits 2)."""
+    def parse(value: str) -> str:
+        items = [v.strip() for v in value.split(",") if v.strip()]
+        bad = [v for v in items if v not in known]
+        if bad or not items:
+            hint = ""
+            for b in bad:
+                close = difflib.get_close_matches(b, known, n=1)
+                hint += f" (did you mean {close[0]!r}?)" if close else ""
+            raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(map(repr, bad or [value]))}{hint}; "
+                                             f"choose from {','.join(known)}")
+        return ",".join(items)
+    return parse
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number")
+    return n
+
+
+def _threshold(value: str) -> str:
+    import re
+
+    if not re.fullmatch(r"\d+(\.\d+)?%?", value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a percentage like 20% (or a time like 0.001)")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from suite import frameworks as fw
+
     p = argparse.ArgumentParser(prog="autodiff-semantics",
                                 description="Cross-framework test suite for TensorFlow autodiff semantics.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -428,9 +499,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", choices=PROFILES, default="dev",
                    help="Hypothesis profile (default: dev; ci is derandomized)")
     r.add_argument("--report-dir", default="reports", metavar="DIR", help="report directory (default: reports)")
-    r.add_argument("--frameworks", metavar="LIST", help="comma-separated: tensorflow,jax,torch (default: all)")
-    r.add_argument("--modes", metavar="LIST", help="TensorFlow modes: eager,function,xla,graph (default: all)")
-    r.add_argument("--devices", metavar="LIST", help="cpu,gpu (default: both; gpu rows skip without a GPU)")
+    r.add_argument("--frameworks", metavar="LIST", type=_csv_of(("tensorflow", "jax", "torch"), "framework"), help="comma-separated: tensorflow,jax,torch (default: all)")
+    r.add_argument("--modes", metavar="LIST", type=_csv_of(fw.MODES["tensorflow"], "mode"), help="TensorFlow modes: eager,function,xla,graph (default: all)")
+    r.add_argument("--devices", metavar="LIST", type=_csv_of(fw.DEVICES, "device"), help="cpu,gpu (default: both; gpu rows skip without a GPU)")
     r.add_argument("--cases", metavar="DIR", help="cases directory (default: the checkout's cases/)")
     r.add_argument("--verbose", "-v", action="store_true", help="one line per test")
     r.add_argument("--versioned-dir", metavar="DIR",
@@ -456,7 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--output", metavar="FILE", help="JSON path (default: reports/benchmarks/<device>-<size>.json)")
     be.add_argument("--save", metavar="NAME", help="also save the run in reports/benchmarks/storage for --compare")
     be.add_argument("--compare", metavar="ID", help="compare against a saved run (pytest-benchmark's compare)")
-    be.add_argument("--threshold", default="20%", help="regression threshold on the median (default: 20%%)")
+    be.add_argument("--threshold", default="20%", type=_threshold, help="regression threshold on the median (default: 20%%)")
     up = sub.add_parser("upgrade", help="run two TensorFlow versions (tox) and print the changelog",
                         description="tox -e tfOLD,tfNEW, then diff reports/tf-OLD*.json reports/tf-NEW*.json.")
     up.add_argument("old", metavar="OLD", help="e.g. 2.15")
@@ -467,7 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Run the relevant cases under each fault of the catalogue (in subprocesses) "
                                     "and print the kill matrix. Exit 1 if any fault survives.")
     fl.add_argument("--fault", "-f", action="append", metavar="NAME", help="fault to run (repeatable; default: all)")
-    fl.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel subprocesses (default: CPU count)")
+    fl.add_argument("--jobs", "-j", type=_positive_int, metavar="N", help="parallel subprocesses (default: CPU count)")
     fl.add_argument("--profile", choices=PROFILES, default="ci", help="Hypothesis profile (default: ci)")
     fl.add_argument("--no-control", action="store_true", help="skip the control run without any fault")
     fl.add_argument("--list", action="store_true", help="list the catalogue and exit")

@@ -11,11 +11,11 @@ per shape), for APIs such as ``get_variable`` that need a static shape. ``in_v1_
 """
 from __future__ import annotations
 
-import atexit
 import functools
 
 import numpy as np
 
+from . import resources
 from .base import Runner, nest_flatten, nest_map, nest_pack
 
 _V1_GRAPH = [False]
@@ -35,13 +35,6 @@ class TFRunner(Runner):
         super().__init__(fw, spec)
         self.tf = fw.module
         self.device_name = "/GPU:0" if spec.device == "gpu" else "/CPU:0"
-        self._sessions = []
-        atexit.register(self.close)
-
-    def close(self):
-        for s in self._sessions:
-            s.close()
-        self._sessions.clear()
 
     def numpy(self, x):
         tf = self.tf
@@ -81,7 +74,7 @@ class TFRunner(Runner):
             call.tf_functions = fns
             return call
         if self.mode == "graph":
-            graphs = {}
+            graphs = resources.PerTest()  # one graph per test: its Session closes when the test ends
 
             def call(*arrays):
                 arrays = [np.asarray(a) for a in arrays]
@@ -117,8 +110,7 @@ class TFRunner(Runner):
             fetches = [t for t in nest_flatten(template) if t is not None and not _is_py(t)]
             init = tf.compat.v1.global_variables_initializer() if tf.compat.v1.global_variables() else None
         g.finalize()
-        sess = tf.compat.v1.Session(graph=g)
-        self._sessions.append(sess)
+        sess = resources.track(tf.compat.v1.Session(graph=g))
         return sess, phs, template, fetches, init
 
     def vjp_builder(self):

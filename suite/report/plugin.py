@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import gc
 import json
 import os
 import re
@@ -22,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from suite import frameworks
+from suite.frameworks import resources
 from suite.report import render, schema
 from suite.report.record import Record
 
@@ -63,6 +65,17 @@ def example_budget(item):
 
 
 # ---------------------------------------------------------------- fixtures
+@pytest.fixture(autouse=True)
+def _framework_resources():
+    """Close the v1 Sessions, tf.data iterators and thread pools a test made when it ends
+    (``suite.frameworks.resources``), so interpreter shutdown has nothing to wait for. An
+    iterator that only a reference cycle still holds is collected here too, not in
+    ``Py_FinalizeEx``."""
+    yield
+    if resources.release():
+        gc.collect()
+
+
 @pytest.fixture
 def subject(request):
     """The runner under test (parametrised by conftest: framework x mode x device)."""
@@ -208,7 +221,7 @@ class ReportWriter:
                "observed": {}, "expected": {}, "max_rel_err": {}, "examples": 0,
                "duration_s": round(duration, 4)}
         if rec is not None:
-            row.update(rec.row_fields())
+            row.update(rec.row_fields(failed=outcome in ("failed", "error")))
         call_time = call.duration if call is not None else 0.0
         row["examples_per_s"] = round(row["examples"] / call_time, 2) if row["examples"] and call_time > 0 else None
         if reason:

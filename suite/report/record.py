@@ -41,6 +41,10 @@ class Record:
         self.last_inputs: dict | None = None
         self.notes: list[str] = []
         self.racy: dict[str, list] = {}
+        #: what the current example observed: a failed row shows only this (Hypothesis runs
+        #: the falsifying example last), so a value an earlier, passing draw saw cannot sit
+        #: beside an error that contradicts it
+        self.current: dict[str, object] = {}
 
     @property
     def who(self) -> str:
@@ -50,12 +54,14 @@ class Record:
         """Mark the start of one example and keep its inputs for the reproducer."""
         self.examples += 1
         self.last_inputs = inputs
+        self.current = {}
 
     def observe(self, **observations) -> None:
         """Record observations (strings from the behaviour's vocabulary, or small numbers)."""
         for k, v in observations.items():
             seen = self.observed.setdefault(k, [])
             v = _jsonable(v)
+            self.current[k] = v
             if v not in seen:
                 seen.append(v)
 
@@ -109,10 +115,15 @@ class Record:
         if text not in self.notes:
             self.notes.append(text)
 
-    def row_fields(self) -> dict:
-        # Several values over the examples: sorted, so the order examples ran in is not a change.
-        observed = {k: (v[0] if len(v) == 1 else sorted(v, key=_order)) for k, v in self.observed.items()}
-        out = {"observed": observed, "expected": dict(self.expected), "max_rel_err": dict(self.max_rel_err),
+    def row_fields(self, *, failed: bool = False) -> dict:
+        """The row's measured fields. ``failed``: the observations of the failing example only."""
+        if failed and self.examples:
+            observed = dict(self.current)
+        else:
+            # Several values over the examples: sorted, so the order examples ran in is not a change.
+            observed = {k: (v[0] if len(v) == 1 else sorted(v, key=_order)) for k, v in self.observed.items()}
+        expected = {k: v for k, v in self.expected.items() if not failed or k in observed}
+        out = {"observed": observed, "expected": expected, "max_rel_err": dict(self.max_rel_err),
                "examples": self.examples}
         if self.declared:
             out["declared"] = dict(self.declared)
