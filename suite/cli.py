@@ -85,6 +85,9 @@ def cmd_run(args, pytest_args) -> int:
     if args.versioned_dir and (Path(args.report_dir) / "latest.json").exists():
         for p in save_versioned(Path(args.report_dir), Path(args.versioned_dir)):
             print(f"autodiff-semantics: wrote {p}", file=sys.stderr)
+    d = Path(args.report_dir)
+    if (d / "latest.json").exists():
+        print(f"autodiff-semantics: report {d / 'latest.html'} (also latest.md, latest.json)", flush=True)
     return rc
 
 
@@ -214,7 +217,10 @@ def _default_report(report_dir="reports") -> Path:
 
 
 def cmd_report(args) -> int:
-    from suite.report import html, render, schema
+    """One report: its page. Several: the version matrix page, with each release's own page
+    one link away (``<stem>-releases/``). Exactly two: the upgrade view (the changelog
+    first) above the matrix."""
+    from suite.report import diff, html, render, schema
 
     paths = _expand_reports(args.reports or [_default_report()])
     reports = [schema.load(p) for p in paths]  # ReportError -> exit 2 with the file and problem
@@ -222,9 +228,27 @@ def cmd_report(args) -> int:
     out_dir = Path(args.out) if args.out else paths[0].parent
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = args.name or (paths[0].stem if len(paths) == 1 else "matrix")
-    md = "\n\n".join(render.markdown(r) for r in reports)
+    labels = [str(p) for p in paths]
+    if len(reports) == 1:
+        md = render.markdown(reports[0])
+        page = html.page(reports, labels, bench)
+    else:
+        sub = out_dir / f"{stem}-releases"
+        sub.mkdir(exist_ok=True)
+        details, names = [], set()
+        for p, r in zip(paths, reports):
+            name = p.stem if p.stem not in names else f"{p.stem}-{len(names)}"
+            names.add(name)
+            (sub / f"{name}.md").write_text(render.markdown(r), encoding="utf-8")
+            (sub / f"{name}.html").write_text(html.page([r], [str(p)]), encoding="utf-8")
+            details.append(f"{sub.name}/{name}")
+        upgrade = None
+        if len(reports) == 2:
+            upgrade = diff.markdown(diff.diff(reports[0], reports[1], labels[0], labels[1]))
+        md = ((upgrade + "\n") if upgrade else "") + render.matrix_markdown(reports, [d + ".md" for d in details])
+        page = html.page(reports, labels, bench, details=[d + ".html" for d in details], upgrade=upgrade)
     (out_dir / f"{stem}.md").write_text(md, encoding="utf-8")
-    (out_dir / f"{stem}.html").write_text(html.page(reports, [str(p) for p in paths], bench), encoding="utf-8")
+    (out_dir / f"{stem}.html").write_text(page, encoding="utf-8")
     if args.readme:
         _update_readme(Path(args.readme), reports)
         print(f"updated the version matrix in {args.readme}")

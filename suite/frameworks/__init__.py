@@ -77,7 +77,9 @@ def _configure(name: str, mod) -> tuple[str, tuple[str, ...]]:
         devices = ("cpu", "gpu") if mod.cuda.is_available() else ("cpu",)
         return mod.__version__, devices
     if name == "tensorflow":
-        mod.get_logger().setLevel("ERROR")
+        from suite.report import deprecations
+
+        deprecations.install(mod)  # deprecations recorded per behaviour; the console shows errors only
         gpus = mod.config.list_physical_devices("GPU")
         for g in gpus:
             try:

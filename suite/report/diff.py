@@ -2,8 +2,11 @@
 
 Rows are matched by test id (behaviour, test, framework, mode, device). Each pair is
 classified: observation changed (old -> new per key), newly failing, newly passing,
-newly skipped or unavailable, disappeared, new. Regressions are rows that passed (or
-were new) and now fail, error or crash, and passing rows that disappeared.
+newly skipped or unavailable, disappeared, new; and per behaviour, deprecation warnings
+that are new or gone. Regressions are rows that passed (or were new) and now fail, error
+or crash, passing rows that disappeared, and TensorFlow rows that became skipped.
+The Markdown puts what an upgrade check reads first: changed observations, newly
+failing, newly skipped, new deprecations.
 """
 from __future__ import annotations
 
@@ -33,7 +36,10 @@ class Changelog:
 
     @property
     def regressions(self) -> list:
-        return [c for c in self.changes if c.kind in ("newly failing", "disappeared")]
+        """Rows that fail now, passing rows that are gone, and TensorFlow rows that no longer
+        run (a subject that went missing is not a green upgrade)."""
+        return [c for c in self.changes if c.kind in ("newly failing", "disappeared")
+                or (c.kind == "newly skipped" and c.subject.startswith("tensorflow-"))]
 
     def by_kind(self, kind) -> list:
         return [c for c in self.changes if c.kind == kind]
@@ -85,6 +91,13 @@ def diff(old: dict, new: dict, old_path="OLD", new_path="NEW") -> Changelog:
         if test not in o:
             kind = "newly failing" if b["outcome"] in BAD else "new"
             changes.append(Change(kind, b["behaviour"], _subject(b), test, None, b["outcome"], b.get("error", "")))
+    old_dep, new_dep = old.get("deprecations") or {}, new.get("deprecations") or {}
+    for beh in sorted(set(old_dep) | set(new_dep)):
+        was, now = set(old_dep.get(beh, ())), set(new_dep.get(beh, ()))
+        for msg in sorted(now - was):
+            changes.append(Change("new deprecation", beh, "tensorflow", "", None, msg, msg))
+        for msg in sorted(was - now):
+            changes.append(Change("deprecation gone", beh, "tensorflow", "", msg, None, msg))
     return Changelog(_label(old, old_path), _label(new, new_path), changes)
 
 
@@ -118,9 +131,15 @@ def markdown(log: Changelog) -> str:
         out += ["Behaviours whose observations changed:", ""]
         out += [f"- **{b}**: " + "; ".join(sorted(v)) for b, v in sorted(per_b.items())]
         out.append("")
-    for kind in ("newly failing", "disappeared", "newly passing", "newly skipped", "newly running", "new", "removed"):
+    for kind in ("newly failing", "newly skipped", "new deprecation", "disappeared", "newly passing",
+                 "newly running", "new", "removed", "deprecation gone"):
         cs = log.by_kind(kind)
         if not cs:
+            continue
+        if kind in ("new deprecation", "deprecation gone"):
+            out += [f"### {kind.capitalize()}s ({len(cs)})", ""]
+            out += [f"- **{c.behaviour}**: `{c.detail}`" for c in cs]
+            out.append("")
             continue
         out += [f"### {kind.capitalize()} ({len(cs)})", "", "| behaviour | subject | test | old | new | detail |",
                 "|---|---|---|---|---|---|"]

@@ -1,10 +1,13 @@
 """Self-contained HTML rendering of one or several reports (inline CSS and SVG, no network).
 
-One report: the behaviour x (framework, mode, device) matrix, colour-coded; each cell
-opens (``<details>``) to its rows' observation, expectation, declared reason and link,
-error and reproducer. Several reports: a version matrix (behaviour x TensorFlow
-version) above each report's own matrix. Benchmark results, when given, are plotted
-as inline SVG bars.
+One report: the failures first (test, error, reproducer), then the behaviour x
+(framework, mode, device) matrix, colour-coded, with the columns in which every row was
+skipped (an absent GPU) folded into one note; each cell links to its rows' detail
+(observation, expectation, declared reason and link, error, reproducer) below the matrix,
+so the matrix itself stays narrow. Several reports: the version matrix (cells whose
+observations changed are marked), what changed per behaviour with old and new values,
+the changelog between consecutive releases, and a link to each release's own page.
+Benchmark results, when given, are plotted as inline SVG bars.
 """
 from __future__ import annotations
 
@@ -15,17 +18,21 @@ import json
 from suite.report import render
 
 CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
-h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}
-table{border-collapse:collapse;margin:.5em 0}
-th,td{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left}
-th{background:#f3f3f3;font-weight:600}
-td.cell{min-width:6em}
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;max-width:1360px}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}h3{font-size:1.05em}
+table{border-collapse:collapse;margin:.5em 0;max-width:100%}
+th,td{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left;overflow-wrap:anywhere}
+th{background:#f3f3f3;font-weight:600;overflow-wrap:normal}
+td.cell{white-space:nowrap}td.cell a{color:inherit;text-decoration:none;display:block}
 .passed{background:#d8f0d8}.failed,.error{background:#f6c9c9}.crashed{background:#e08080}
 .skipped{background:#eee;color:#777}.unavailable{background:#fbe9c6}.mixed{background:#fff3c4}
+.changed{background:#ffe08a;font-weight:600}.same{color:#999;text-align:center}
+.moved{outline:3px solid #c90;outline-offset:-3px}
 .partial{background:#ffe08a;padding:.6em;border:1px solid #c90;font-weight:600}
+.note{color:#555}
 details summary{cursor:pointer}
-pre{background:#f7f7f7;padding:.4em;white-space:pre-wrap;max-width:70em;margin:.2em 0}
+pre{background:#f7f7f7;padding:.4em;white-space:pre-wrap;overflow-wrap:anywhere;margin:.2em 0}
+code{overflow-wrap:anywhere}
 .row{border-top:1px dashed #bbb;padding:.3em 0}
 .legend span{display:inline-block;padding:2px 8px;margin-right:4px;border:1px solid #ccc}
 small{color:#666}
@@ -45,11 +52,16 @@ def _worst(counter) -> str:
     return "skipped"
 
 
+def _anchor(*parts) -> str:
+    return "r-" + "-".join("".join(ch if ch.isalnum() else "_" for ch in str(p)) for p in parts)
+
+
 def _row_html(r) -> str:
     parts = [f"<div class='row'><b>{_e(r['test'].split('::', 1)[-1])}</b> <span class='{_e(r['outcome'])}'>"
              f"{_e(r['outcome'])}</span> <small>{r.get('examples', 0)} examples, {r.get('duration_s', 0)} s</small>"]
     if r.get("observed"):
-        parts.append(f"<div>observed: <code>{_e(json.dumps(r['observed']))}</code></div>")
+        parts.append("<div>observed: " + ", ".join(f"<code>{_e(k)} = {_e(render.value_text(v, 300))}</code>"
+                                                   for k, v in r["observed"].items()) + "</div>")
     if r.get("expected"):
         parts.append(f"<div>expected: <code>{_e(json.dumps(r['expected']))}</code></div>")
     for key, d in (r.get("declared") or {}).items():
@@ -67,53 +79,178 @@ def _row_html(r) -> str:
     return "".join(parts)
 
 
+def _col_head(col) -> str:
+    fw, mode, dev = col.split("-")
+    return f"{_e(fw)}<br>{_e(mode)}<br><small>{_e(dev)}</small>"
+
+
+def failures_html(report) -> str:
+    bad = render.failures(report)
+    if not bad:
+        return ""
+    return (f"<h2>Failures ({len(bad)})</h2><ol class='failures'>"
+            + "".join(f"<li id='{_anchor('fail', i)}'>{_row_html(r)}</li>" for i, r in enumerate(bad)) + "</ol>")
+
+
 def matrix_html(report) -> str:
-    cols, bs = render.columns(report), render.behaviours(report)
+    """The matrix (each cell links to its rows below it) and the rows' details."""
+    cols, notes = render.absent_columns(report)
+    bs = render.behaviours(report)
     rows_by = collections.defaultdict(list)
     for r in report["results"]:
-        rows_by[(r["behaviour"], f"{r['framework']}-{r['mode']}-{r['device']}")].append(r)
-    out = ["<table class='matrix'><tr><th>behaviour</th>" + "".join(f"<th>{_e(c)}</th>" for c in cols) + "</tr>"]
+        rows_by[(r["behaviour"], render.subject_of(r))].append(r)
+    out = ["<table class='matrix'><tr><th>behaviour</th>" + "".join(f"<th>{_col_head(c)}</th>" for c in cols) + "</tr>"]
     for b in bs:
-        out.append(f"<tr><th>{_e(b)}</th>")
+        out.append(f"<tr><th><a href='#{_anchor(b)}'>{_e(b)}</a></th>")
         for c in cols:
             rows = rows_by.get((b, c), [])
             if not rows:
                 out.append("<td></td>")
                 continue
             cnt = collections.Counter(r["outcome"] for r in rows)
-            worst = _worst(cnt)
-            text = render.cell_text(cnt)
-            out.append(f"<td class='cell {worst}'><details><summary>{_e(text)}</summary>"
-                       + "".join(_row_html(r) for r in rows) + "</details></td>")
+            out.append(f"<td class='cell {_worst(cnt)}'><a href='#{_anchor(b, c)}'>{_e(render.cell_text(cnt))}</a></td>")
         out.append("</tr>")
     out.append("</table>")
+    out += [f"<p class='note'>{_e(n)}</p>" for n in notes]
+    out.append("<h2>Rows</h2>")
+    for b in bs:
+        out.append(f"<h3 id='{_anchor(b)}'>{_e(b)}</h3>")
+        for c in cols:
+            rows = rows_by.get((b, c), [])
+            if rows:
+                cnt = collections.Counter(r["outcome"] for r in rows)
+                out.append(f"<details id='{_anchor(b, c)}'><summary>{_e(c)}: {_e(render.cell_text(cnt))}</summary>"
+                           + "".join(_row_html(r) for r in rows) + "</details>")
     return "".join(out)
 
 
-def version_matrix_html(reports) -> str:
-    """Behaviour x TensorFlow version: the worst TensorFlow outcome per behaviour."""
-    versions = []
-    cells = {}
-    for rep in reports:
-        v = rep.get("environment", {}).get("frameworks", {}).get("tensorflow", {}).get("version") or "?"
-        versions.append(v)
-        for r in rep["results"]:
-            if r["framework"] != "tensorflow":
-                continue
-            cells.setdefault((r["behaviour"], v), collections.Counter())[r["outcome"]] += 1
-    bs = list(dict.fromkeys(b for rep in reports for b in render.behaviours(rep)))
-    out = ["<table class='versions'><tr><th>behaviour</th>" + "".join(f"<th>TF {_e(v)}</th>" for v in versions) + "</tr>"]
+def version_matrix_html(reports, details=None) -> str:
+    """Behaviour x TensorFlow version: the worst TensorFlow outcome per behaviour; a cell
+    whose observations changed since the release to its left is outlined and says how many."""
+    versions, bs, cells = render.version_outcomes(reports)
+    moved = collections.defaultdict(set)
+    for e in render.observation_changes(reports):
+        for i, changed in enumerate(render.changed_since_previous(e["values"])):
+            if changed:
+                moved[(e["behaviour"], versions[i])].add(e["key"])
+    heads = [f"<a href='{_e(d)}'>TF {_e(v)}</a>" if d else f"TF {_e(v)}"
+             for v, d in zip(versions, details or [None] * len(versions))]
+    out = ["<table class='versions'><tr><th>behaviour</th>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr>"]
     for b in bs:
         out.append(f"<tr><th>{_e(b)}</th>")
         for v in versions:
             cnt = cells.get((b, v))
             if not cnt:
                 out.append("<td></td>")
-            else:
-                out.append(f"<td class='{_worst(cnt)}'>{_e(render.cell_text(cnt))}</td>")
+                continue
+            keys = moved.get((b, v))
+            mark = (f" moved' title='changed since the release before: {_e(', '.join(sorted(keys)))}"
+                    if keys else "")
+            extra = f" <b>Δ{len(keys)}</b>" if keys else ""
+            link = f"<a href='#{_anchor('changes', b)}'>" if keys else ""
+            out.append(f"<td class='{_worst(cnt)}{mark}'>{link}{_e(render.cell_text(cnt))}{extra}{'</a>' if link else ''}</td>")
         out.append("</tr>")
     out.append("</table>")
     return "".join(out)
+
+
+def observation_changes_html(reports) -> str:
+    versions = [render.tf_version(r) for r in reports]
+    by_b = collections.defaultdict(list)
+    for e in render.observation_changes(reports):
+        by_b[e["behaviour"]].append(e)
+    if not by_b:
+        return "<p>No TensorFlow observation differs between these releases.</p>"
+    out = []
+    for b, entries in by_b.items():
+        out.append(f"<h3 id='{_anchor('changes', b)}'>{_e(b)}</h3><table class='changes'><tr><th>test: key</th>"
+                   "<th>modes</th>" + "".join(f"<th>{_e(v)}</th>" for v in versions) + "</tr>")
+        for e in entries:
+            out.append(f"<tr><td>{_e(e['test'])}: <code>{_e(e['key'])}</code></td><td>{_e(', '.join(e['modes']))}</td>")
+            for i, changed in enumerate(render.changed_since_previous(e["values"])):
+                v = e["values"][i] if e["values"][i] is not None else "(not observed)"
+                if i == 0:
+                    out.append(f"<td><code>{_e(render.value_text(v, 80))}</code></td>")
+                elif changed:
+                    old = e["values"][i - 1] if e["values"][i - 1] is not None else "(not observed)"
+                    out.append(f"<td class='changed' title='{_e(old)} -> {_e(v)}'><code>{_e(render.value_text(old, 60))}"
+                               f"</code> → <code>{_e(render.value_text(v, 60))}</code></td>")
+                else:
+                    out.append("<td class='same' title='same as the release before'>·</td>")
+            out.append("</tr>")
+        out.append("</table>")
+    return "".join(out)
+
+
+def changelog_html(reports) -> str:
+    import re
+
+    items = []
+    for line in render.consecutive_changes_md(reports):
+        text = _e(line.removeprefix("- "))
+        text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+        items.append("<li>" + re.sub(r"`(.+?)`", r"<code>\1</code>", text) + "</li>")
+    return "<ul class='changelog'>" + "".join(items) + "</ul>"
+
+
+def _header(rep, label) -> str:
+    env = rep.get("environment", {})
+    fws = env.get("frameworks", {})
+    out = [f"<h2>{_e(label)}</h2>"]
+    if rep.get("partial"):
+        out.append("<p class='partial'>PARTIAL REPORT: the run was interrupted; these rows are what it "
+                   "measured before it stopped.</p>")
+    out.append(f"<p><small>created {_e(rep.get('created'))}; Python {_e(env.get('python'))} on "
+               f"{_e(env.get('platform'))}; " + "; ".join(_e(render.framework_label(k, v)) for k, v in fws.items())
+               + f"; profile {_e(env.get('hypothesis', {}).get('profile'))}</small></p>")
+    out += [f"<p>{_e(n)}</p>" for n in render.header_notes(rep)]
+    cnt = collections.Counter(r["outcome"] for r in rep["results"])
+    out.append("<p>" + ", ".join(f"{_e(k)}: {v}" for k, v in sorted(cnt.items())) + "</p>")
+    return "".join(out)
+
+
+def _speed(rep) -> str:
+    sp = render.speed(rep)
+    if not sp:
+        return ""
+    return ("<details><summary>speed (examples per second per subject)</summary><table><tr><th>subject</th>"
+            "<th>examples</th><th>test s</th><th>examples/s</th></tr>" + "".join(
+                f"<tr><td>{_e(s['column'])}</td><td>{s['examples']}</td><td>{s['test_s']}</td>"
+                f"<td>{s['examples_per_s']}</td></tr>" for s in sp) + "</table></details>")
+
+
+def _start(title) -> list[str]:
+    return ["<!doctype html><html><head><meta charset='utf-8'><title>autodiff-semantics " + _e(title) + "</title>",
+            f"<style>{CSS}</style></head><body><h1>autodiff-semantics {_e(title)}</h1>",
+            "<p class='legend'>" + "".join(f"<span class='{o}'>{o}</span>" for o in
+                                          ("passed", "failed", "error", "crashed", "unavailable", "skipped")) + "</p>"]
+
+
+def page(reports: list[dict], labels: list[str], bench: list[dict] | None = None, details=None,
+         upgrade: str | None = None) -> str:
+    """One report's page, or (several reports) the version matrix page. ``details``: a link
+    per report to its own page; ``upgrade``: the changelog Markdown of a two-release check."""
+    if len(reports) == 1:
+        rep = reports[0]
+        out = _start("report") + [_header(rep, labels[0]), failures_html(rep), "<h2>Matrix</h2>", matrix_html(rep),
+                                  _speed(rep)]
+    else:
+        out = _start("version matrix")
+        if upgrade is not None:
+            out.append("<h2>Upgrade check</h2><pre>" + _e(upgrade) + "</pre>")
+        out.append("<h2>Outcomes (TensorFlow rows)</h2>" + version_matrix_html(reports, details))
+        out.append("<h2>Observations that differ between releases</h2>" + observation_changes_html(reports))
+        out.append("<h2>Changelog between consecutive releases</h2>" + changelog_html(reports))
+        for rep, label in zip(reports, labels):
+            bad = render.failures(rep)
+            if bad:
+                out.append(_header(rep, label) + failures_html(rep))
+    if bench:
+        machines = sorted({b["machine"] for b in bench if b.get("machine")})
+        out.append("<h2>Benchmarks</h2>" + "".join(f"<p><small>{_e(m)}</small></p>" for m in machines)
+                   + bench_svg(bench))
+    out.append("</body></html>")
+    return "\n".join(out)
 
 
 def bench_svg(bench: list[dict], width=640) -> str:
@@ -142,37 +279,3 @@ def bench_svg(bench: list[dict], width=640) -> str:
         out.append(f"<h3>{_e(path)}</h3><svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{h}'>"
                    + "".join(bars) + "</svg>")
     return "".join(out)
-
-
-def page(reports: list[dict], labels: list[str], bench: list[dict] | None = None) -> str:
-    out = ["<!doctype html><html><head><meta charset='utf-8'><title>autodiff-semantics report</title>",
-           f"<style>{CSS}</style></head><body><h1>autodiff-semantics report</h1>",
-           "<p class='legend'>" + "".join(f"<span class='{o}'>{o}</span>" for o in
-                                         ("passed", "failed", "error", "crashed", "unavailable", "skipped")) + "</p>"]
-    if len(reports) > 1:
-        out.append("<h2>Version matrix (TensorFlow rows)</h2>" + version_matrix_html(reports))
-    for rep, label in zip(reports, labels):
-        env = rep.get("environment", {})
-        fws = env.get("frameworks", {})
-        out.append(f"<h2>{_e(label)}</h2>")
-        if rep.get("partial"):
-            out.append("<p class='partial'>PARTIAL REPORT: the run was interrupted; these rows are what it "
-                       "measured before it stopped.</p>")
-        out.append(f"<p><small>created {_e(rep.get('created'))}; Python {_e(env.get('python'))} on "
-                   f"{_e(env.get('platform'))}; " + "; ".join(_e(render.framework_label(k, v)) for k, v in fws.items())
-                   + f"; profile {_e(env.get('hypothesis', {}).get('profile'))}</small></p>")
-        cnt = collections.Counter(r["outcome"] for r in rep["results"])
-        out.append("<p>" + ", ".join(f"{_e(k)}: {v}" for k, v in sorted(cnt.items())) + "</p>")
-        out.append(matrix_html(rep))
-        sp = render.speed(rep)
-        if sp:
-            out.append("<details><summary>speed (examples per second per subject)</summary><table><tr><th>subject</th>"
-                       "<th>examples</th><th>test s</th><th>examples/s</th></tr>" + "".join(
-                           f"<tr><td>{_e(s['column'])}</td><td>{s['examples']}</td><td>{s['test_s']}</td>"
-                           f"<td>{s['examples_per_s']}</td></tr>" for s in sp) + "</table></details>")
-    if bench:
-        machines = sorted({b["machine"] for b in bench if b.get("machine")})
-        out.append("<h2>Benchmarks</h2>" + "".join(f"<p><small>{_e(m)}</small></p>" for m in machines)
-                   + bench_svg(bench))
-    out.append("</body></html>")
-    return "\n".join(out)

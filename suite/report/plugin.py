@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, settings
 
 from suite import frameworks
 from suite.frameworks import resources
-from suite.report import render, schema
+from suite.report import deprecations, render, schema
 from suite.report.record import Record
 
 # function_scoped_fixture: ``record`` is meant to be shared by all examples of a test
@@ -130,6 +130,14 @@ def _falsifying(rep) -> str:
     return out
 
 
+def _behaviour_of(nodeid: str) -> str | None:
+    """``cases/test_gather_out_of_range.py::...`` -> ``gather-out-of-range`` (None outside cases)."""
+    name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    if not name.startswith("test_") or not name.endswith(".py") or "::" not in nodeid:
+        return None
+    return name[len("test_"):-len(".py")].replace("_", "-")
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
@@ -141,6 +149,7 @@ class ReportWriter:
         self.rows: list[dict] = []
         self.started = time.time()
         self.header: dict | None = None
+        self.deprecations: dict[str, set] = {}
         self._fh = None
 
     # session
@@ -166,8 +175,24 @@ class ReportWriter:
             pass
 
     def pytest_runtest_logstart(self, nodeid, location):
+        deprecations.start_test(nodeid)
         if self._fh is not None:
             self._write({"kind": "start", "test": nodeid})
+
+    def pytest_warning_recorded(self, warning_message, when, nodeid, location):
+        if (nodeid and issubclass(warning_message.category, deprecations.CATEGORIES)
+                and deprecations.from_framework(warning_message.filename)):
+            self._deprecation(nodeid, deprecations.normalise(warning_message.message))
+
+    def _deprecation(self, nodeid, message):
+        b = _behaviour_of(nodeid)
+        if b and self._fh is not None and message not in self.deprecations.setdefault(b, set()):
+            self.deprecations[b].add(message)
+            self._write({"kind": "deprecation", "behaviour": b, "message": message})
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        for test, message in deprecations.take():
+            self._deprecation(test, message)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item):
@@ -253,7 +278,7 @@ class ReportWriter:
         # Built from the stream, so rows of earlier (crashed) processes of the same run
         # and the supervisor's ``crashed`` rows are included.
         streamed = schema.load(self.dir / "latest.jsonl")
-        report = schema.assemble(self.header, streamed["results"], footer)
+        report = schema.assemble(self.header, streamed["results"], footer, streamed.get("deprecations"))
         schema.write_json(report, self.dir / "latest.json")
         (self.dir / "latest.md").write_text(render.markdown(report), encoding="utf-8")
         from suite.report import html

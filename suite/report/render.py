@@ -101,7 +101,89 @@ def _md_escape(s) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
 
+def value_text(v, limit=None) -> str:
+    """An observed value as a person reads it: strings bare, several values joined by `` | ``."""
+    import json
+
+    if isinstance(v, list) and v and all(not isinstance(x, (list, dict)) for x in v):
+        text = " | ".join(str(x) for x in v)
+    elif isinstance(v, (list, dict)):
+        text = json.dumps(v, sort_keys=True, default=str)
+    else:
+        text = str(v)
+    if limit and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
+
+
+def subject_of(r) -> str:
+    return f"{r['framework']}-{r['mode']}-{r['device']}"
+
+
+def short_test(test: str) -> str:
+    """``cases/test_b.py::test_x[tensorflow-eager-cpu]`` -> ``test_x``."""
+    return test.split("::", 1)[-1].split("[")[0]
+
+
+def failures(report) -> list[dict]:
+    return [r for r in report["results"] if r["outcome"] in ("failed", "error", "crashed")]
+
+
+def absent_columns(report) -> tuple[list[str], list[str]]:
+    """(columns shown, notes for the columns folded away): a column whose every row was
+    skipped (an absent device, a framework that is not installed) becomes one note with
+    its reason and row count instead of a column of ``skip``."""
+    cols, kept, folded = columns(report), [], collections.defaultdict(lambda: [[], 0])
+    by_col = collections.defaultdict(list)
+    for r in report["results"]:
+        by_col[subject_of(r)].append(r)
+    for col in cols:
+        rows = by_col[col]
+        if rows and all(r["outcome"] == "skipped" for r in rows):
+            reason = collections.Counter(r.get("reason") or "skipped" for r in rows).most_common(1)[0][0]
+            reason = "no GPU visible" if "no GPU visible" in reason else reason
+            folded[reason][0].append(col)
+            folded[reason][1] += len(rows)
+        else:
+            kept.append(col)
+    notes = [f"{reason}: {n} rows skipped ({', '.join(cs)})" for reason, (cs, n) in folded.items()]
+    return kept, notes
+
+
+def observation_lists(report) -> dict:
+    """behaviour -> test -> {"values": [(key, value, [subjects], declared)], "errors": {oracle: max}}
+
+    Passed rows only (a failed row's observation is in its failure); subjects that saw the
+    same value of the same key are listed together."""
+    out: dict = {}
+    for r in report["results"]:
+        if r["outcome"] != "passed":
+            continue
+        t = out.setdefault(r["behaviour"], {}).setdefault(short_test(r["test"]), {"values": {}, "errors": {}})
+        for key, v in (r.get("observed") or {}).items():
+            entry = t["values"].setdefault((key, value_text(v)), [[], None])
+            entry[0].append(subject_of(r))
+            if (r.get("declared") or {}).get(key):
+                entry[1] = r["declared"][key]
+        for oracle, err in (r.get("max_rel_err") or {}).items():
+            t["errors"][oracle] = max(t["errors"].get(oracle, 0.0), err)
+    for tests in out.values():
+        for t in tests.values():
+            t["values"] = [(k, v, subj, d) for (k, v), (subj, d) in sorted(t["values"].items())]
+    return out
+
+
+def subjects_text(subjects) -> str:
+    """``tensorflow eager, xla; jax jit`` (devices named only when not all are cpu)."""
+    per = {}
+    for s in subjects:
+        fw, mode, dev = s.split("-")
+        per.setdefault(fw, []).append(mode if dev == "cpu" else f"{mode} ({dev})")
+    return "; ".join(f"{fw} {', '.join(dict.fromkeys(ms))}" for fw, ms in per.items())
+
+
 def markdown(report) -> str:
+    """One report: failures first, then the matrix, then per-behaviour observations."""
     env = report.get("environment", {})
     fws = env.get("frameworks", {})
     out = ["# autodiff-semantics report", ""]
@@ -109,49 +191,68 @@ def markdown(report) -> str:
         out += ["**PARTIAL REPORT**: the run was interrupted; rows below are what it measured before it stopped.", ""]
     out.append(f"Created {report.get('created')}; Python {env.get('python')} on {env.get('platform')}; "
                f"Hypothesis profile {env.get('hypothesis', {}).get('profile')}; suite {env.get('suite_revision')}.")
-    out.append("")
-    out.append("| framework | version | devices |")
-    out.append("|---|---|---|")
-    for name, f in fws.items():
-        out.append(f"| {name} | {f.get('version') or 'not installed'} | {', '.join(f.get('devices') or []) or _md_escape(f.get('error', ''))} |")
+    out.append("Frameworks: " + "; ".join(framework_label(k, v) for k, v in fws.items()) + ".")
+    for line in header_notes(report):
+        out.append(line)
     out.append("")
     counts = collections.Counter(r["outcome"] for r in report["results"])
-    out.append("Outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    out.append("")
-    cols, c = columns(report), cells(report)
-    out.append("| behaviour | " + " | ".join(cols) + " |")
-    out.append("|---|" + "---|" * len(cols))
-    for b in behaviours(report):
-        out.append(f"| {b} | " + " | ".join(cell_text(c.get((b, col))) for col in cols) + " |")
-    out.append("")
-    obs = [r for r in report["results"] if r.get("observed")]
-    if obs:
-        out += ["## Observations", "", "| test | subject | outcome | observed | expected | max rel err |", "|---|---|---|---|---|---|"]
-        for r in obs:
-            name = r["test"].split("::", 1)[-1].split("[")[0]
-            out.append(f"| {r['behaviour']}::{name} | {r['framework']}-{r['mode']}-{r['device']} | {r['outcome']} | "
-                       f"{_md_escape(r['observed'])} | {_md_escape(r.get('expected', {}))} | "
-                       f"{_md_escape({k: f'{v:.1e}' for k, v in r.get('max_rel_err', {}).items()})} |")
+    out += ["Outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), ""]
+    bad = failures(report)
+    if bad:
+        out += [f"## Failures ({len(bad)})", ""]
+        for r in bad:
+            out += [f"### `{r['test']}`", "", f"{r['outcome']}:", "", "```", r.get("error", ""), "```", ""]
+            if r.get("observed"):
+                out += ["Observed in the failing example: " + ", ".join(
+                    f"`{k} = {value_text(v)}`" for k, v in r["observed"].items()), ""]
+            if r.get("reproducer"):
+                out += ["```python", r["reproducer"], "```", ""]
+    cols, notes = absent_columns(report)
+    c = cells(report)
+    out += ["## Matrix", ""]
+    if cols:
+        out.append("| behaviour | " + " | ".join(cols) + " |")
+        out.append("|---|" + "---|" * len(cols))
+        for b in behaviours(report):
+            out.append(f"| {b} | " + " | ".join(cell_text(c.get((b, col))) for col in cols) + " |")
+        out.append("")
+    out += [f"- {n}" for n in notes] + ([""] if notes else [])
+    lists = observation_lists(report)
+    if lists:
+        out += ["## Observations", "", "Per behaviour and test: `key = value` and the subjects that saw it "
+                "(passed rows), then the largest relative error against each oracle.", ""]
+        for b, tests in lists.items():
+            out += [f"### {b}", ""]
+            for test, t in tests.items():
+                out.append(f"**{test}**")
+                out.append("")
+                for key, v, subj, decl in t["values"]:
+                    d = f" (declared divergence, [why]({decl.get('link')}))" if decl else ""
+                    out.append(f"- `{key}` = `{_md_escape(value_text(v, 160))}`: {subjects_text(subj)}{d}")
+                if t["errors"]:
+                    out.append("- compared with: " + ", ".join(f"{o} (max rel err {e:.1e})"
+                                                              for o, e in sorted(t["errors"].items())))
+                out.append("")
+    deps = report.get("deprecations") or {}
+    if deps:
+        out += ["## Deprecation warnings (informational)", ""]
+        for b, msgs in sorted(deps.items()):
+            out += [f"- **{b}**: " + "; ".join(f"`{_md_escape(m)}`" for m in msgs)]
         out.append("")
     decl = report.get("declared") or []
     if decl:
-        out += ["## Declared divergences", "", "| key | where | observed | matched rows | reason | link |", "|---|---|---|---|---|---|"]
+        out += ["## Declared divergences", "", "| key | where | observed | matched rows | reason | link |",
+                "|---|---|---|---|---|---|"]
         for d in decl:
             where = "-".join(x or "*" for x in (d.get("framework"), d.get("mode"), d.get("device")))
             if d.get("versions"):
                 where += f" {d['versions']}"
-            out.append(f"| {d['key']} | {where} | {_md_escape(d['observed'])} | {d.get('matched', 0)} | {_md_escape(d['reason'])} | {d['link']} |")
+            out.append(f"| {d['key']} | {where} | {_md_escape(d['observed'])} | {d.get('matched', 0)} | "
+                       f"{_md_escape(d['reason'])} | {d['link']} |")
         stale = [d for d in decl if not d.get("matched")]
         if stale:
             out += ["", f"{len(stale)} declared divergence(s) matched no row in this run (stale, or their rows did not run)."]
         out.append("")
-    bad = [r for r in report["results"] if r["outcome"] in ("failed", "error", "crashed")]
-    if bad:
-        out += ["## Failures", ""]
-        for r in bad:
-            out += [f"### {r['test']}", "", "```", r.get("error", ""), "```", ""]
-            if r.get("reproducer"):
-                out += ["```python", r["reproducer"], "```", ""]
     sp = speed(report)
     if sp:
         out += ["## Speed", "", "| subject | examples | test s | examples/s |", "|---|---|---|---|"]
@@ -162,12 +263,23 @@ def markdown(report) -> str:
     return "\n".join(out)
 
 
+def header_notes(report) -> list[str]:
+    """Lines the header of every rendering carries: what was allowed to be missing, faults."""
+    env = report.get("environment", {})
+    out = []
+    if env.get("allowed_missing"):
+        out.append("Allowed to be missing in this run: " + ", ".join(env["allowed_missing"]) + ".")
+    if env.get("faults"):
+        out.append("**Faults injected** (a self-check run, not a measurement): " + ", ".join(env["faults"]) + ".")
+    return out
+
+
 def tf_version(report) -> str:
     return (report.get("environment", {}).get("frameworks", {}).get("tensorflow", {}) or {}).get("version") or "?"
 
 
-def version_matrix_md(reports) -> list[str]:
-    """Behaviour x TensorFlow version (TensorFlow rows only), worst outcome per cell."""
+def version_outcomes(reports) -> tuple[list[str], list[str], dict]:
+    """(versions, behaviours, (behaviour, version) -> Counter of TensorFlow row outcomes)."""
     versions = [tf_version(r) for r in reports]
     cells_by = {}
     for rep, v in zip(reports, versions):
@@ -175,11 +287,101 @@ def version_matrix_md(reports) -> list[str]:
             if r["framework"] == "tensorflow":
                 cells_by.setdefault((r["behaviour"], v), collections.Counter())[r["outcome"]] += 1
     bs = list(dict.fromkeys(b for rep in reports for b in behaviours(rep)))
+    return versions, bs, cells_by
+
+
+def observation_changes(reports) -> list[dict]:
+    """TensorFlow observations whose value is not the same in every release, one entry per
+    (behaviour, test, key) and set of modes whose values moved together:
+    ``{"behaviour", "test", "key", "modes", "values": [per release, None if not observed]}``."""
+    series = collections.defaultdict(lambda: [None] * len(reports))
+    for i, rep in enumerate(reports):
+        for r in rep["results"]:
+            if r["framework"] != "tensorflow" or r["outcome"] in ("skipped", "unavailable"):
+                continue
+            for key, v in (r.get("observed") or {}).items():
+                series[(r["behaviour"], short_test(r["test"]), key, r["mode"], r["device"])][i] = value_text(v)
+    merged = {}
+    for (b, test, key, mode, dev), vals in series.items():
+        if len(set(vals)) > 1:
+            label = mode if dev == "cpu" else f"{mode} ({dev})"
+            merged.setdefault((b, test, key, tuple(vals)), []).append(label)
+    out = [{"behaviour": b, "test": test, "key": key, "modes": modes, "values": list(vals)}
+           for (b, test, key, vals), modes in merged.items()]
+    return sorted(out, key=lambda e: (e["behaviour"], e["test"], e["key"], e["modes"]))
+
+
+def changed_since_previous(values) -> list[bool]:
+    """Per release: did the value differ from the release before it."""
+    return [i > 0 and values[i] != values[i - 1] for i in range(len(values))]
+
+
+def version_matrix_md(reports) -> list[str]:
+    """Behaviour x TensorFlow version (TensorFlow rows only), worst outcome per cell; a cell
+    whose observations changed since the release before it is marked with a triangle."""
+    versions, bs, cells_by = version_outcomes(reports)
+    moved = collections.defaultdict(set)
+    for e in observation_changes(reports):
+        for i, changed in enumerate(changed_since_previous(e["values"])):
+            if changed:
+                moved[(e["behaviour"], versions[i])].add(e["key"])
     lines = ["| behaviour | " + " | ".join(f"TF {v}" for v in versions) + " |", "|---|" + "---|" * len(versions)]
     for b in bs:
-        lines.append(f"| {b} | " + " | ".join(cell_text(cells_by.get((b, v), collections.Counter())) or "-"
-                                             for v in versions) + " |")
+        row = []
+        for v in versions:
+            text = cell_text(cells_by.get((b, v), collections.Counter())) or "-"
+            n = len(moved.get((b, v), ()))
+            row.append(f"{text} **Δ{n}**" if n else text)
+        lines.append(f"| {b} | " + " | ".join(row) + " |")
     return lines
+
+
+def observation_changes_md(reports, limit=48) -> list[str]:
+    """Per behaviour, a table of the observations that differ between releases: the first
+    release's value, then ``·`` where a release kept the value of the one before it and
+    **old → new** where it changed."""
+    versions = [tf_version(r) for r in reports]
+    by_b = collections.defaultdict(list)
+    for e in observation_changes(reports):
+        by_b[e["behaviour"]].append(e)
+    if not by_b:
+        return ["No TensorFlow observation differs between these releases."]
+    out = []
+    for b, entries in by_b.items():
+        out += [f"### {b}", "", "| test: key | modes | " + " | ".join(versions) + " |",
+                "|---|---|" + "---|" * len(versions)]
+        for e in entries:
+            cells_ = []
+            for i, changed in enumerate(changed_since_previous(e["values"])):
+                v = e["values"][i]
+                shown = _md_escape(value_text(v if v is not None else "(not observed)", limit))
+                if i == 0:
+                    cells_.append(f"`{shown}`")
+                elif changed:
+                    old = _md_escape(value_text(e["values"][i - 1] if e["values"][i - 1] is not None
+                                                else "(not observed)", limit))
+                    cells_.append(f"**`{old}` → `{shown}`**")
+                else:
+                    cells_.append("·")
+            out.append(f"| {e['test']}: `{_md_escape(e['key'])}` | {', '.join(e['modes'])} | " + " | ".join(cells_) + " |")
+        out.append("")
+    return out
+
+
+def matrix_markdown(reports, details: list[str] | None = None) -> str:
+    """Several releases: the outcome matrix (changed cells marked), what changed per
+    behaviour with old and new values, the consecutive changelog; per-release detail is a
+    link (``details``: one path per report), not pasted inline."""
+    versions = [tf_version(r) for r in reports]
+    out = ["# autodiff-semantics version matrix", "",
+           f"{len(reports)} reports, TensorFlow {', '.join(versions)} (TensorFlow rows; `ok n/m` = passed rows of m; "
+           "**Δk**: k observation keys changed since the release to the left).", ""]
+    if details:
+        out += ["Per-release detail: " + ", ".join(f"[TF {v}]({d})" for v, d in zip(versions, details)), ""]
+    out += ["## Outcomes", ""] + version_matrix_md(reports) + [""]
+    out += ["## Observations that differ between releases", ""] + observation_changes_md(reports) + [""]
+    out += ["## Changelog between consecutive releases", ""] + consecutive_changes_md(reports) + [""]
+    return "\n".join(out)
 
 
 def consecutive_changes_md(reports) -> list[str]:
@@ -192,8 +394,9 @@ def consecutive_changes_md(reports) -> list[str]:
         obs = [c for c in log.changes if c.kind == "observation changed" and c.subject.startswith("tensorflow")]
         outs = [c for c in log.changes if c.kind in ("newly failing", "newly passing")
                 and c.subject.startswith("tensorflow")]
+        deps = log.by_kind("new deprecation")
         head = f"- **TF {tf_version(old)} -> {tf_version(new)}**: "
-        if not obs and not outs:
+        if not obs and not outs and not deps:
             lines.append(head + "no TensorFlow observation changed.")
             continue
         per, keys = {}, {}
@@ -213,5 +416,7 @@ def consecutive_changes_md(reports) -> list[str]:
         if outs:
             parts.append(f"{len(outs)} row(s) changed outcome: " + ", ".join(
                 sorted({f"{c.behaviour} {c.old}->{c.new}" for c in outs})))
+        if deps:
+            parts.append("new deprecations: " + "; ".join(f"{c.behaviour} `{c.detail}`" for c in deps))
         lines.append(head + "; ".join(parts))
     return lines

@@ -21,11 +21,13 @@ class ReportError(ValueError):
     """A report file that cannot be used; the message names the file and the problem."""
 
 
-def assemble(header: dict, rows: list[dict], footer: dict | None) -> dict:
+def assemble(header: dict, rows: list[dict], footer: dict | None, deprecations: dict | None = None) -> dict:
     from suite.expectations import all_declared
 
     report = {"schema_version": SCHEMA_VERSION, "created": header["created"],
               "environment": header["environment"], "results": rows}
+    if deprecations:
+        report["deprecations"] = deprecations
     if footer is None or footer.get("interrupted"):
         report["partial"] = True
     if footer is not None:
@@ -91,7 +93,7 @@ def load(path) -> dict:
 
 
 def _load_jsonl(text, path) -> dict:
-    header, rows, footer = None, [], None
+    header, rows, footer, deps = None, [], None, {}
     lines = text.splitlines()
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -111,12 +113,16 @@ def _load_jsonl(text, path) -> dict:
             footer = obj  # the last process's footer
         elif kind == "start":
             continue
+        elif kind == "deprecation":
+            deps.setdefault(obj.get("behaviour"), set()).add(obj.get("message"))
         else:
             raise ReportError(f"{path}: line {n} has unknown kind {kind!r}")
     if header is None:
         raise ReportError(f"{path}: no header line (not a streamed report?)")
     report = {"schema_version": header.get("schema_version"), "created": header.get("created"),
               "environment": header.get("environment", {}), "results": rows}
+    if deps:
+        report["deprecations"] = {b: sorted(m) for b, m in sorted(deps.items())}
     if footer is None or footer.get("interrupted"):
         report["partial"] = True
     return _validate(report, path)
