@@ -322,14 +322,26 @@ def cmd_upgrade(args) -> int:
         print("autodiff-semantics: " + " ".join(cmd), file=sys.stderr, flush=True)
         subprocess.run(cmd, cwd=root)  # failing cases are expected: the diff says which
     reports = []
-    for v in (args.old, args.new):
-        found = sorted((root / "reports").glob(f"tf-{v}*.json"), key=_version_key)
-        found = [f for f in found if not f.name.endswith(".junit.xml")]
-        if not found:
-            raise CliError(f"no reports/tf-{v}*.json (did tox -e {envs[0]} run?)")
-        reports.append(found[-1])
+    for v, env in zip((args.old, args.new), envs):
+        found = _find_release_report(v, root)
+        if found is None:
+            raise CliError(f"no reports/tf-{v}.*.json nor reports/baselines/tf-{v}.*.json "
+                           f"(run 'tox -e {env}' first, or drop --no-run)")
+        reports.append(found)
     args.old, args.new = str(reports[0]), str(reports[1])
     return cmd_diff(args)
+
+
+def _find_release_report(version: str, root: Path) -> Path | None:
+    """The newest patch of a release line: reports/ (fresh tox runs) first, then the
+    committed baselines; in the working directory, then beside the cases."""
+    for base in dict.fromkeys((Path.cwd() / "reports", root / "reports")):
+        for d in (base, base / "baselines"):
+            found = sorted([*d.glob(f"tf-{version}.json"), *d.glob(f"tf-{version}.*.json")], key=_version_key)
+            found = [f for f in found if not f.name.endswith(".junit.xml")]
+            if found:
+                return found[-1]
+    return None
 
 
 BEGIN, END = "<!-- version-matrix:begin -->", "<!-- version-matrix:end -->"
@@ -413,6 +425,10 @@ def cmd_bench(args, pytest_args) -> int:
     import subprocess
 
     root = _repo_root()
+    try:
+        import pytest_benchmark  # noqa: F401
+    except ImportError:
+        raise CliError("bench needs pytest-benchmark: pip install 'autodiff-semantics[bench]'") from None
     if args.device == "gpu":
         _require_a_gpu()
     size = "quick" if args.quick else "full"

@@ -2,6 +2,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from suite import cli
 
 
@@ -101,3 +103,53 @@ def test_report_plots_benchmarks_with_the_machine_and_rejects_a_bad_benchmark_fi
     wrong = _write(tmp_path, "w.json", {"results": []})
     assert cli.main(["report", rep, "--bench", wrong]) == 2
     assert f"{wrong}: not a pytest-benchmark JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("make, problem", [
+    (lambda tmp: "/proc/forbidden", "cannot create it"),
+    (lambda tmp: (tmp / "some-file.json").write_text("{}") and str(tmp / "some-file.json"), "is a file, not a directory"),
+    (lambda tmp: (tmp / "f").write_text("x") and str(tmp / "f" / "reports"), "a parent of it is a file"),
+])
+def test_a_report_dir_that_cannot_be_written_exits_2_with_one_line_before_any_test(tmp_path, make, problem):
+    path = make(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "suite", "run", "--report-dir", path, "-b", "partial-stop-gradient"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and path in lines[0] and problem in lines[0], p.stderr
+    assert "INTERNALERROR" not in p.stdout + p.stderr and "autodiff-semantics: running" not in p.stderr
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["run", "--frameworks", "tensorflw"], "unknown framework 'tensorflw' (did you mean 'tensorflow'?)"),
+    (["run", "--modes", "eager,jit"], "unknown mode 'jit'"),
+    (["run", "--devices", "tpu"], "unknown device 'tpu'"),
+    (["run", "--frameworks", ","], "unknown framework"),
+    (["run", "--profile", "fast"], "invalid choice: 'fast'"),
+    (["bench", "--device", "tpu"], "invalid choice: 'tpu'"),
+    (["bench", "--threshold", "lots"], "is not a percentage"),
+    (["faults", "--jobs", "0"], "is not a positive whole number"),
+    (["faults", "--fault", "no-such-fault"], "unknown fault(s) no-such-fault"),
+    (["run", "--behaviour", "no-such-behaviour"], "unknown behaviour 'no-such-behaviour'"),
+    (["upgrade", "2.x", "2.21", "--no-run"], "is not like 2.15"),
+])
+def test_every_bad_flag_value_exits_2_with_a_message(argv, says):
+    p = subprocess.run([sys.executable, "-m", "suite", *argv], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, (argv, p.returncode, p.stderr)
+    assert says in p.stderr and "Traceback" not in p.stderr
+
+
+def test_bench_on_gpu_without_a_gpu_says_so_in_one_line_and_exits_2(capsys):
+    from suite import frameworks
+
+    if any("gpu" in (i.get("devices") or []) for i in frameworks.environment().values()):
+        pytest.skip("a GPU is visible here: bench --device gpu would run")
+    assert cli.main(["bench", "--device", "gpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no GPU is visible to any framework" in err[0]
+
+
+def test_upgrade_no_run_finds_the_committed_baselines(capsys):
+    assert cli.main(["upgrade", "--no-run", "2.15", "2.21"]) == 0
+    out = capsys.readouterr().out
+    assert "tf-2.15.1.json (TensorFlow 2.15.1)" in out and "tf-2.21.0.json (TensorFlow 2.21.0)" in out

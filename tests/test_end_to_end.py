@@ -134,19 +134,24 @@ def test_a_planted_crash_is_recorded_and_the_run_goes_on(tmp_path):
     assert len(others) == len(report["results"]) - 1, "every other case ran and passed"
 
 
-def test_sigterm_leaves_a_partial_report_that_renders(tmp_path):
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_a_signal_to_the_cli_process_leaves_a_partial_report_that_renders(tmp_path, signame):
+    """SIGTERM and SIGINT sent to the CLI process alone (``kill -INT <pid>``, what timeout,
+    IDEs and job runners do) both stop the run: exit 130, partial report kept."""
     import signal
     import time
 
     code = f"import sys; from suite.cli import main; sys.exit(main({['run', *FAST, '--report-dir', str(tmp_path)]!r}))"
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a session of its own: the signal reaches the CLI process only, as kill -INT <pid> does
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     jsonl = tmp_path / "latest.jsonl"
     deadline = time.time() + 600
     while time.time() < deadline:  # wait until some rows are streamed
         if jsonl.exists() and jsonl.read_text().count('"kind": "row"') >= 2:
             break
         time.sleep(0.5)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(getattr(signal, signame))
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err[-2000:]
     report = json.loads((tmp_path / "latest.json").read_text())
@@ -155,3 +160,37 @@ def test_sigterm_leaves_a_partial_report_that_renders(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 0 and "PARTIAL" in r.stdout
     assert "PARTIAL REPORT" in (tmp_path / "out" / "latest.html").read_text()
+
+
+#: The behaviours that build v1 Sessions and tf.data pipelines (and Sessions over iterators).
+SESSIONS_AND_PIPELINES = ["data-pipeline-randomness", "batch-norm-update-ops", "variable-copy"]
+
+
+def test_the_run_exits_soon_after_its_report_is_written(tmp_path):
+    """Every v1 Session, tf.data iterator and thread pool a case makes is closed when its test
+    ends, so interpreter shutdown has nothing to wait for: the process is gone well within
+    60 s of the report's ``finished`` time (a run once sat for minutes in Py_FinalizeEx)."""
+    import datetime as dt
+    import time
+
+    args = ["run", *behaviours_args(SESSIONS_AND_PIPELINES), "--profile", "ci", "--frameworks", "tensorflow",
+            "--modes", "eager,graph", "--devices", "cpu", "--report-dir", str(tmp_path)]
+    code = f"import sys; from suite.cli import main; sys.exit(main({args!r}))"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    report = tmp_path / "latest.json"
+    deadline = time.time() + 900
+    while not report.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.5)
+    assert report.exists(), proc.communicate(timeout=60)[0][-3000:]
+    finished = dt.datetime.strptime(json.loads(report.read_text())["finished"], "%Y-%m-%dT%H:%M:%SZ")
+    finished = finished.replace(tzinfo=dt.timezone.utc).timestamp()
+    try:
+        proc.wait(timeout=max(1.0, finished + 60 - time.time()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("the run was still alive 60 s after its report's finished time")
+    out = proc.communicate()[0]
+    assert proc.returncode == 0, out[-3000:]
+    rows = json.loads(report.read_text())["results"]
+    assert {r["behaviour"] for r in rows if r["outcome"] == "passed"} == set(SESSIONS_AND_PIPELINES)
+    assert out.rstrip().splitlines()[-1].endswith(f"report {tmp_path / 'latest.html'} (also latest.md, latest.json)")

@@ -85,3 +85,39 @@ def test_html_report_renders_the_colour_coded_matrix_in_chromium(tmp_path):
     # two passed cells and one failed cell, each some thousands of pixels
     assert green > 2000 and red > 1000, (green, red)
     assert green > red
+
+
+@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"), reason="chromium is not installed")
+def test_a_whole_suite_matrix_fits_1400_px_without_horizontal_scrolling(tmp_path):
+    """25 behaviours x (4 TF modes + 3 oracle modes) x 2 devices, failures included: the page
+    (failures, matrix, folded GPU columns) is no wider than a 1400 px window."""
+    assert CHROMIUM, "CI must have chromium (.ci/run installs it)"
+    rows = []
+    for b in range(25):
+        for fw, mode in [("tensorflow", m) for m in ("eager", "function", "xla", "graph")] + [
+                ("jax", "eager"), ("jax", "jit"), ("torch", "eager")]:
+            for dev in ("cpu", "gpu"):
+                r = _row(f"test_property_with_a_rather_long_descriptive_name_{b}", fw, mode,
+                         "skipped" if dev == "gpu" else ("failed" if b == 3 and fw == "tensorflow" else "passed"))
+                r.update(behaviour=f"a-fairly-long-behaviour-name-number-{b}", device=dev,
+                         test=r["test"].replace("-cpu]", f"-{dev}]"), reason="no GPU visible to " + fw,
+                         reproducer="x = np.array([" + ", ".join(["0.123456789"] * 60) + "])")
+                rows.append(r)
+    report = {"schema_version": 1, "created": "2026-11-22T00:00:00Z", "environment": {}, "results": rows}
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(report))
+    assert cli.main(["report", str(src), "--out", str(tmp_path)]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "no GPU visible: 175 rows skipped" in page and "eager<br>" in page
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</body>", "<script>document.title = 'W=' + document.documentElement.scrollWidth;"
+                                  "</script></body>"))
+    p = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,900", "--dump-dom",
+                        f"file://{probe}"], capture_output=True, text=True, timeout=120)
+    import re
+
+    m = re.search(r"<title>W=(\d+)</title>", p.stdout)
+    assert m, p.stderr[-2000:]
+    assert int(m.group(1)) <= 1400, f"the page is {m.group(1)} px wide"

@@ -121,3 +121,67 @@ def test_diff_lists_keys_only_one_side_observed_unless_a_row_stopped_early():
     assert "b no longer observed (eager): `policy`=`unavailable`" in summary
     new["results"][0]["outcome"] = "failed"  # a failed row stops recording midway: missing keys say nothing
     assert [c.kind for c in diff.diff(old, new).changes] == ["newly failing"]
+
+
+def _release(version, rows, deprecations=None):
+    rep = {"schema_version": 1, "created": "2026-11-22T00:00:00Z",
+           "environment": {"frameworks": {"tensorflow": {"version": version, "devices": ["cpu"]}}}, "results": rows}
+    if deprecations:
+        rep["deprecations"] = deprecations
+    return rep
+
+
+def _releases():
+    def rows(policy, mode_value):
+        return [_row(behaviour="gather", test=f"cases/test_gather.py::test_p[tensorflow-{m}-cpu]", mode=m,
+                     observed={"policy": policy, "fwd": mode_value if m == "xla" else "raises"})
+                for m in ("eager", "xla")]
+    return [_release("2.19.1", rows("a", "clamp")), _release("2.20.0", rows("a", "clamp")),
+            _release("2.21.0", rows("a", "zero-fill"), {"gather": ["foo is deprecated"]})]
+
+
+def test_version_matrix_marks_changed_cells_with_old_and_new_values_and_the_changelog():
+    from suite.report import html
+
+    reps = _releases()
+    md = render.matrix_markdown(reps, ["r/a.md", "r/b.md", "r/c.md"])
+    assert "| gather | ok 2/2 | ok 2/2 | ok 2/2 **Δ1** |" in md
+    assert "| test_p: `fwd` | xla | `clamp` | · | **`clamp` → `zero-fill`** |" in md
+    assert "`policy`" not in md.split("## Observations that differ")[1].split("## Changelog")[0], "unchanged key shown"
+    assert "## Changelog between consecutive releases" in md and "**TF 2.19.1 -> 2.20.0**: no TensorFlow" in md
+    assert "gather `fwd`: `clamp` -> `zero-fill` (xla)" in md and "new deprecations: gather `foo is deprecated`" in md
+    assert "[TF 2.21.0](r/c.md)" in md and "eager" not in md.split("## Outcomes")[0], "detail is linked, not inline"
+    page = html.page(reps, ["a", "b", "c"], details=["r/a.html", "r/b.html", "r/c.html"])
+    assert "class='passed moved'" in page and "<b>Δ1</b>" in page
+    assert "<td class='changed' title='clamp -> zero-fill'><code>clamp</code> → <code>zero-fill</code></td>" in page
+    assert "<ul class='changelog'>" in page and "<a href='r/c.html'>TF 2.21.0</a>" in page
+
+
+def test_report_of_two_releases_is_the_upgrade_view_with_changes_first(tmp_path, capsys):
+    from suite import cli
+
+    a, b = tmp_path / "tf-2.20.0.json", tmp_path / "tf-2.21.0.json"
+    reps = _releases()
+    reps[2]["results"][0]["outcome"] = "skipped"
+    reps[2]["results"][0]["reason"] = "tensorflow is not installed"
+    a.write_text(json.dumps(reps[1]))
+    b.write_text(json.dumps(reps[2]))
+    assert cli.main(["report", str(a), str(b), "--out", str(tmp_path / "out")]) == 0
+    md = (tmp_path / "out" / "matrix.md").read_text()
+    order = [md.index(h) for h in ("### Observations that changed", "### Newly skipped (1)", "### New deprecations (1)",
+                                   "# autodiff-semantics version matrix")]
+    assert order == sorted(order), md
+    assert "**1 regression(s)**" in md, "a TensorFlow row that became skipped is a regression"
+    assert (tmp_path / "out" / "matrix-releases" / "tf-2.21.0.html").exists()
+
+
+def test_single_report_puts_failures_first_and_folds_columns_of_an_absent_device():
+    rows = [_row(outcome="failed", error="boom", observed={"k": "w"}),
+            _row(test="cases/test_b.py::test_x[tensorflow-eager-gpu]", device="gpu", outcome="skipped",
+                 reason="no GPU visible to tensorflow 2.21.0"),
+            _row(test="cases/test_b.py::test_y[tensorflow-eager-cpu]", observed={"k": "v", "j": ["a", "b"]})]
+    md = render.markdown({"schema_version": 1, "created": "x", "environment": {}, "results": rows})
+    assert md.index("## Failures (1)") < md.index("## Matrix") < md.index("## Observations")
+    assert "Observed in the failing example: `k = w`" in md
+    assert "tensorflow-eager-gpu |" not in md and "- no GPU visible: 1 rows skipped (tensorflow-eager-gpu)" in md
+    assert "- `j` = `a \\| b`: tensorflow eager" in md and "{'" not in md

@@ -25,7 +25,7 @@ def check_report_dir(path) -> Path:
         raise ReportDirError(f"--report-dir {path}: is a file, not a directory")
     try:
         path.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
+    except (FileExistsError, NotADirectoryError):
         raise ReportDirError(f"--report-dir {path}: a parent of it is a file, not a directory") from None
     except OSError as e:
         raise ReportDirError(f"--report-dir {path}: cannot create it ({e.strerror or e})") from None
