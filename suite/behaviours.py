@@ -52,9 +52,16 @@ def behaviour(id: str, *, sources, modes=ALL_MODES, links=(), title=None) -> Beh
 
 
 def default_cases_dir() -> Path:
-    """``cases/`` beside the ``suite`` package (an editable or source checkout), else ``./cases``."""
+    """The ``cases`` package that ships with ``suite``: beside it in a checkout or an
+    editable install, in site-packages when installed from the wheel."""
     here = Path(__file__).resolve().parent.parent / "cases"
-    return here if here.is_dir() else Path.cwd() / "cases"
+    if (here / "__init__.py").is_file():
+        return here
+    spec = importlib.util.find_spec("cases")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0])
+    raise FileNotFoundError("no cases package: install autodiff-semantics (its wheel carries cases/) "
+                            "or pass --cases DIR")
 
 
 def discover(cases_dir: Path | None = None) -> dict[str, Behaviour]:
@@ -63,8 +70,14 @@ def discover(cases_dir: Path | None = None) -> dict[str, Behaviour]:
     if not cases_dir.is_dir():
         raise FileNotFoundError(f"no cases directory at {cases_dir}")
     found = {}
+    # The package's modules are imported under the names pytest gives them (cases.test_x),
+    # so a process that lists and then runs them imports each once; another directory's
+    # modules get private names.
+    package = cases_dir.resolve() == default_cases_dir().resolve() if (cases_dir / "__init__.py").is_file() else False
     for path in sorted(cases_dir.glob("test_*.py")):
-        name = f"_cases_{path.stem}"
+        name = f"cases.{path.stem}" if package else f"_cases_{path.stem}"
+        if package and name not in sys.modules:
+            importlib.import_module(name)
         mod = sys.modules.get(name)
         if mod is None:
             spec = importlib.util.spec_from_file_location(name, path)

@@ -33,7 +33,7 @@ def readme_commands() -> list[str]:
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory):
     dest = tmp_path_factory.mktemp("clone")
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     for name in filter(None, files.split("\0")):
         if (ROOT / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)

@@ -37,7 +37,7 @@ def _pytest(files, env_extra, report_dir, profile, stop_first=True, timeout=1500
     env = dict(os.environ)
     env.pop("AUTODIFF_SEMANTICS_FAULTS", None)
     env.update(env_extra)
-    cmd = [sys.executable, "-m", "pytest", *files, "--profile", profile, "--devices", "cpu",
+    cmd = [sys.executable, "-m", "pytest", *files, "-p", "suite.plugin", "--profile", profile, "--devices", "cpu",
            "--report-dir", str(report_dir), "-p", "no:cacheprovider", "-q", "-k", "tensorflow"]
     if stop_first:
         cmd.append("-x")

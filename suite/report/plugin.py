@@ -18,7 +18,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import hypothesis
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -32,11 +31,16 @@ from suite.report.record import Record
 # handles to cached runners. too_slow: the first examples include tracing and XLA
 # compilation, which is a one-off cost per test, not slow data generation.
 _SUPPRESS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
-settings.register_profile("dev", max_examples=20, deadline=None, suppress_health_check=_SUPPRESS)
-settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True, print_blob=True,
-                          suppress_health_check=_SUPPRESS, database=None)
-settings.register_profile("thorough", max_examples=300, deadline=None, suppress_health_check=_SUPPRESS)
-PROFILES = ("dev", "ci", "thorough")
+
+
+def register_profiles() -> None:
+    """The Hypothesis profiles of ``suite.options.PROFILES`` (registered when a session runs cases)."""
+    settings.register_profile("dev", max_examples=20, deadline=None, suppress_health_check=_SUPPRESS)
+    settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True, print_blob=True,
+                              suppress_health_check=_SUPPRESS, database=None)
+    settings.register_profile("thorough", max_examples=300, deadline=None, suppress_health_check=_SUPPRESS)
+
+
 #: Examples per test when the subject is a reference framework (JAX or PyTorch rows), per
 #: profile: TensorFlow is the system under test and keeps the profile's full budget; the
 #: oracles' own rows record what they do with fewer draws (their observations are the
@@ -154,6 +158,17 @@ class ReportWriter:
 
     # session
     def pytest_sessionstart(self, session):
+        # SIGTERM ends the run like Ctrl-C: pytest unwinds, the footer says "interrupted"
+        # and latest.json is written (marked partial) from what was measured.
+        try:
+            signal.signal(signal.SIGTERM, _raise_interrupt)
+        except ValueError:  # not the main thread
+            pass
+
+    def pytest_collection_finish(self, session):
+        """Start the report once the session is known to run cases (else stay inert)."""
+        if not any(getattr(getattr(i, "module", None), "BEHAVIOUR", None) for i in session.items):
+            return
         self.dir.mkdir(parents=True, exist_ok=True)
         env = frameworks.python_environment()
         env.pop("executable", None)
@@ -167,12 +182,6 @@ class ReportWriter:
         append = self.config.getoption("report_append")
         self._fh = open(self.dir / "latest.jsonl", "a" if append else "w", encoding="utf-8")
         self._write(self.header)
-        # SIGTERM ends the run like Ctrl-C: pytest unwinds, the footer says "interrupted"
-        # and latest.json is written (marked partial) from what was measured.
-        try:
-            signal.signal(signal.SIGTERM, _raise_interrupt)
-        except ValueError:  # not the main thread
-            pass
 
     def pytest_runtest_logstart(self, nodeid, location):
         deprecations.start_test(nodeid)

@@ -1,0 +1,107 @@
+"""The run options, defined once: the ``autodiff-semantics run`` flags and the pytest
+plugin's options are built from this table, so their names, defaults, allowed values
+and help never drift apart.
+
+>>> [o.flag for o in RUN_OPTIONS]
+['--frameworks', '--modes', '--devices', '--profile', '--report-dir']
+>>> parse_list("tensorflow, jax", FRAMEWORKS, "framework")
+['tensorflow', 'jax']
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+
+#: Frameworks in the order rows are shown (``suite.frameworks`` imports torch first).
+FRAMEWORKS = ("tensorflow", "jax", "torch")
+TF_MODES = ("eager", "function", "xla", "graph")
+DEVICES = ("cpu", "gpu")
+#: Hypothesis profiles (registered by the plugin): examples per test 20, 25 derandomized, 300.
+PROFILES = ("dev", "ci", "thorough")
+
+
+class BadValue(ValueError):
+    """A flag value outside its choices; the message names the value and the choices."""
+
+
+def parse_list(value: str, known, what: str) -> list[str]:
+    """A comma-separated subset of ``known``; :class:`BadValue` (with a did-you-mean) otherwise."""
+    items = [v.strip() for v in str(value).split(",") if v.strip()]
+    bad = [v for v in items if v not in known]
+    if bad or not items:
+        hint = ""
+        for b in bad:
+            close = difflib.get_close_matches(b, known, n=1)
+            hint += f" (did you mean {close[0]!r}?)" if close else ""
+        raise BadValue(f"unknown {what} {', '.join(map(repr, bad or [value]))}{hint}; choose from {','.join(known)}")
+    return items
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    flag: str
+    default: str
+    help: str
+    metavar: str
+    choices: tuple | None = None     # one of these
+    items: tuple | None = None       # a comma-separated subset of these
+    item: str = ""                   # what one item is called in messages
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def parse(self, value):
+        if self.items is not None:
+            return parse_list(value, self.items, self.item)
+        if self.choices is not None and value not in self.choices:
+            raise BadValue(f"unknown {self.item} {value!r}; choose from {', '.join(self.choices)}")
+        return value
+
+
+RUN_OPTIONS = (
+    Option("--frameworks", ",".join(FRAMEWORKS), "comma-separated frameworks to run as subjects and oracles "
+           "(default: tensorflow,jax,torch; one that is not installed gives skipped rows)",
+           "LIST", items=FRAMEWORKS, item="framework"),
+    Option("--modes", ",".join(TF_MODES), "comma-separated TensorFlow modes (default: eager,function,xla,graph)",
+           "LIST", items=TF_MODES, item="mode"),
+    Option("--devices", ",".join(DEVICES), "comma-separated devices (default: cpu,gpu; gpu rows are skipped "
+           "with the reason when no GPU is visible)", "LIST", items=DEVICES, item="device"),
+    Option("--profile", "dev", "Hypothesis profile: dev (20 examples), ci (25, derandomized) or thorough (300) "
+           "(default: dev)", "NAME", choices=PROFILES, item="profile"),
+    Option("--report-dir", "reports", "where latest.{json,jsonl,md,html} go, relative to the working directory "
+           "(default: reports)", "DIR"),
+)
+
+
+def add_to_argparse(parser) -> None:
+    """The run flags on an argparse parser; a bad value exits 2 with the option's message."""
+    import argparse
+
+    def typed(opt):
+        def parse(value):
+            try:
+                opt.parse(value)
+            except BadValue as e:
+                raise argparse.ArgumentTypeError(str(e)) from None
+            return value
+        return parse
+
+    for opt in RUN_OPTIONS:
+        parser.add_argument(opt.flag, default=opt.default, metavar=opt.metavar, help=opt.help, type=typed(opt))
+
+
+def add_to_pytest(group) -> None:
+    """The same options on the pytest plugin's option group (parsed in ``pytest_configure``)."""
+    for opt in RUN_OPTIONS:
+        group.addoption(opt.flag, default=opt.default, metavar=opt.metavar, help=opt.help)
+
+
+def as_pytest_args(values: dict) -> list[str]:
+    """``{"frameworks": "tensorflow", ...}`` -> the pytest arguments that ask for the same."""
+    out = []
+    for opt in RUN_OPTIONS:
+        v = values.get(opt.dest)
+        if v is not None:
+            out += [opt.flag, str(v)]
+    return out

@@ -1,0 +1,129 @@
+"""The pytest plugin: options, Hypothesis profiles, the report header, parametrisation.
+
+Loaded by ``autodiff-semantics run`` (``-p suite.plugin``), by the ``pytest11`` entry point
+of the installed package (so ``pytest --pyargs cases`` works from any directory) and by a
+checkout's ``conftest.py``. Fixtures and the report writer live in
+``suite.report.plugin``; the options are the table in ``suite.options``.
+
+In a session that collects no case module (somebody else's tests in the same
+environment) the plugin changes nothing: no Hypothesis profile is loaded unless
+``--profile`` is given, and no report is written.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from suite import frameworks, options
+from suite.report.plugin import (  # noqa: F401 - fixtures are found in the plugin's namespace
+    _framework_resources,
+    oracles,
+    record,
+    subject,
+)
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("autodiff-semantics", "autodiff-semantics")
+    options.add_to_pytest(g)
+    g.addoption("--report-append", action="store_true",
+                help="append to latest.jsonl instead of starting it afresh (used when a crashed run resumes)")
+
+
+def targets_cases(config) -> bool:
+    """Does this session run case modules (``cases/``, ``--pyargs cases``, or a parent of it)?"""
+    from suite import behaviours
+
+    try:
+        cases = behaviours.default_cases_dir().resolve()
+    except OSError:
+        return False
+    for arg in config.args:
+        target = arg.split("::", 1)[0]
+        if target == "cases" or target.startswith("cases."):
+            return True
+        p = (Path(config.invocation_params.dir) / target).resolve()
+        if p == cases or p in cases.parents or cases in p.parents:
+            return True
+    return False
+
+
+def pytest_configure(config):
+    from hypothesis import settings
+
+    from suite.report import plugin
+
+    try:
+        for name in ("frameworks", "modes", "devices"):
+            opt = next(o for o in options.RUN_OPTIONS if o.dest == name)
+            setattr(config.option, name, opt.parse(config.getoption(name)))
+        profile = next(o for o in options.RUN_OPTIONS if o.dest == "profile").parse(config.getoption("profile"))
+    except options.BadValue as e:
+        raise pytest.UsageError(str(e)) from None
+    config.addinivalue_line("markers", "gpu: a row that needs a visible GPU")
+    config.addinivalue_line("markers", "behaviour(id): the behaviour a case module checks")
+    cases = targets_cases(config)
+    explicit = any(a == "--profile" or a.startswith("--profile=") for a in config.invocation_params.args)
+    if cases or explicit:
+        plugin.register_profiles()
+        if profile == "ci" and config.getoption("hypothesis_seed", None) is not None:
+            # ci is derandomized; an explicit --hypothesis-seed asks for that seed instead
+            settings.register_profile("ci-seeded", parent=settings.get_profile("ci"), derandomize=False)
+            profile = "ci-seeded"
+        settings.load_profile(profile)
+    if hasattr(config, "workerinput"):
+        return
+    if cases:
+        from suite.report.files import ReportDirError, check_report_dir
+
+        try:  # before any test starts: a run that cannot write its report must not run
+            check_report_dir(config.getoption("report_dir"))
+        except ReportDirError as e:
+            raise pytest.UsageError(str(e)) from None
+    config._adsem_writer = plugin.ReportWriter(config)
+    config.pluginmanager.register(config._adsem_writer, "adsem-report")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """JAX and PyTorch subject rows get the profile's reference budget (suite.report.plugin)."""
+    from suite.report import plugin
+
+    with plugin.example_budget(pyfuncitem):
+        yield
+
+
+def pytest_report_header(config):
+    if not targets_cases(config):
+        return []
+    lines = []
+    for name, info in frameworks.environment().items():
+        if info.get("version"):
+            lines.append(f"{name} {info['version']} devices={','.join(info['devices'])}")
+        else:
+            lines.append(f"{name}: {info.get('error')}")
+    from hypothesis import settings
+
+    from suite.report import plugin
+
+    ref = plugin.REFERENCE_SUBJECT_EXAMPLES.get(settings.get_current_profile_name())
+    lines.append(f"hypothesis profile={config.getoption('profile')} max_examples={settings().max_examples}"
+                 + (f" (JAX and PyTorch subjects: {ref})" if ref else ""))
+    return lines
+
+
+def pytest_generate_tests(metafunc):
+    if "subject" not in metafunc.fixturenames:
+        return
+    b = getattr(metafunc.module, "BEHAVIOUR", None)
+    cfg = metafunc.config
+    only = getattr(metafunc.function, "tf_modes", None)
+    modes = [m for m in cfg.getoption("modes") if (b is None or m in b.modes) and (only is None or m in only)]
+    wanted = getattr(metafunc.function, "frameworks", None)  # @on("tensorflow") restricts a test
+    fws = [f for f in cfg.getoption("frameworks") if wanted is None or f in wanted]
+    params = []
+    for spec in frameworks.specs(frameworks=fws, modes=modes, devices=cfg.getoption("devices")):
+        marks = [pytest.mark.gpu] if spec.device == "gpu" else []
+        params.append(pytest.param(spec, id=spec.id, marks=marks))
+    metafunc.parametrize("subject", params, indirect=True)
