@@ -6,6 +6,7 @@ is not a hot path). ``torch-compile`` is a benchmark-only mode layered on the to
 runner (:class:`suite.bench.TorchCompiled`); a path it cannot compile is a skip with the
 compile error.
 """
+
 import dataclasses
 
 import pytest
@@ -18,8 +19,12 @@ WRAPPED_MODES = {("torch", "compile"): ("eager", bench.TorchCompiled)}
 
 
 def pytest_addoption(parser):
-    parser.addoption("--bench-size", default="full", choices=sorted(bench.SIZES),
-                     help="input size: quick (2^20 float32) or full (2^23) (default: full)")
+    parser.addoption(
+        "--bench-size",
+        default="full",
+        choices=sorted(bench.SIZES),
+        help="input size: quick (2^20 float32) or full (2^23) (default: full)",
+    )
 
 
 def pytest_generate_tests(metafunc):

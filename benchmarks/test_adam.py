@@ -5,6 +5,7 @@ jit_compile), optax.adam under jax.jit, torch.optim.Adam (eager, and its step un
 torch.compile for the torch-compile subject). Minimum traffic: read param,
 grad, m, v; write param, m, v (7 x 4 bytes per element).
 """
+
 import pytest
 
 from suite import bench
@@ -21,11 +22,13 @@ def _tf_step(subject, p0, g0):
         def apply():
             opt.apply_gradients([(g, var)])
             return var
+
         fn = apply if subject.mode == "eager" else tf.function(apply, jit_compile=subject.mode == "xla")
 
     def step():
         with tf.device(subject.device_name):
             return fn().numpy()
+
     return step
 
 
@@ -46,6 +49,7 @@ def _jax_step(subject, p0, g0):
     def step():
         state[0], state[1] = update(state[0], state[1], g)
         return jax.block_until_ready(state[0])
+
     return step
 
 
@@ -57,6 +61,7 @@ def _torch_step(subject, p0, g0):
 
     def adam_step():
         opt.step()
+
     # torch.optim's step graph-breaks on purpose (around its no-grad update): PyTorch's
     # recipe compiles it with fullgraph=False; compiled() checks the update was captured
     update = bench.compiled(subject, adam_step, fullgraph=False)
@@ -64,6 +69,7 @@ def _torch_step(subject, p0, g0):
     def step():
         update()
         return subject.sync(p)
+
     return step
 
 

@@ -5,7 +5,7 @@ Python over tensors (tf.py_function) and in NumPy (tf.numpy_function), eager and
 tf.function (XLA cannot compile a Python forward). JAX custom_vjp and a PyTorch
 autograd.Function are the oracles' spellings of the first.
 """
-import numpy as np
+
 import pytest
 
 from suite import bench
@@ -18,6 +18,7 @@ def _tf_fns(tf):
     def ops_forward(c, k):
         def grad(g):
             return 2.0 * g, 3.0 * g
+
         return c + k, grad
 
     def with_grad(forward):
@@ -28,7 +29,9 @@ def _tf_fns(tf):
 
             def grad(g):
                 return 2.0 * g, 3.0 * g
+
             return e, grad
+
         return f
 
     py = with_grad(lambda c, k: tf.py_function(lambda a, b: a + b, [c, k], tf.float32))
@@ -54,6 +57,7 @@ def test_custom_backward_fwd_bwd(benchmark, bench_subject, size, ceiling, mechan
         @jax.custom_vjp
         def f(c, k):
             return c + k
+
         f.defvjp(lambda c, k: (c + k, None), lambda _, g: (2.0 * g, 3.0 * g))
         fns = {"jax": lambda jax, c, k: f(c, k)}
     else:
@@ -67,8 +71,10 @@ def test_custom_backward_fwd_bwd(benchmark, bench_subject, size, ceiling, mechan
             @staticmethod
             def backward(ctx, g):
                 return 2.0 * g, 3.0 * g
+
         fns = {"torch": lambda torch, c, k: Add.apply(c, k)}
     step = bench.make_step(bench_subject, fns, c, k)
     benchmark.pedantic(step, rounds=10, iterations=1, warmup_rounds=1)
-    bench.record(benchmark, path=f"custom-backward-{mechanism}", subject=bench_subject,
-                 bytes_moved=5 * c.nbytes, ceiling=ceiling)
+    bench.record(
+        benchmark, path=f"custom-backward-{mechanism}", subject=bench_subject, bytes_moved=5 * c.nbytes, ceiling=ceiling
+    )

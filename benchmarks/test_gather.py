@@ -4,6 +4,7 @@ raise (XLA clamps, JAX fills/clamps); where it raises the row is skipped with th
 torch.compile's out-of-range row is skipped before it runs: inductor's bounds check
 aborts the process.
 """
+
 import numpy as np
 import pytest
 
@@ -37,13 +38,20 @@ def test_gather_fwd_bwd(benchmark, bench_subject, size, ceiling, indices):
             # checked by hand (torch 2.13 CPU): inductor's indirect-indexing assert throws a
             # C++ std::runtime_error ("index out of bounds: 0 <= tmp < n") inside an OpenMP
             # region, which terminates the whole process (SIGABRT) instead of raising
-            pytest.skip("torch.compile aborts the process on an out-of-range index (inductor's "
-                        "bounds check throws inside its OpenMP kernel); eager raises IndexError")
+            pytest.skip(
+                "torch.compile aborts the process on an out-of-range index (inductor's "
+                "bounds check throws inside its OpenMP kernel); eager raises IndexError"
+            )
     try:
         step = bench.make_step(bench_subject, FNS, params, idx)
     except Exception as e:  # CPU TensorFlow and PyTorch raise on out-of-range indices
         pytest.skip(f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
     benchmark.pedantic(step, rounds=10, iterations=1, warmup_rounds=1)
     # read params and indices, write out; backward: read indices, write d/dparams
-    bench.record(benchmark, path=f"gather-fwd-bwd-{indices}", subject=bench_subject,
-                 bytes_moved=2 * params.nbytes + 2 * idx.nbytes + params.nbytes, ceiling=ceiling)
+    bench.record(
+        benchmark,
+        path=f"gather-fwd-bwd-{indices}",
+        subject=bench_subject,
+        bytes_moved=2 * params.nbytes + 2 * idx.nbytes + params.nbytes,
+        ceiling=ceiling,
+    )

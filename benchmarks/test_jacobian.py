@@ -6,6 +6,7 @@ jax.jacrev and jax.jacfwd, torch.func.jacrev (vmap) and torch.autograd.functiona
 n from 16 to 1024 (quick: 16 and 128). The compute ceiling is the matmul rate measured
 in this run; bytes: W read once, the n x n Jacobian written.
 """
+
 import numpy as np
 import pytest
 
@@ -43,6 +44,7 @@ def test_jacobian(benchmark, bench_subject, n, method, ceiling, matmul):
                 tape.watch(X)
                 y = tf.tanh(tf.linalg.matvec(W, X))
             return tape.jacobian(y, X, experimental_use_pfor=method == "reverse-vectorised")
+
         f = jac if bench_subject.mode == "eager" else tf.function(jac, jit_compile=bench_subject.mode == "xla")
 
         def step():
@@ -72,7 +74,15 @@ def test_jacobian(benchmark, bench_subject, n, method, ceiling, matmul):
 
         def step():
             return bench_subject.sync(f(X))
+
     bench.warm_up(bench_subject, step)
     benchmark.pedantic(step, rounds=5, iterations=1, warmup_rounds=1)
-    bench.record(benchmark, path=f"jacobian-n{n}-{method}", subject=bench_subject,
-                 bytes_moved=w.nbytes + n * n * 4, ceiling=ceiling, flops=2.0 * n * n * n, matmul=matmul)
+    bench.record(
+        benchmark,
+        path=f"jacobian-n{n}-{method}",
+        subject=bench_subject,
+        bytes_moved=w.nbytes + n * n * 4,
+        ceiling=ceiling,
+        flops=2.0 * n * n * n,
+        matmul=matmul,
+    )

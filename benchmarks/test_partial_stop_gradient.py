@@ -1,4 +1,5 @@
 """Hot path: partial stop-gradient forward+backward (cases/test_partial_stop_gradient.py)."""
+
 import numpy as np
 import pytest
 
@@ -27,5 +28,10 @@ def test_partial_stop_gradient_fwd_bwd(benchmark, bench_subject, size, ceiling):
     step = bench.make_step(bench_subject, FNS, x, mask)
     benchmark.pedantic(step, rounds=15, iterations=1, warmup_rounds=2)
     # read target and mask, write y, d/dtarget and d/dmask
-    bench.record(benchmark, path="partial-stop-gradient-fwd-bwd", subject=bench_subject,
-                 bytes_moved=5 * x.nbytes, ceiling=ceiling)
+    bench.record(
+        benchmark,
+        path="partial-stop-gradient-fwd-bwd",
+        subject=bench_subject,
+        bytes_moved=5 * x.nbytes,
+        ceiling=ceiling,
+    )

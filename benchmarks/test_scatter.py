@@ -4,6 +4,7 @@ c_j <- c_j - alpha * sum_i [y_i=j](c_j - x_i) / (1 + sum_i [y_i=j]), as each fra
 spells a scatter-subtract: tf.tensor_scatter_nd_sub, jnp .at[].add, torch index_add_
 (eager, and under torch.compile for the torch-compile subject).
 """
+
 import numpy as np
 import pytest
 
@@ -36,6 +37,7 @@ def test_center_loss_scatter_update(benchmark, bench_subject, size, ceiling):
         def upd(c, xx, ll, cc):
             delta = ALPHA * (tf.gather(c, ll) - xx) / (1.0 + tf.gather(cc, ll))[:, None]
             return tf.tensor_scatter_nd_sub(c, ll[:, None], delta)
+
         f = upd if bench_subject.mode == "eager" else tf.function(upd, jit_compile=bench_subject.mode == "xla")
 
         def step():
@@ -53,19 +55,25 @@ def test_center_loss_scatter_update(benchmark, bench_subject, size, ceiling):
         def step():
             return upd(c, xx, ll, cc).block_until_ready()
     else:
-        torch = bench_subject.torch
         c, xx, cc = (bench_subject.tensor(a) for a in (centers, x, counts))
         ll = bench_subject.tensor(labels.astype(np.int64))
 
         def upd(c, xx, ll, cc):
             delta = ALPHA * (c[ll] - xx) / (1.0 + cc[ll])[:, None]
             return c.clone().index_add_(0, ll, -delta)
+
         f = bench.compiled(bench_subject, upd)
 
         def step():
             return bench_subject.sync(f(c, xx, ll, cc))
+
     bench.warm_up(bench_subject, step)
     benchmark.pedantic(step, rounds=10, iterations=1, warmup_rounds=1)
     # read x, labels, gathered centers; write the updated centers
-    bench.record(benchmark, path="center-loss-scatter", subject=bench_subject,
-                 bytes_moved=x.nbytes + labels.nbytes + 2 * centers.nbytes + counts.nbytes, ceiling=ceiling)
+    bench.record(
+        benchmark,
+        path="center-loss-scatter",
+        subject=bench_subject,
+        bytes_moved=x.nbytes + labels.nbytes + 2 * centers.nbytes + counts.nbytes,
+        ceiling=ceiling,
+    )

@@ -1,4 +1,5 @@
 """Hot path: straight-through estimator forward+backward (cases/test_straight_through_estimator.py)."""
+
 import pytest
 
 from suite import bench

@@ -37,6 +37,7 @@ enter Adam's update) and trajectories are compared as displacement from x0 in un
 tf.function/XLA rows build the variable and optimizer once per dtype outside the function
 and reset them by assignment inside it (see ``_TFState``).
 """
+
 import dataclasses
 import math
 
@@ -57,38 +58,78 @@ KERAS_SRC = "https://github.com/keras-team/keras/blob/master/keras/src/optimizer
 KERAS_BASE_SRC = "https://github.com/keras-team/keras/blob/master/keras/src/optimizers/base_optimizer.py"
 
 BEHAVIOUR = behaviour(
-    "adam-epsilon", sources=["001", "003"],
-    links=[V1_DOC, KERAS_DOC, TORCH_DOC, OPTAX_DOC, "https://github.com/tensorflow/tensorflow/pull/9047"])
+    "adam-epsilon",
+    sources=["001", "003"],
+    links=[V1_DOC, KERAS_DOC, TORCH_DOC, OPTAX_DOC, "https://github.com/tensorflow/tensorflow/pull/9047"],
+)
 
-EPS_HAT = ("lr_t = lr*sqrt(1-b2^t)/(1-b1^t); x -= lr_t*m/(sqrt(v)+eps): eps is 'epsilon hat' of Kingma & Ba "
-           "(formula before Sec. 2.1), i.e. PyTorch/optax's eps_t = eps/sqrt(1-b2^t); both the v1 "
-           "AdamOptimizer and tf.keras.optimizers.Adam docstrings say so")
-KERAS2_IN_SESSION = ("Keras 2 (TF 2.12-2.15; keras.optimizers.Optimizer since 2.11) targets TF2: in a v1 "
-                     "graph apply_gradients returns iterations.assign_add(1) with no control dependency on "
-                     "the variable updates, so running the op it returns steps nothing (measured: the "
-                     "variable keeps x0); tf.keras.optimizers.legacy.* are the graph-mode optimizers")
+EPS_HAT = (
+    "lr_t = lr*sqrt(1-b2^t)/(1-b1^t); x -= lr_t*m/(sqrt(v)+eps): eps is 'epsilon hat' of Kingma & Ba "
+    "(formula before Sec. 2.1), i.e. PyTorch/optax's eps_t = eps/sqrt(1-b2^t); both the v1 "
+    "AdamOptimizer and tf.keras.optimizers.Adam docstrings say so"
+)
+KERAS2_IN_SESSION = (
+    "Keras 2 (TF 2.12-2.15; keras.optimizers.Optimizer since 2.11) targets TF2: in a v1 "
+    "graph apply_gradients returns iterations.assign_add(1) with no control dependency on "
+    "the variable updates, so running the op it returns steps nothing (measured: the "
+    "variable keeps x0); tf.keras.optimizers.legacy.* are the graph-mode optimizers"
+)
 KERAS2_OPTIMIZER_SRC = "https://github.com/keras-team/keras/blob/v2.15.0/keras/optimizers/optimizer.py"
 EXPECT = expectations(
-    {"update_rule": "eps-outside-bias-correction", "identical_hparams": "agree",
-     "optimizer_call": "available", "v1_optimizer_call": "available",
-     "float64_hyperparams": "float64", "v1_float64_hyperparams": "float64"},
+    {
+        "update_rule": "eps-outside-bias-correction",
+        "identical_hparams": "agree",
+        "optimizer_call": "available",
+        "v1_optimizer_call": "available",
+        "float64_hyperparams": "float64",
+        "v1_float64_hyperparams": "float64",
+    },
     expect("update_rule", "eps-hat", framework="tensorflow", reason=EPS_HAT, link=V1_DOC),
-    expect("identical_hparams", "differ", framework="tensorflow",
-           reason="eps-hat vs eps-outside-bias-correction: with the same eps TF's effective eps is "
-                  "1/sqrt(1-b2^t) times PyTorch's/optax's (31.6x at t=1 for b2=0.999)", link=TORCH_DOC),
-    expect("optimizer_call", "raises:TypeError", framework="tensorflow", mode="graph", versions=">=2.16",
-           reason="Keras 3 targets TF2: apply_gradients returns self.iterations (a keras.Variable), not an "
-                  "op; Session.run/control_dependencies cannot take it (TypeError)", link=KERAS_BASE_SRC),
-    expect("optimizer_call", "no-step", framework="tensorflow", mode="graph", versions="<2.16",
-           reason=KERAS2_IN_SESSION, link=KERAS2_OPTIMIZER_SRC),
-    expect("float64_hyperparams", "float32", framework="tensorflow",
-           reason="Keras 3 keeps learning_rate in a float32 variable and ops.cast(beta_1, float64) goes "
-                  "through a float32 tensor before ops.power (model float32-lr-beta-powers); m, v and "
-                  "epsilon stay float64", link=KERAS_SRC),
-    expect("v1_float64_hyperparams", "float32", framework="tensorflow",
-           reason="AdamOptimizer._prepare converts lr/beta1/beta2/epsilon to (float32) tensors and "
-                  "beta1_power/beta2_power are float32 non-slot variables, cast to float64 per step "
-                  "(model float32-all)", link=V1_SRC),
+    expect(
+        "identical_hparams",
+        "differ",
+        framework="tensorflow",
+        reason="eps-hat vs eps-outside-bias-correction: with the same eps TF's effective eps is "
+        "1/sqrt(1-b2^t) times PyTorch's/optax's (31.6x at t=1 for b2=0.999)",
+        link=TORCH_DOC,
+    ),
+    expect(
+        "optimizer_call",
+        "raises:TypeError",
+        framework="tensorflow",
+        mode="graph",
+        versions=">=2.16",
+        reason="Keras 3 targets TF2: apply_gradients returns self.iterations (a keras.Variable), not an "
+        "op; Session.run/control_dependencies cannot take it (TypeError)",
+        link=KERAS_BASE_SRC,
+    ),
+    expect(
+        "optimizer_call",
+        "no-step",
+        framework="tensorflow",
+        mode="graph",
+        versions="<2.16",
+        reason=KERAS2_IN_SESSION,
+        link=KERAS2_OPTIMIZER_SRC,
+    ),
+    expect(
+        "float64_hyperparams",
+        "float32",
+        framework="tensorflow",
+        reason="Keras 3 keeps learning_rate in a float32 variable and ops.cast(beta_1, float64) goes "
+        "through a float32 tensor before ops.power (model float32-lr-beta-powers); m, v and "
+        "epsilon stay float64",
+        link=KERAS_SRC,
+    ),
+    expect(
+        "v1_float64_hyperparams",
+        "float32",
+        framework="tensorflow",
+        reason="AdamOptimizer._prepare converts lr/beta1/beta2/epsilon to (float32) tensors and "
+        "beta1_power/beta2_power are float32 non-slot variables, cast to float64 per step "
+        "(model float32-all)",
+        link=V1_SRC,
+    ),
 )
 
 # Displacement from x0 in units of lr. float32: |x| <= ~1 rounds to 1.2e-7 per step, five
@@ -114,7 +155,7 @@ class Hyper:
     eps: float
 
 
-SEED = Hyper(0.001, 0.9, 0.999, 0.1)           # seeds/001, as written
+SEED = Hyper(0.001, 0.9, 0.999, 0.1)  # seeds/001, as written
 
 
 # ---------------------------------------------------------------- closed forms (NumPy, float64)
@@ -131,7 +172,7 @@ def closed_form(x0, grads, hp, *, rule, hparams="float64", steps=STEPS):
     ``float32-lr-beta-powers`` (Keras 3: lr rounded, b^t = f32(b)^t; m, v, eps exact).
     """
     lr, b1, b2, eps = hp.lr, hp.b1, hp.b2, hp.eps
-    pb1, pb2 = b1, b2                      # the betas that go into the powers
+    pb1, pb2 = b1, b2  # the betas that go into the powers
     if hparams == "float32-all":
         lr, b1, b2, eps = map(_f32, (lr, b1, b2, eps))
         pb1, pb2 = b1, b2
@@ -148,7 +189,7 @@ def closed_form(x0, grads, hp, *, rule, hparams="float64", steps=STEPS):
         if hparams == "float32-all":
             p1, p2 = _f32(p1 * pb1), _f32(p2 * pb2)
         else:
-            p1, p2 = pb1 ** t, pb2 ** t
+            p1, p2 = pb1**t, pb2**t
         if rule == "eps-hat":
             x = x - lr * math.sqrt(1 - p2) / (1 - p1) * m / (np.sqrt(v) + eps)
         else:
@@ -168,10 +209,10 @@ def displacement(x0, traj, lr):
 
 @dataclasses.dataclass(frozen=True)
 class Fit:
-    rule: str           # eps-hat | eps-outside-bias-correction | ambiguous | other
-    precision: str      # float64 runs: float64 | float32 | other (float32 runs: "n/a")
-    model: str          # the hyper-parameter model of the closed form that fits best
-    ref: np.ndarray     # that closed form's displacement
+    rule: str  # eps-hat | eps-outside-bias-correction | ambiguous | other
+    precision: str  # float64 runs: float64 | float32 | other (float32 runs: "n/a")
+    model: str  # the hyper-parameter model of the closed form that fits best
+    ref: np.ndarray  # that closed form's displacement
 
 
 def fit(x0, grads, hp, traj) -> Fit:
@@ -179,8 +220,9 @@ def fit(x0, grads, hp, traj) -> Fit:
     hyper-parameters stayed float64 or went through float32 (and which float32 model fits)."""
     out = displacement(x0, traj, hp.lr)
     models = ("float64", *FLOAT32_MODELS)
-    refs = {(r, h): displacement(x0, closed_form(x0, grads, hp, rule=r, hparams=h), hp.lr)
-            for r in RULES for h in models}
+    refs = {
+        (r, h): displacement(x0, closed_form(x0, grads, hp, rule=r, hparams=h), hp.lr) for r in RULES for h in models
+    }
     errs = {k: cmp.rel_err(out, ref) for k, ref in refs.items()}
     tol = TRAJ_TOL.of(traj.dtype)
     rules = [r for r in RULES if min(errs[r, h] for h in models) <= tol]
@@ -266,7 +308,7 @@ def torch(torch, x0, grads, *, hp, rescale=False):
     out = []
     for t, g in enumerate(grads, 1):
         if rescale:
-            opt.param_groups[0]["eps"] = hp.eps / math.sqrt(1 - hp.b2 ** t)
+            opt.param_groups[0]["eps"] = hp.eps / math.sqrt(1 - hp.b2**t)
         p.grad = g.clone()
         opt.step()
         out.append(p.detach().clone())
@@ -321,7 +363,7 @@ def run_adam(subject, x0, grads, hp, *, api=None):
 @dataclasses.dataclass(frozen=True)
 class AdamProblem:
     x0: np.ndarray
-    grads: np.ndarray      # (STEPS, *x0.shape): the gradient fed at each step
+    grads: np.ndarray  # (STEPS, *x0.shape): the gradient fed at each step
     hp: Hyper
 
 
@@ -345,8 +387,14 @@ def check_fit(record, p, traj, *, precision_key):
     if p.x0.dtype == np.float64:
         record.check(EXPECT, **{precision_key: f.precision})
         record.observe(**{f"{precision_key}_model": f.model})
-    record.close(name=f"displacement[{f.rule},{f.model}]", out=displacement(p.x0, traj, p.hp.lr), ref=f.ref,
-                 oracle="closed-form", tol=TRAJ_TOL, dtype=p.x0.dtype)
+    record.close(
+        name=f"displacement[{f.rule},{f.model}]",
+        out=displacement(p.x0, traj, p.hp.lr),
+        ref=f.ref,
+        oracle="closed-form",
+        tol=TRAJ_TOL,
+        dtype=p.x0.dtype,
+    )
 
 
 # ---------------------------------------------------------------- properties
@@ -399,8 +447,14 @@ def test_identical_hyperparameters_across_frameworks(subject, oracles, record, p
         record.check(EXPECT, identical_hparams="agree" if same else "differ")
         if subject.framework == "tensorflow":
             ref = displacement(p.x0, o.run(NATIVE[o.framework], p.x0, p.grads, hp=p.hp, rescale=True), p.hp.lr)
-            record.close(name="displacement[oracle with eps_t=eps/sqrt(1-b2^t)]", out=out, ref=ref, oracle=o.id,
-                         tol=XFW_TOL, dtype=p.x0.dtype)
+            record.close(
+                name="displacement[oracle with eps_t=eps/sqrt(1-b2^t)]",
+                out=out,
+                ref=ref,
+                oracle=o.id,
+                tol=XFW_TOL,
+                dtype=p.x0.dtype,
+            )
         else:
             record.close(name="displacement", out=out, ref=ref, oracle=o.id, tol=XFW_TOL, dtype=p.x0.dtype)
 
@@ -430,15 +484,26 @@ def test_seed_small_gradients_one_and_five_steps(subject, oracles, record, p):
         diffs = [relative_difference(out[k], ref[k]) for k in (0, STEPS - 1)]
         ours, theirs = (hat, outside) if subject.framework == "tensorflow" else (outside, outside)
         predicted = [relative_difference(ours[k], theirs[k]) for k in (0, STEPS - 1)]
-        record.close(name=f"rel_diff_vs_{o.framework}[1 step, {STEPS} steps]", out=np.array(diffs),
-                     ref=np.array(predicted), oracle="closed-form", tol=DIFF_TOL, dtype=np.float32)
-        record.observe(**{f"rel_diff_vs_{o.framework}_1_step": round(diffs[0], 4),
-                          f"rel_diff_vs_{o.framework}_{STEPS}_steps": round(diffs[1], 4)})
+        record.close(
+            name=f"rel_diff_vs_{o.framework}[1 step, {STEPS} steps]",
+            out=np.array(diffs),
+            ref=np.array(predicted),
+            oracle="closed-form",
+            tol=DIFF_TOL,
+            dtype=np.float32,
+        )
+        record.observe(
+            **{
+                f"rel_diff_vs_{o.framework}_1_step": round(diffs[0], 4),
+                f"rel_diff_vs_{o.framework}_{STEPS}_steps": round(diffs[1], 4),
+            }
+        )
 
 
 def seed_model_gradient(data, onehot):
     """seeds/001's model as a function of x = [c, k]: d = data + c, e = c + k, a = d * e,
     L = softmax cross-entropy(a, onehot); dL/dc = (e + d) dL/da, dL/dk = d dL/da."""
+
     def grad(x):
         c, k = x[:2], x[2:]
         d, e = data + c, c + k
@@ -446,6 +511,7 @@ def seed_model_gradient(data, onehot):
         s = np.exp(a - a.max())
         dl_da = s / s.sum() - onehot
         return np.concatenate([(e + d) * dl_da, d * dl_da])
+
     return grad
 
 
@@ -491,9 +557,17 @@ def test_seed_001_model_as_written(subject, record, v):
     errs = {r: cmp.rel_err(out, displacement(start, rules[r], SEED.lr)) for r in RULES}
     matched = [r for r in RULES if errs[r] <= TRAJ_TOL.of(np.float32)]
     record.check(EXPECT, update_rule=matched[0] if len(matched) == 1 else "other")
-    record.close(name="displacement[eps-hat]", out=out, ref=displacement(start, rules["eps-hat"], SEED.lr),
-                 oracle="closed-form", tol=TRAJ_TOL, dtype=np.float32)
+    record.close(
+        name="displacement[eps-hat]",
+        out=out,
+        ref=displacement(start, rules["eps-hat"], SEED.lr),
+        oracle="closed-form",
+        tol=TRAJ_TOL,
+        dtype=np.float32,
+    )
     other = displacement(start, rules["eps-outside-bias-correction"], SEED.lr)
-    record.observe(init=np.round(start.astype(np.float64), 4),
-                   rel_diff_vs_eps_outside_1_step=round(relative_difference(out[0], other[0]), 4),
-                   rel_diff_vs_eps_outside_5_steps=round(relative_difference(out[-1], other[-1]), 4))
+    record.observe(
+        init=np.round(start.astype(np.float64), 4),
+        rel_diff_vs_eps_outside_1_step=round(relative_difference(out[0], other[0]), 4),
+        rel_diff_vs_eps_outside_5_steps=round(relative_difference(out[-1], other[-1]), 4),
+    )

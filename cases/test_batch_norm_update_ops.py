@@ -36,80 +36,148 @@ momentum) is created eagerly by the test, before any ``tf.function`` traces, and
 pattern needs several ``Session.run`` calls (one per step, then a read), more than the
 harness' one run per call: that test drives its own cached Session in ``graph`` mode.
 """
+
 import dataclasses
 
 import numpy as np
 from hypothesis import given, strategies as st
 
 from suite import compare as cmp, strategies as ss
-from suite.behaviours import behaviour, on, full_examples
+from suite.behaviours import behaviour, full_examples, on
 from suite.expectations import expect, expectations
 from suite.frameworks import resources
 from suite.frameworks.tf_runner import in_v1_graph
 
 KERAS_BN = "https://keras.io/api/layers/normalization_layers/batch_normalization/"
-KERAS_BN_SOURCE = "https://github.com/keras-team/keras/blob/master/keras/src/layers/normalization/batch_normalization.py"
+KERAS_BN_SOURCE = (
+    "https://github.com/keras-team/keras/blob/master/keras/src/layers/normalization/batch_normalization.py"
+)
 TORCH_BN = "https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html"
 TORCH_TRAIN = "https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.train"
 CONTROL_DEPS = "https://www.tensorflow.org/api_docs/python/tf/control_dependencies"
-KERAS2_BN_SOURCE = ("https://github.com/keras-team/keras/blob/v2.15.0/keras/src/layers/normalization/"
-                    "batch_normalization.py")
+KERAS2_BN_SOURCE = (
+    "https://github.com/keras-team/keras/blob/v2.15.0/keras/src/layers/normalization/batch_normalization.py"
+)
 KERAS2_ADD_UPDATE = "https://github.com/keras-team/keras/blob/v2.15.0/keras/src/engine/base_layer_v1.py"
 LAZY_LOADER = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/util/lazy_loader.py"
 
 BEHAVIOUR = behaviour(
-    "batch-norm-update-ops", sources=["001"],
-    links=[KERAS_BN, TORCH_BN, CONTROL_DEPS,
-           "https://www.tensorflow.org/api_docs/python/tf/compat/v1/get_collection",
-           "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Session#run"])
+    "batch-norm-update-ops",
+    sources=["001"],
+    links=[
+        KERAS_BN,
+        TORCH_BN,
+        CONTROL_DEPS,
+        "https://www.tensorflow.org/api_docs/python/tf/compat/v1/get_collection",
+        "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Session#run",
+    ],
+)
 
 V1_LAYERS = "tf.compat.v1.layers.batch_normalization"
 EXPECT = expectations(
-    {"training=True": "updated", "training=False": "not-updated", "trainable=False": "not-updated",
-     "no training argument": "not-updated", "batch variance": "biased",
-     "train op only": "not-updated", "control_dependencies": "updated", "fetched with train op": "updated",
-     "train op": "ran", V1_LAYERS: "updated", "EMA decay": "input dtype"},
-    expect("training=True", "not-updated", framework="tensorflow", mode="graph", versions=">=2.16",
-           link=KERAS_BN_SOURCE,
-           reason="Keras 3 BatchNormalization.call does self.moving_mean.assign(...) and returns the "
-                  "normalised tensor: in a v1 graph the assign ops are neither in UPDATE_OPS (0 measured) "
-                  "nor control inputs of the output (no layer.updates to group), so running the output "
-                  "leaves the statistics as initialised"),
-    expect("training=True", "not-updated", framework="tensorflow", mode="graph", versions="<2.16",
-           link=KERAS2_ADD_UPDATE,
-           reason="Keras 2 constructs a v1 layer in a v1 graph; its add_update keeps the AssignSubVariableOps "
-                  "in layer.updates (for Model.fit to run), not in UPDATE_OPS (0 measured), and the output "
-                  "does not depend on them, so running the output leaves the statistics as initialised"),
-    expect("EMA decay", "float32", framework="tensorflow", versions="<2.16", link=KERAS2_BN_SOURCE,
-           reason="Keras 2 BatchNormalization._assign_moving_average makes decay = "
-                  "tf.convert_to_tensor(1.0 - momentum), a float32 tensor, then casts it to the variable's "
-                  "dtype: a float64 layer averages with 1 - momentum rounded to float32 (0.1 -> "
-                  "0.10000000149), about 1e-8 relative off the float64 EMA; Keras 3 (and JAX, PyTorch) "
-                  "weight with the float64 1 - momentum"),
-    expect("batch variance", "unbiased", framework="torch", link=TORCH_BN,
-           reason="'the value stored in the moving average of the variance is calculated via the unbiased "
-                  "estimator, equivalent to torch.var(input, correction=1)'; Keras stores the biased one"),
-    expect("trainable=False", "updated", framework="torch", link=TORCH_BN,
-           reason="PyTorch has no trainable flag: requires_grad_(False) freezes weight/bias only, running "
-                  "statistics follow module.training (Keras 3 trainable=False means inference mode)"),
-    expect("no training argument", "updated", framework="torch", link=TORCH_TRAIN,
-           reason="a module starts in training mode, so bn(x) updates the running statistics; a Keras "
-                  "layer called without training= outside fit() runs in inference mode"),
-    expect("train op only", "updated", framework="tensorflow", mode="eager|function|xla", link=CONTROL_DEPS,
-           reason="eager runs every assign when it is written, and tf.function (XLA included) keeps every "
-                  "stateful op by automatic control dependencies: an unfetched update still runs"),
-    expect(V1_LAYERS, "unavailable", framework="tensorflow", versions=">=2.16", link=LAZY_LOADER,
-           reason="with Keras 3 (the default from TF 2.16) tf.compat.v1.layers raises AttributeError "
-                  "'`batch_normalization` is not available with Keras 3.'"),
+    {
+        "training=True": "updated",
+        "training=False": "not-updated",
+        "trainable=False": "not-updated",
+        "no training argument": "not-updated",
+        "batch variance": "biased",
+        "train op only": "not-updated",
+        "control_dependencies": "updated",
+        "fetched with train op": "updated",
+        "train op": "ran",
+        V1_LAYERS: "updated",
+        "EMA decay": "input dtype",
+    },
+    expect(
+        "training=True",
+        "not-updated",
+        framework="tensorflow",
+        mode="graph",
+        versions=">=2.16",
+        link=KERAS_BN_SOURCE,
+        reason="Keras 3 BatchNormalization.call does self.moving_mean.assign(...) and returns the "
+        "normalised tensor: in a v1 graph the assign ops are neither in UPDATE_OPS (0 measured) "
+        "nor control inputs of the output (no layer.updates to group), so running the output "
+        "leaves the statistics as initialised",
+    ),
+    expect(
+        "training=True",
+        "not-updated",
+        framework="tensorflow",
+        mode="graph",
+        versions="<2.16",
+        link=KERAS2_ADD_UPDATE,
+        reason="Keras 2 constructs a v1 layer in a v1 graph; its add_update keeps the AssignSubVariableOps "
+        "in layer.updates (for Model.fit to run), not in UPDATE_OPS (0 measured), and the output "
+        "does not depend on them, so running the output leaves the statistics as initialised",
+    ),
+    expect(
+        "EMA decay",
+        "float32",
+        framework="tensorflow",
+        versions="<2.16",
+        link=KERAS2_BN_SOURCE,
+        reason="Keras 2 BatchNormalization._assign_moving_average makes decay = "
+        "tf.convert_to_tensor(1.0 - momentum), a float32 tensor, then casts it to the variable's "
+        "dtype: a float64 layer averages with 1 - momentum rounded to float32 (0.1 -> "
+        "0.10000000149), about 1e-8 relative off the float64 EMA; Keras 3 (and JAX, PyTorch) "
+        "weight with the float64 1 - momentum",
+    ),
+    expect(
+        "batch variance",
+        "unbiased",
+        framework="torch",
+        link=TORCH_BN,
+        reason="'the value stored in the moving average of the variance is calculated via the unbiased "
+        "estimator, equivalent to torch.var(input, correction=1)'; Keras stores the biased one",
+    ),
+    expect(
+        "trainable=False",
+        "updated",
+        framework="torch",
+        link=TORCH_BN,
+        reason="PyTorch has no trainable flag: requires_grad_(False) freezes weight/bias only, running "
+        "statistics follow module.training (Keras 3 trainable=False means inference mode)",
+    ),
+    expect(
+        "no training argument",
+        "updated",
+        framework="torch",
+        link=TORCH_TRAIN,
+        reason="a module starts in training mode, so bn(x) updates the running statistics; a Keras "
+        "layer called without training= outside fit() runs in inference mode",
+    ),
+    expect(
+        "train op only",
+        "updated",
+        framework="tensorflow",
+        mode="eager|function|xla",
+        link=CONTROL_DEPS,
+        reason="eager runs every assign when it is written, and tf.function (XLA included) keeps every "
+        "stateful op by automatic control dependencies: an unfetched update still runs",
+    ),
+    expect(
+        V1_LAYERS,
+        "unavailable",
+        framework="tensorflow",
+        versions=">=2.16",
+        link=LAZY_LOADER,
+        reason="with Keras 3 (the default from TF 2.16) tf.compat.v1.layers raises AttributeError "
+        "'`batch_normalization` is not available with Keras 3.'",
+    ),
 )
 # EMA of float32 batch moments (Keras: E[x^2] - E[x]^2) against the float64 closed form:
 # a few ulps of values up to 30, i.e. the default gradient tolerance.
 STAT_TOL = cmp.GRAD
-SHAPES = ((1, 4, 3), (3, 2, 1))              # (steps, batch, features); batch > 1 (PyTorch refuses 1)
-MOMENTA = (0.0, 0.9, 0.99)                   # Keras convention; 0.99 is the Keras default
-LR = 0.1                                     # the v1 train op's SGD step
-CALLS = {"train": "training=True", "infer": "training=False", "frozen": "trainable=False",
-         "default": "no training argument"}
+SHAPES = ((1, 4, 3), (3, 2, 1))  # (steps, batch, features); batch > 1 (PyTorch refuses 1)
+MOMENTA = (0.0, 0.9, 0.99)  # Keras convention; 0.99 is the Keras default
+LR = 0.1  # the v1 train op's SGD step
+CALLS = {
+    "train": "training=True",
+    "infer": "training=False",
+    "frozen": "trainable=False",
+    "default": "no training argument",
+}
 REFUSALS = (AttributeError, ImportError, NotImplementedError)
 
 
@@ -152,14 +220,20 @@ def tensorflow(tf, xs, mean0, var0, *, momentum, call="train", features):
     frozen = call == "frozen"
     if in_v1_graph():
         layer = tf.keras.layers.BatchNormalization(
-            momentum=momentum, trainable=not frozen, dtype=xs.dtype.name,
+            momentum=momentum,
+            trainable=not frozen,
+            dtype=xs.dtype.name,
             moving_mean_initializer=lambda shape, dtype=None: mean0,
-            moving_variance_initializer=lambda shape, dtype=None: var0)
+            moving_variance_initializer=lambda shape, dtype=None: var0,
+        )
         _LAYERS.clear()  # Keras 2: a layer made in a v1 graph invalidates those made eagerly
         outs = [_keras_call(layer, x, call) for x in tf.unstack(xs)]
         with tf.control_dependencies(outs):  # read after the steps, as a later sess.run would
-            return (_read(tf, layer.moving_mean), _read(tf, layer.moving_variance),
-                    len(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)))
+            return (
+                _read(tf, layer.moving_mean),
+                _read(tf, layer.moving_variance),
+                len(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)),
+            )
     layer = keras_layer(tf, features=features, dtype=xs.dtype.name, momentum=momentum, frozen=frozen)
     layer.moving_mean.assign(mean0)
     layer.moving_variance.assign(var0)
@@ -206,8 +280,10 @@ def _moments_and_loss(tf, x, gamma, beta):
 
 
 def _ema_assigns(tf, mm, mv, mean, var, momentum):
-    return [tf.compat.v1.assign(mm, momentum * mm + (1 - momentum) * mean),
-            tf.compat.v1.assign(mv, momentum * mv + (1 - momentum) * var)]
+    return [
+        tf.compat.v1.assign(mm, momentum * mm + (1 - momentum) * mean),
+        tf.compat.v1.assign(mv, momentum * mv + (1 - momentum) * var),
+    ]
 
 
 _VARIABLES = {}
@@ -321,8 +397,9 @@ def decays_agree(b) -> bool:
     """Whether the two decay roundings give the same statistics within tolerance (all but
     float64 inputs with momentum not 0)."""
     tol = STAT_TOL.of(b.xs.dtype)
-    return all(cmp.rel_err(e, f) <= tol for d in (0, 1)
-               for e, f in zip(ema(b, ddof=d), ema(b, ddof=d, decay="float32")))
+    return all(
+        cmp.rel_err(e, f) <= tol for d in (0, 1) for e, f in zip(ema(b, ddof=d), ema(b, ddof=d, decay="float32"))
+    )
 
 
 def decay_kind(mean, b):
@@ -339,8 +416,7 @@ def variance_kind(var, b, *, decay="input dtype"):
     (_, biased), (_, unbiased) = ema(b, decay=decay), ema(b, ddof=1, decay=decay)
     if cmp.rel_err(biased, unbiased) <= tol:
         return None
-    return next((k for k, ref in (("biased", biased), ("unbiased", unbiased)) if cmp.rel_err(var, ref) <= tol),
-                "other")
+    return next((k for k, ref in (("biased", biased), ("unbiased", unbiased)) if cmp.rel_err(var, ref) <= tol), "other")
 
 
 def update_kind(mean, var, b) -> str:
@@ -349,8 +425,11 @@ def update_kind(mean, var, b) -> str:
     if np.array_equal(mean, b.mean0) and np.array_equal(var, b.var0):
         return "not-updated"
     tol = STAT_TOL.of(b.xs.dtype)
-    ok = any(cmp.rel_err(mean, ema(b, decay=c)[0]) <= tol
-             and any(cmp.rel_err(var, ema(b, ddof=d, decay=c)[1]) <= tol for d in (0, 1)) for c in DECAYS)
+    ok = any(
+        cmp.rel_err(mean, ema(b, decay=c)[0]) <= tol
+        and any(cmp.rel_err(var, ema(b, ddof=d, decay=c)[1]) <= tol for d in (0, 1))
+        for c in DECAYS
+    )
     return "updated" if ok else "other"
 
 
@@ -362,10 +441,10 @@ def refusal(record, e) -> str:
 # ---------------------------------------------------------------- strategies
 @dataclasses.dataclass(frozen=True)
 class Batches:
-    xs: np.ndarray      # (steps, batch, features) in [-3, 3]
-    mean0: np.ndarray   # (features,) in [5, 10]: never a batch mean, so an update always shows
-    var0: np.ndarray    # (features,) in [20, 30]: above any batch variance here (at most 18)
-    momentum: float     # Keras convention
+    xs: np.ndarray  # (steps, batch, features) in [-3, 3]
+    mean0: np.ndarray  # (features,) in [5, 10]: never a batch mean, so an update always shows
+    var0: np.ndarray  # (features,) in [20, 30]: above any batch variance here (at most 18)
+    momentum: float  # Keras convention
 
 
 @st.composite
@@ -381,10 +460,16 @@ def batches(draw, *, shapes=SHAPES, momenta=MOMENTA) -> Batches:
 def _stats(runner, b, call):
     if runner.framework == "tensorflow" and runner.mode != "graph":
         with runner.module.device(runner.device_name):
-            keras_layer(runner.module, features=b.xs.shape[-1], dtype=b.xs.dtype.name, momentum=b.momentum,
-                        frozen=call == "frozen")
-    return runner.run(NATIVE[runner.framework], b.xs, b.mean0, b.var0, momentum=b.momentum, call=call,
-                      features=b.xs.shape[-1])
+            keras_layer(
+                runner.module,
+                features=b.xs.shape[-1],
+                dtype=b.xs.dtype.name,
+                momentum=b.momentum,
+                frozen=call == "frozen",
+            )
+    return runner.run(
+        NATIVE[runner.framework], b.xs, b.mean0, b.var0, momentum=b.momentum, call=call, features=b.xs.shape[-1]
+    )
 
 
 def _example(record, b):
@@ -418,8 +503,13 @@ def test_training_updates_moving_statistics_to_the_ema(subject, oracles, record,
         record.check(EXPECT, **{"batch variance": conv})
     want = EXPECT.lookup("batch variance", subject)[0]
     record.close(name="moving_mean", out=mean, ref=ema(b, decay=decay)[0], oracle="closed-form", tol=STAT_TOL)
-    record.close(name="moving_variance", out=var, ref=ema(b, ddof=int(want == "unbiased"), decay=decay)[1],
-                 oracle="closed-form", tol=STAT_TOL)
+    record.close(
+        name="moving_variance",
+        out=var,
+        ref=ema(b, ddof=int(want == "unbiased"), decay=decay)[1],
+        oracle="closed-form",
+        tol=STAT_TOL,
+    )
     for o in oracles:
         if EXPECT.lookup("EMA decay", o)[0] != decay and not decays_agree(b):
             continue  # a declared rounding difference: each was checked against its closed form
@@ -450,21 +540,24 @@ def _check_variants(subject, record, b):
     __tracebackhide__ = True
     momentum = np.asarray(b.momentum, b.xs.dtype)
     means = {}
-    for variant, key in (("train_op", "train op only"), ("control_dependencies", "control_dependencies"),
-                         ("fetched", "fetched with train op")):
+    for variant, key in (
+        ("train_op", "train op only"),
+        ("control_dependencies", "control_dependencies"),
+        ("fetched", "fetched with train op"),
+    ):
         if subject.mode == "graph":
             mean, var, beta = tensorflow_v1_session(subject, b.xs, b.mean0, b.var0, momentum, variant=variant)
         else:
             with subject.module.device(subject.device_name):
                 v1_variables(subject.module, features=b.xs.shape[-1], dtype=b.xs.dtype.name)
-            mean, var, beta = subject.run(tensorflow_update_ops, b.xs, b.mean0, b.var0, momentum, variant=variant,
-                                    features=b.xs.shape[-1])
+            mean, var, beta = subject.run(
+                tensorflow_update_ops, b.xs, b.mean0, b.var0, momentum, variant=variant, features=b.xs.shape[-1]
+            )
         kind = update_kind(mean, var, b)
         record.check(EXPECT, **{"train op": "not-run" if np.array_equal(beta, 0 * beta) else "ran", key: kind})
         if kind == "updated":
             record.close(name=f"moving_mean[{variant}]", out=mean, ref=ema(b)[0], oracle="closed-form", tol=STAT_TOL)
-            record.close(name=f"moving_variance[{variant}]", out=var, ref=ema(b)[1], oracle="closed-form",
-                         tol=STAT_TOL)
+            record.close(name=f"moving_variance[{variant}]", out=var, ref=ema(b)[1], oracle="closed-form", tol=STAT_TOL)
         means[variant] = mean
     return means
 
@@ -498,10 +591,20 @@ def test_seed_one_step_from_keras_defaults(subject, record, b):
         return
     variance = {"biased": [1.011875, 1.0125, 1.036875], "unbiased": [1.0191667, 1.02, 1.0525]}
     record.check(EXPECT, **{"batch variance": variance_kind(var, b)})
-    record.close(name="moving_mean", out=mean, ref=np.array([0.0175, 0.025, 0.0275], np.float32),
-                 oracle="closed-form", tol=cmp.VALUE)
-    record.close(name="moving_variance", out=var, ref=np.array(variance[EXPECT.lookup("batch variance", subject)[0]],
-                                                               np.float32), oracle="closed-form", tol=cmp.VALUE)
+    record.close(
+        name="moving_mean",
+        out=mean,
+        ref=np.array([0.0175, 0.025, 0.0275], np.float32),
+        oracle="closed-form",
+        tol=cmp.VALUE,
+    )
+    record.close(
+        name="moving_variance",
+        out=var,
+        ref=np.array(variance[EXPECT.lookup("batch variance", subject)[0]], np.float32),
+        oracle="closed-form",
+        tol=cmp.VALUE,
+    )
 
 
 @on("tensorflow")

@@ -39,6 +39,7 @@ the returned-alias test has a PyTorch row. Variables of eager/function/xla live 
 level per (dtype, shape, device) and are reset by ``assign`` at the start of each program;
 in a v1 graph the harness creates and initialises them from the fed inputs.
 """
+
 import dataclasses
 
 import numpy as np
@@ -56,37 +57,67 @@ WRAP_FUNCTION = "https://www.tensorflow.org/api_docs/python/tf/compat/v1/wrap_fu
 ASSIGN_ADD = "https://www.tensorflow.org/api_docs/python/tf/Variable#assign_add"
 
 BEHAVIOUR = behaviour(
-    "control-dependencies", sources=["001"],
-    links=[CONTROL_DEPS, GRAPH_CONTROL_DEPS, "https://www.tensorflow.org/api_docs/python/tf/function",
-           WRAP_FUNCTION, ASSIGN_ADD, "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Session#run",
-           "https://pytorch.org/docs/stable/generated/torch.Tensor.add_.html"])
+    "control-dependencies",
+    sources=["001"],
+    links=[
+        CONTROL_DEPS,
+        GRAPH_CONTROL_DEPS,
+        "https://www.tensorflow.org/api_docs/python/tf/function",
+        WRAP_FUNCTION,
+        ASSIGN_ADD,
+        "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Session#run",
+        "https://pytorch.org/docs/stable/generated/torch.Tensor.add_.html",
+    ],
+)
 
 VARIANTS = ("y = x", "y = tf.identity(x)", "y = x_plus_1")
 KINDS = {"tf.Variable": None, "use_resource=False": False}  # the seed as written; the TF1 RefVariable
 PUZZLE_KEYS = [f"{v} [{k}]" for v in VARIANTS for k in KINDS]
-UNUSED_IN_SESSION = ("Session.run runs only the graph fragment the fetches need, and v1 graphs get no "
-                     "automatic control dependencies: 'wrap_function is closer to the behavior of session.run "
-                     "... It will not run any operations unless they are required to compute the function's "
-                     "outputs', while tf.function 'runs all stateful operations and sequences operations'")
+UNUSED_IN_SESSION = (
+    "Session.run runs only the graph fragment the fetches need, and v1 graphs get no "
+    "automatic control dependencies: 'wrap_function is closer to the behavior of session.run "
+    "... It will not run any operations unless they are required to compute the function's "
+    "outputs', while tf.function 'runs all stateful operations and sequences operations'"
+)
 EXPECT = expectations(
-    {**{k: "1..5" for k in PUZZLE_KEYS}, "variable kind [tf.Variable]": "ResourceVariable",
-     "variable kind [use_resource=False]": "RefVariable",
-     "reads": "sequential", "unused_updates": "run", "assign_result": "the-variable"},
-    *[expect(f"y = x [{k}]", "zeros", framework="tensorflow", mode="graph", link=GRAPH_CONTROL_DEPS,
-             reason="'The control dependencies context applies only to ops that are constructed within the "
-                    "context. Merely using an op or tensor in the context does not add a control dependency': "
-                    "y = x builds nothing, session.run(y) runs the variable's own read, never the assign_add "
-                    "(seeds/001: 'Only zeros'); the same for ResourceVariable and RefVariable")
-      for k in KINDS],
-    expect("reads", "fetched-only-any-order", framework="tensorflow", mode="graph", link=WRAP_FUNCTION,
-           reason=UNUSED_IN_SESSION + "; nodes are not executed in program order, so fetched reads race with "
-                  "fetched updates (several results per program over repeated runs)"),
-    expect("unused_updates", "not-run", framework="tensorflow", mode="graph", link=WRAP_FUNCTION,
-           reason=UNUSED_IN_SESSION),
+    {
+        **{k: "1..5" for k in PUZZLE_KEYS},
+        "variable kind [tf.Variable]": "ResourceVariable",
+        "variable kind [use_resource=False]": "RefVariable",
+        "reads": "sequential",
+        "unused_updates": "run",
+        "assign_result": "the-variable",
+    },
+    *[
+        expect(
+            f"y = x [{k}]",
+            "zeros",
+            framework="tensorflow",
+            mode="graph",
+            link=GRAPH_CONTROL_DEPS,
+            reason="'The control dependencies context applies only to ops that are constructed within the "
+            "context. Merely using an op or tensor in the context does not add a control dependency': "
+            "y = x builds nothing, session.run(y) runs the variable's own read, never the assign_add "
+            "(seeds/001: 'Only zeros'); the same for ResourceVariable and RefVariable",
+        )
+        for k in KINDS
+    ],
+    expect(
+        "reads",
+        "fetched-only-any-order",
+        framework="tensorflow",
+        mode="graph",
+        link=WRAP_FUNCTION,
+        reason=UNUSED_IN_SESSION + "; nodes are not executed in program order, so fetched reads race with "
+        "fetched updates (several results per program over repeated runs)",
+    ),
+    expect(
+        "unused_updates", "not-run", framework="tensorflow", mode="graph", link=WRAP_FUNCTION, reason=UNUSED_IN_SESSION
+    ),
 )
 
 UPDATES = ("assign", "assign_add", "assign_sub")
-TAIL = 1000          # the tail's unused assign_add: every other value stays below 100 in magnitude
+TAIL = 1000  # the tail's unused assign_add: every other value stays below 100 in magnitude
 SHAPES = ((), (2,))  # one variable set (and one XLA shape) per dtype x shape
 
 
@@ -184,9 +215,9 @@ ALIAS = {"tensorflow": tensorflow_alias, "torch": torch_alias}
 # ---------------------------------------------------------------- oracles, classifiers
 @dataclasses.dataclass(frozen=True)
 class Program:
-    steps: tuple          # ("read", var, how) | (op, var, const_index, used, how); hashable (static)
-    inits: np.ndarray     # (nvars, *shape)
-    consts: np.ndarray    # (nconsts, *shape)
+    steps: tuple  # ("read", var, how) | (op, var, const_index, used, how); hashable (static)
+    inits: np.ndarray  # (nvars, *shape)
+    consts: np.ndarray  # (nconsts, *shape)
 
 
 def sequential(p: Program):
@@ -212,10 +243,12 @@ def fetched_only_any_order(p: Program, outs) -> bool:
     for step in p.steps:
         items = per_var.setdefault(step[1], [])
         if step[0] == "read":
-            items.append(("read", n, None)); n += 1
+            items.append(("read", n, None))
+            n += 1
         elif step[3]:
             items.append(("update", step[0], p.consts[step[2]]))
-            items.append(("read", n, len(items) - 1)); n += 1   # the snapshot, after its update
+            items.append(("read", n, len(items) - 1))
+            n += 1  # the snapshot, after its update
     for i, items in per_var.items():
         seen = set()
 
@@ -236,6 +269,7 @@ def fetched_only_any_order(p: Program, outs) -> bool:
                     if search(done | 1 << j, value):
                         return True
             return False
+
         if not search(0, p.inits[i]):
             return False
     return True
@@ -258,8 +292,13 @@ def unused_kind(p: Program, outs) -> str:
 
 def printed_kind(printed) -> str:
     printed = np.asarray(printed)
-    return ("1..5" if np.array_equal(printed, np.arange(1, 6)) else
-            "zeros" if np.array_equal(printed, np.zeros(5)) else "other")
+    return (
+        "1..5"
+        if np.array_equal(printed, np.arange(1, 6))
+        else "zeros"
+        if np.array_equal(printed, np.zeros(5))
+        else "other"
+    )
 
 
 # ---------------------------------------------------------------- strategies
@@ -274,8 +313,14 @@ def programs(draw, *, max_steps=6) -> Program:
     nvars = draw(st.integers(1, 3), label="nvars")
     step = st.one_of(
         st.tuples(st.just("read"), st.integers(0, nvars - 1), st.sampled_from(["read_value", "identity"])),
-        st.tuples(st.sampled_from(UPDATES), st.integers(0, nvars - 1), st.just(0), st.booleans(),
-                  st.sampled_from(["method", "tf.compat.v1"])))
+        st.tuples(
+            st.sampled_from(UPDATES),
+            st.integers(0, nvars - 1),
+            st.just(0),
+            st.booleans(),
+            st.sampled_from(["method", "tf.compat.v1"]),
+        ),
+    )
     body = draw(st.lists(step, min_size=1, max_size=max_steps), label="steps")
     steps, k = [], 0
     for s in body:  # one constant per update
@@ -322,8 +367,9 @@ def test_assign_result_is_the_updated_variable(subject, record, a, c, k):
     fn = ALIAS[subject.framework]
     static = {"sig": _sig(subject, a[None], 1) + ("alias",)} if subject.framework == "tensorflow" else {}
     out = subject.run(fn, a, c, d, **static)
-    record.check(EXPECT, assign_result="the-variable" if out == d else "value-after-update" if out == a + c
-                 else "other")
+    record.check(
+        EXPECT, assign_result="the-variable" if out == d else "value-after-update" if out == a + c else "other"
+    )
     record.equal(name="r", out=out, ref=d, oracle="closed-form")
 
 
@@ -338,8 +384,9 @@ def test_seed_what_will_be_printed(subject, record, zero):
     for variant in VARIANTS:
         if subject.mode == "graph":
             for kind, use_resource in KINDS.items():
-                printed, cls = tensorflow_v1_puzzle(subject.module, variant=variant, use_resource=use_resource,
-                                                    device=subject.device_name)
+                printed, cls = tensorflow_v1_puzzle(
+                    subject.module, variant=variant, use_resource=use_resource, device=subject.device_name
+                )
                 record.check(EXPECT, **{f"variable kind [{kind}]": cls, f"{variant} [{kind}]": printed_kind(printed)})
                 record.observe(**{f"printed {variant} [{kind}]": printed})
         else:

@@ -22,6 +22,7 @@ dL/dk=[0.629,-2.016] where the slide formula ((e+d)dL/da, d dL/da) gives [0.701,
 [0.599,-1.072]: TF applies the declared backward exactly; the slide's algebra differs.
 The forward (loss 0.8446) equals the tf.add model's, the seed's own check.
 """
+
 import concurrent.futures
 import itertools
 
@@ -35,46 +36,83 @@ from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 
 BEHAVIOUR = behaviour(
-    "custom-backward", sources=["001", "003"],
-    links=["https://www.tensorflow.org/api_docs/python/tf/custom_gradient",
-           "https://www.tensorflow.org/api_docs/python/tf/RegisterGradient",
-           "https://www.tensorflow.org/api_docs/python/tf/Graph#gradient_override_map",
-           "https://www.tensorflow.org/api_docs/python/tf/py_function",
-           "https://www.tensorflow.org/api_docs/python/tf/numpy_function",
-           "https://docs.jax.dev/en/latest/notebooks/Custom_derivative_rules_for_Python_code.html",
-           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function"])
+    "custom-backward",
+    sources=["001", "003"],
+    links=[
+        "https://www.tensorflow.org/api_docs/python/tf/custom_gradient",
+        "https://www.tensorflow.org/api_docs/python/tf/RegisterGradient",
+        "https://www.tensorflow.org/api_docs/python/tf/Graph#gradient_override_map",
+        "https://www.tensorflow.org/api_docs/python/tf/py_function",
+        "https://www.tensorflow.org/api_docs/python/tf/numpy_function",
+        "https://docs.jax.dev/en/latest/notebooks/Custom_derivative_rules_for_Python_code.html",
+        "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function",
+    ],
+)
 
 APIS = ("tape", "tf.gradients")
 PY_OPS = ("py_func", "py_function", "numpy_function")
-MECHS = ("custom_gradient", "custom_gradient_variables",
-         *[f"{how}_{op}" for op in PY_OPS for how in ("override_map", "custom_gradient")])
+MECHS = (
+    "custom_gradient",
+    "custom_gradient_variables",
+    *[f"{how}_{op}" for op in PY_OPS for how in ("override_map", "custom_gradient")],
+)
 DEFAULTS = {"py_func_default": "none", "numpy_function_default": "none", "py_function_default": "autodiff"}
 ON_PY_OPS = [m for m in MECHS if m.endswith(PY_OPS)] + list(DEFAULTS)
 
 TAPE_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/eager/backprop.py"
 XLA_LINK = "https://www.tensorflow.org/api_docs/python/tf/py_function"
 EXPECT = expectations(
-    {**{f"{m}/{a}": "applied" for m in MECHS for a in APIS},
-     **{f"{k}/{a}": v for k, v in DEFAULTS.items() for a in APIS},
-     "custom_vjp": "applied", "custom_jvp": "applied", "autograd_function": "applied",
-     "bernoulli_backward": "applied", "seed_backward": "applied", "forward": "equals-add",
-     "slide_chain_rule": "differs", "py_function_unused_input": "scalar-zero"},
-    *[expect(f"{m}/tf.gradients", "unavailable", framework="tensorflow", mode="eager",
-             reason="tf.gradients raises RuntimeError when eager execution is enabled: it is only valid "
-                    "in a graph context (a v1 Graph or inside tf.function)",
-             link="https://www.tensorflow.org/api_docs/python/tf/gradients")
-      for m in MECHS + tuple(DEFAULTS)],
-    *[expect(f"override_map_{op}/tape", "ignored", framework="tensorflow",
-             reason="gradient_override_map only sets the op's _gradient_op_type attr, which tf.gradients "
-                    "reads (ops.get_gradient_function); GradientTape looks the gradient up by op type "
-                    "(backprop._gradient_function: _gradient_registry.lookup(op_name)) in every mode, "
-                    "v1 graph included; see also tensorflow#36870", link=TAPE_LINK)
-      for op in PY_OPS],
-    *[expect(f"{m}/{a}", "raises:InvalidArgumentError", framework="tensorflow", mode="xla",
-             reason="PyFunc/EagerPyFunc cannot be compiled: 'Currently tf.py_function (tf.numpy_function) "
-                    "is not compatible with XLA. Calling it inside tf.function(jit_compile=True) will raise "
-                    "an error' (Detected unsupported operations)", link=XLA_LINK)
-      for m in ON_PY_OPS for a in APIS],
+    {
+        **{f"{m}/{a}": "applied" for m in MECHS for a in APIS},
+        **{f"{k}/{a}": v for k, v in DEFAULTS.items() for a in APIS},
+        "custom_vjp": "applied",
+        "custom_jvp": "applied",
+        "autograd_function": "applied",
+        "bernoulli_backward": "applied",
+        "seed_backward": "applied",
+        "forward": "equals-add",
+        "slide_chain_rule": "differs",
+        "py_function_unused_input": "scalar-zero",
+    },
+    *[
+        expect(
+            f"{m}/tf.gradients",
+            "unavailable",
+            framework="tensorflow",
+            mode="eager",
+            reason="tf.gradients raises RuntimeError when eager execution is enabled: it is only valid "
+            "in a graph context (a v1 Graph or inside tf.function)",
+            link="https://www.tensorflow.org/api_docs/python/tf/gradients",
+        )
+        for m in MECHS + tuple(DEFAULTS)
+    ],
+    *[
+        expect(
+            f"override_map_{op}/tape",
+            "ignored",
+            framework="tensorflow",
+            reason="gradient_override_map only sets the op's _gradient_op_type attr, which tf.gradients "
+            "reads (ops.get_gradient_function); GradientTape looks the gradient up by op type "
+            "(backprop._gradient_function: _gradient_registry.lookup(op_name)) in every mode, "
+            "v1 graph included; see also tensorflow#36870",
+            link=TAPE_LINK,
+        )
+        for op in PY_OPS
+    ],
+    *[
+        expect(
+            f"{m}/{a}",
+            "raises:InvalidArgumentError",
+            framework="tensorflow",
+            mode="xla",
+            reason="PyFunc/EagerPyFunc cannot be compiled: 'Currently tf.py_function (tf.numpy_function) "
+            "is not compatible with XLA. Calling it inside tf.function(jit_compile=True) will raise "
+            "an error' (Detected unsupported operations)",
+            link=XLA_LINK,
+        )
+        for m in ON_PY_OPS
+        for a in APIS
+    ],
 )
 
 # ---------------------------------------------------------------- the native functions
@@ -90,12 +128,14 @@ def forward_func(c, k, d):
 
 def seed_backprop(tf):
     """seeds/001 backprop_func (``tf`` comes from the runner)."""
+
     def backprop_func(op, grad):
         c = op.inputs[0]
         k = op.inputs[1]
         d = op.inputs[2]
         e = tf.add(c, k)
         return (e + d) * grad, d * grad, e * grad
+
     return backprop_func
 
 
@@ -123,18 +163,23 @@ def _tf_forward(tf, c, k, d, op):
 def tensorflow(tf, c, k, d, w, *, op, how, api):
     """e = custom_add(c, k, d) with forward ``op`` and the seed's backward attached by ``how``;
     returns e and the gradients of sum(w * e) by ``api`` (GradientTape or tf.gradients)."""
+
     def custom_add(c, k, d):
         if how == "override_map":
-            with tf.compat.v1.get_default_graph().gradient_override_map({"EagerPyFunc" if op == "py_function"
-                                                                         else "PyFunc": _override_name(tf)}):
+            with tf.compat.v1.get_default_graph().gradient_override_map(
+                {"EagerPyFunc" if op == "py_function" else "PyFunc": _override_name(tf)}
+            ):
                 return _tf_forward(tf, c, k, d, op)
         if how == "custom_gradient":
+
             @tf.custom_gradient
             def add(c, k, d):
                 def grad(g):
                     e = tf.add(c, k)
                     return (e + d) * g, d * g, e * g
+
                 return _tf_forward(tf, c, k, d, op), grad
+
             return add(c, k, d)
         return _tf_forward(tf, c, k, d, op)
 
@@ -162,6 +207,7 @@ def tensorflow_variables(tf, c, k, d, w, *, api, var_ref=None):
 
         def grad(g, variables=None):
             return ((e + d) * g, e * g), [d * g for _ in variables]
+
         return e, grad
 
     if api == "tf.gradients":
@@ -189,6 +235,7 @@ _ORACLE_OPS = {}
 def _jax_ops(jax):
     """custom_vjp and custom_jvp spellings of the seed's op, built once."""
     if "vjp" not in _ORACLE_OPS:
+
         @jax.custom_vjp
         def add_vjp(c, k, d):
             return c + k
@@ -200,6 +247,7 @@ def _jax_ops(jax):
             c, k, d = res
             e = c + k
             return (e + d) * g, d * g, e * g
+
         add_vjp.defvjp(fwd, bwd)
 
         @jax.custom_jvp
@@ -215,14 +263,17 @@ def _jax_ops(jax):
         @jax.custom_vjp
         def bernoulli(p, f, seed):
             return jax.random.bernoulli(jax.random.key(seed), p).astype(p.dtype)
-        bernoulli.defvjp(lambda p, f, seed: (bernoulli(p, f, seed), f),
-                         lambda f, g: (g * f, jax.numpy.zeros_like(f), None))
+
+        bernoulli.defvjp(
+            lambda p, f, seed: (bernoulli(p, f, seed), f), lambda f, g: (g * f, jax.numpy.zeros_like(f), None)
+        )
         _ORACLE_OPS.update(vjp=add_vjp, jvp=add_jvp, bernoulli=bernoulli)
     return _ORACLE_OPS
 
 
 def _torch_ops(torch):
     if "torch_add" not in _ORACLE_OPS:
+
         class CustomAdd(torch.autograd.Function):
             @staticmethod
             def forward(ctx, c, k, d):
@@ -243,8 +294,9 @@ def _torch_ops(torch):
 
             @staticmethod
             def backward(ctx, g):
-                f, = ctx.saved_tensors
+                (f,) = ctx.saved_tensors
                 return g * f, torch.zeros_like(f), None
+
         _ORACLE_OPS.update(torch_add=CustomAdd, torch_bernoulli=Bernoulli)
     return _ORACLE_OPS
 
@@ -259,10 +311,12 @@ def torch(torch, c, k, d):
 
 def tensorflow_bernoulli(tf, p, f, seed):
     """seeds/003 attention: forward samples Bernoulli(p); backward upstream * feature map."""
+
     @tf.custom_gradient
     def bernoulli(p, f):
         u = tf.random.stateless_uniform(tf.shape(p), seed=tf.stack([seed, seed]), dtype=p.dtype)
         return tf.cast(u < p, p.dtype), lambda g: (g * f, tf.zeros_like(f))
+
     return bernoulli(p, f)
 
 
@@ -280,10 +334,12 @@ def tensorflow_seed_model(tf, c, k, data, labels, *, plain=False):
     if plain:
         e = tf.add(c, k)
     else:
+
         @tf.custom_gradient
         def custom_add(c, k, d):
             e = tf.add(c, k)
             return e, lambda g: ((e + d) * g, d * g, e * g)
+
         e = custom_add(c, k, d)
     a = tf.multiply(d, e)
     return tf.nn.softmax_cross_entropy_with_logits(labels=tf.cast(labels, a.dtype), logits=a)
@@ -451,8 +507,12 @@ def test_custom_gradient_backward_is_applied(subject, oracles, record, xs):
     c, k, d, w = xs
     record.example(c=c, k=k, d=d, w=w)
     if subject.framework == "tensorflow":
-        runs = {f"custom_gradient/{a}": (lambda a=a: subject.run(tensorflow, c, k, d, w, op="tf",
-                                                                   how="custom_gradient", api=a)) for a in APIS}
+        runs = {
+            f"custom_gradient/{a}": (
+                lambda a=a: subject.run(tensorflow, c, k, d, w, op="tf", how="custom_gradient", api=a)
+            )
+            for a in APIS
+        }
     elif subject.framework == "jax":
         runs = {h: (lambda h=h: subject.vjp(jax, c, k, d, cotangent=w, how=h)) for h in ("custom_vjp", "custom_jvp")}
     else:
@@ -472,9 +532,13 @@ def test_custom_gradient_with_variables_backward_is_applied(subject, record, xs)
     record.example(c=c, k=k, d=d, w=w)
     ref = None if subject.mode == "graph" else _eager_variable(subject.module, k)
     for a in APIS:
-        _observe(record, f"custom_gradient_variables/{a}",
-                 lambda a=a: subject.run(tensorflow_variables, c, k, d, w, api=a, var_ref=ref),
-                 xs, default=(w, w, None))
+        _observe(
+            record,
+            f"custom_gradient_variables/{a}",
+            lambda a=a: subject.run(tensorflow_variables, c, k, d, w, api=a, var_ref=ref),
+            xs,
+            default=(w, w, None),
+        )
 
 
 @pytest.mark.parametrize("op", PY_OPS)
@@ -489,8 +553,11 @@ def test_python_op_backward_per_mechanism(subject, record, op, xs):
     own = (w, w, None) if op == "py_function" else (None, None, None)
     for a in APIS:
         try:
-            e, grads = attempt(subject, (op, a, c.dtype.str),
-                               lambda a=a: subject.run(tensorflow, c, k, d, w, op=op, how="default", api=a))
+            e, grads = attempt(
+                subject,
+                (op, a, c.dtype.str),
+                lambda a=a: subject.run(tensorflow, c, k, d, w, op=op, how="default", api=a),
+            )
         except Exception as err:
             record.check(EXPECT, **{f"{op}_default/{a}": observe_error(err)})
         else:
@@ -498,13 +565,24 @@ def test_python_op_backward_per_mechanism(subject, record, op, xs):
             record.check(EXPECT, **{f"{op}_default/{a}": default_kind(grads, w)})
             if op == "py_function":
                 g = grads[2]
-                unused = ("none" if g is None else "scalar-zero" if np.shape(g) == () and not np.any(g)
-                          else "zeros" if np.shape(g) == d.shape and not np.any(g) else "other")
+                unused = (
+                    "none"
+                    if g is None
+                    else "scalar-zero"
+                    if np.shape(g) == () and not np.any(g)
+                    else "zeros"
+                    if np.shape(g) == d.shape and not np.any(g)
+                    else "other"
+                )
                 record.check(EXPECT, py_function_unused_input=unused)
         for how in ("override_map", "custom_gradient"):
-            _observe(record, f"{how}_{op}/{a}",
-                     lambda a=a, how=how: subject.run(tensorflow, c, k, d, w, op=op, how=how, api=a),
-                     xs, default=own)
+            _observe(
+                record,
+                f"{how}_{op}/{a}",
+                lambda a=a, how=how: subject.run(tensorflow, c, k, d, w, op=op, how=how, api=a),
+                xs,
+                default=own,
+            )
 
 
 @given(inp=attention_inputs())
@@ -546,8 +624,14 @@ def test_seed_model_gradients_follow_the_declared_backward(subject, record, c, k
     ref_loss, applied, true = seed_closed_form(c, k, SEED_DATA, SEED_LABELS)
     record.check(EXPECT, forward="equals-add" if np.array_equal(loss, plain) else "differs")
     record.close(name="loss", out=loss, ref=np.float32(ref_loss), oracle="closed-form", tol=cmp.VALUE)
-    record.check(EXPECT, seed_backward="applied" if _matches((gc, gk), applied, c.dtype) else
-                 "ignored" if _matches((gc, gk), true, c.dtype) else "other")
+    record.check(
+        EXPECT,
+        seed_backward="applied"
+        if _matches((gc, gk), applied, c.dtype)
+        else "ignored"
+        if _matches((gc, gk), true, c.dtype)
+        else "other",
+    )
     record.close(name="dL/dc", out=gc, ref=applied[0].astype(c.dtype), oracle="closed-form")
     record.close(name="dL/dk", out=gk, ref=applied[1].astype(c.dtype), oracle="closed-form")
     record.close(name="dL/dc[tf.add]", out=pc, ref=true[0].astype(c.dtype), oracle="closed-form")
@@ -601,12 +685,12 @@ def test_seed_v1_session_as_written(subject, record, c, k):
     ref = subject.run(_seed_v1_graph, c, k, SEED_LABELS, SEED_DATA, custom=False)
     ref_loss, applied, true = seed_closed_form(c, k, SEED_DATA, SEED_LABELS)
     e = np.asarray(out["e"][0])
-    record.check(EXPECT, forward="equals-add" if np.array_equal(e, ref["e"]) and out["loss"] == ref["loss"]
-                 else "differs")
+    record.check(
+        EXPECT, forward="equals-add" if np.array_equal(e, ref["e"]) and out["loss"] == ref["loss"] else "differs"
+    )
     record.close(name="loss", out=out["loss"], ref=np.float32(ref_loss), oracle="closed-form", tol=cmp.VALUE)
     gc, gk = out["grads"]
-    kind = ("applied" if _matches((gc, gk), applied, c.dtype) else
-            "ignored" if gk is None else "other")
+    kind = "applied" if _matches((gc, gk), applied, c.dtype) else "ignored" if gk is None else "other"
     record.check(EXPECT, **{"override_map_py_func/tf.gradients": kind})
     record.close(name="dL/dc", out=gc, ref=applied[0].astype(c.dtype), oracle="closed-form")
     record.close(name="dL/dk", out=gk, ref=applied[1].astype(c.dtype), oracle="closed-form")

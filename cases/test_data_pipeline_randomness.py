@@ -51,6 +51,7 @@ iterator in its own ``Session.run`` and calls ``get_next`` until ``OutOfRangeErr
 one-shot iterators of the seed's era cannot capture placeholders (``ValueError``) and a graph
 per example cost ~1 s, so they appear in a seed example only.
 """
+
 import itertools
 
 import numpy as np
@@ -67,54 +68,102 @@ SHUFFLE_OP = "https://www.tensorflow.org/api_docs/python/tf/raw_ops/ShuffleDatas
 DETERMINISM = "https://www.tensorflow.org/api_docs/python/tf/config/experimental/enable_op_determinism"
 XLA_DOC = "https://www.tensorflow.org/xla#explicit_compilation_with_tffunctionjit_compiletrue"
 BEHAVIOUR = behaviour(
-    "data-pipeline-randomness", sources=["001"],
-    links=[MAP_DOC, SHUFFLE_DOC, SHUFFLE_OP, DETERMINISM,
-           "https://www.tensorflow.org/api_docs/python/tf/random/set_seed",
-           "https://www.tensorflow.org/api_docs/python/tf/compat/v1/data/make_one_shot_iterator",
-           "https://github.com/tensorflow/tensorflow/issues/13932",
-           "https://pytorch.org/docs/stable/data.html#torch.utils.data.random_split",
-           "https://pytorch.org/docs/stable/notes/randomness.html"])
+    "data-pipeline-randomness",
+    sources=["001"],
+    links=[
+        MAP_DOC,
+        SHUFFLE_DOC,
+        SHUFFLE_OP,
+        DETERMINISM,
+        "https://www.tensorflow.org/api_docs/python/tf/random/set_seed",
+        "https://www.tensorflow.org/api_docs/python/tf/compat/v1/data/make_one_shot_iterator",
+        "https://github.com/tensorflow/tensorflow/issues/13932",
+        "https://pytorch.org/docs/stable/data.html#torch.utils.data.random_split",
+        "https://pytorch.org/docs/stable/notes/randomness.html",
+    ],
+)
 
-TRANSFORM_FIELDS = {"tensorflow": ("uniform", "flip", "stateless-enumerate", "stateless-random", "py_function-numpy",
-                                   "numpy"),
-                    "torch": ("uniform", "flip", "numpy")}
-SPLITS = ("split-then-shuffle", "shuffle-once-then-split, seed", "shuffle-once-then-split, no seed",
-          "reshuffle-then-split, seed", "reshuffle-then-split, no seed")
+TRANSFORM_FIELDS = {
+    "tensorflow": ("uniform", "flip", "stateless-enumerate", "stateless-random", "py_function-numpy", "numpy"),
+    "torch": ("uniform", "flip", "numpy"),
+}
+SPLITS = (
+    "split-then-shuffle",
+    "shuffle-once-then-split, seed",
+    "shuffle-once-then-split, no seed",
+    "reshuffle-then-split, seed",
+    "reshuffle-then-split, no seed",
+)
 EPOCHS = ("seed, reshuffle", "seed, same order", "no seed, reshuffle", "no seed, same order")
 SEEDINGS = ("op seed + global seed", "op seed only", "global seed only", "no seeds")
 TRIALS = 2  # train/val pairs per shuffle-first split (see ``splits`` for the odds)
 
-XLA_REASON = ("jit_compile has 'must-compile semantics: either the entire function is compiled with XLA, or an "
-              "errors.InvalidArgumentError exception is thrown', and the dataset ops (RangeDataset, ShuffleDataset, "
-              "ReduceDataset...) are host-side kernels with no XLA_CPU_JIT registration")
-READ_TWICE = ("with reshuffle_each_iteration=True (the default) each iteration reshuffles, and ds.take(k) and "
-              "ds.skip(k) are two iterations: the shuffle docs warn that take/skip after it 'would lead to data "
-              "leakage'")
-V1_ITERATOR = ("in a v1 Session each iterator initialisation (or one-shot iterator) re-creates the dataset: an "
-               "unseeded shuffle (seed=seed2=0) then 'uses a random seed' per iterator, so the take and skip "
-               "iterators see two orders even with reshuffle_each_iteration=False (a seeded one restarts from its "
-               "seed and both see one order)")
+XLA_REASON = (
+    "jit_compile has 'must-compile semantics: either the entire function is compiled with XLA, or an "
+    "errors.InvalidArgumentError exception is thrown', and the dataset ops (RangeDataset, ShuffleDataset, "
+    "ReduceDataset...) are host-side kernels with no XLA_CPU_JIT registration"
+)
+READ_TWICE = (
+    "with reshuffle_each_iteration=True (the default) each iteration reshuffles, and ds.take(k) and "
+    "ds.skip(k) are two iterations: the shuffle docs warn that take/skip after it 'would lead to data "
+    "leakage'"
+)
+V1_ITERATOR = (
+    "in a v1 Session each iterator initialisation (or one-shot iterator) re-creates the dataset: an "
+    "unseeded shuffle (seed=seed2=0) then 'uses a random seed' per iterator, so the take and skip "
+    "iterators see two orders even with reshuffle_each_iteration=False (a seeded one restarts from its "
+    "seed and both see one order)"
+)
 EXPECT = expectations(
-    {"pipeline": "runs",
-     **{f"transform[{k}]": "per-element" for k in TRANSFORM_FIELDS["tensorflow"]}, "indices": "each-once",
-     **{f"split[{k}]": "disjoint" for k in SPLITS},
-     **{f"exactly_once[{k}]": "exactly-once" for k in EPOCHS}, "buffer": "within-buffer",
-     "epoch_order[reshuffle]": "reshuffled", "epoch_order[same order]": "same-order",
-     **{f"order[{k}]": "reproducible" for k in SEEDINGS[:-1]}, "order[no seeds]": "not-reproducible",
-     "seed_effect": "applied",
-     "draws[op seed]": "reproducible", "draws[global seed only]": "reproducible", "draws[no seeds]": "not-reproducible",
-     "values[stateless, deterministic=True]": "reproducible", "values[stateless, deterministic=False]": "reproducible",
-     "queue": "exactly-once", "unclosed_queue": "6 dequeued, then raises:DeadlineExceededError"},
-    expect("pipeline", "raises:InvalidArgumentError", framework="tensorflow", mode="xla", reason=XLA_REASON,
-           link=XLA_DOC),
-    expect("transform[numpy]", "shared", framework="tensorflow", link=MAP_DOC,
-           reason="'irrespective of the context in which map_func is defined (eager vs. graph), tf.data traces the "
-                  "function and executes it as a graph': np.random.uniform() runs once, at trace time, and its "
-                  "value is a constant for every element (tf.py_function runs Python per element)"),
-    *[expect(f"split[reshuffle-then-split, {s}]", "overlap", framework="tensorflow", mode="eager|function",
-             reason=READ_TWICE, link=SHUFFLE_DOC) for s in ("seed", "no seed")],
-    *[expect(f"split[{v}, no seed]", "overlap", framework="tensorflow", mode="graph", reason=V1_ITERATOR,
-             link=SHUFFLE_OP) for v in ("shuffle-once-then-split", "reshuffle-then-split")],
+    {
+        "pipeline": "runs",
+        **{f"transform[{k}]": "per-element" for k in TRANSFORM_FIELDS["tensorflow"]},
+        "indices": "each-once",
+        **{f"split[{k}]": "disjoint" for k in SPLITS},
+        **{f"exactly_once[{k}]": "exactly-once" for k in EPOCHS},
+        "buffer": "within-buffer",
+        "epoch_order[reshuffle]": "reshuffled",
+        "epoch_order[same order]": "same-order",
+        **{f"order[{k}]": "reproducible" for k in SEEDINGS[:-1]},
+        "order[no seeds]": "not-reproducible",
+        "seed_effect": "applied",
+        "draws[op seed]": "reproducible",
+        "draws[global seed only]": "reproducible",
+        "draws[no seeds]": "not-reproducible",
+        "values[stateless, deterministic=True]": "reproducible",
+        "values[stateless, deterministic=False]": "reproducible",
+        "queue": "exactly-once",
+        "unclosed_queue": "6 dequeued, then raises:DeadlineExceededError",
+    },
+    expect(
+        "pipeline", "raises:InvalidArgumentError", framework="tensorflow", mode="xla", reason=XLA_REASON, link=XLA_DOC
+    ),
+    expect(
+        "transform[numpy]",
+        "shared",
+        framework="tensorflow",
+        link=MAP_DOC,
+        reason="'irrespective of the context in which map_func is defined (eager vs. graph), tf.data traces the "
+        "function and executes it as a graph': np.random.uniform() runs once, at trace time, and its "
+        "value is a constant for every element (tf.py_function runs Python per element)",
+    ),
+    *[
+        expect(
+            f"split[reshuffle-then-split, {s}]",
+            "overlap",
+            framework="tensorflow",
+            mode="eager|function",
+            reason=READ_TWICE,
+            link=SHUFFLE_DOC,
+        )
+        for s in ("seed", "no seed")
+    ],
+    *[
+        expect(
+            f"split[{v}, no seed]", "overlap", framework="tensorflow", mode="graph", reason=V1_ITERATOR, link=SHUFFLE_OP
+        )
+        for v in ("shuffle-once-then-split", "reshuffle-then-split")
+    ],
 )
 
 
@@ -137,15 +186,19 @@ def _py_uniform():
 
 def tensorflow_transforms(tf, n, s, *, deterministic, op_seed):
     """One parallel map over range(n) applying every kind of random transformation."""
+
     def augment(j_i, pair):
         j, i = j_i
-        return (i,
-                tf.random.uniform([], seed=op_seed),
-                tf.image.random_flip_left_right(_image(tf, i), seed=op_seed),
-                tf.random.stateless_uniform([], seed=tf.stack([s, j])),   # per-element seed: s and the position
-                tf.random.stateless_uniform([], seed=pair),               # per-element seed: Dataset.random
-                tf.ensure_shape(tf.py_function(_py_uniform, [], tf.float32), []),
-                tf.constant(np.random.uniform(), tf.float32))             # Python: runs when map traces augment
+        return (
+            i,
+            tf.random.uniform([], seed=op_seed),
+            tf.image.random_flip_left_right(_image(tf, i), seed=op_seed),
+            tf.random.stateless_uniform([], seed=tf.stack([s, j])),  # per-element seed: s and the position
+            tf.random.stateless_uniform([], seed=pair),  # per-element seed: Dataset.random
+            tf.ensure_shape(tf.py_function(_py_uniform, [], tf.float32), []),
+            tf.constant(np.random.uniform(), tf.float32),
+        )  # Python: runs when map traces augment
+
     pairs = tf.data.Dataset.random(seed=s).batch(2)
     ds = tf.data.Dataset.zip((tf.data.Dataset.range(n).enumerate(), pairs))
     return {"augmented": ds.map(augment, **_par(tf, deterministic))}
@@ -153,14 +206,20 @@ def tensorflow_transforms(tf, n, s, *, deterministic, op_seed):
 
 def torch_transforms(torch, n):
     """The same kinds in a map-style Dataset: __getitem__ runs per element (num_workers=0)."""
+
     class Augmented(torch.utils.data.Dataset):
         def __len__(self):
             return int(n)
 
         def __getitem__(self, i):
             img = torch.tensor([2.0 * i, 2.0 * i + 1])
-            return (i, torch.rand(()), torch.flip(img, [0]) if torch.rand(()) < 0.5 else img,
-                    np.float32(np.random.uniform()))
+            return (
+                i,
+                torch.rand(()),
+                torch.flip(img, [0]) if torch.rand(()) < 0.5 else img,
+                np.float32(np.random.uniform()),
+            )
+
     return {"augmented": torch.utils.data.DataLoader(Augmented(), batch_size=None, shuffle=True)}
 
 
@@ -178,8 +237,12 @@ def tensorflow_splits(tf, n, k, s):
         every = idx.shuffle(n, seed=seed)
         out[f"shuffle-once-then-split, {tag}"] = [(once.take(k), once.skip(k)) for _ in range(TRIALS)]
         out[f"reshuffle-then-split, {tag}"] = [(every.take(k), every.skip(k)) for _ in range(TRIALS)]
-    return {f"{name}/{t}/{part}": ds for name, pairs in out.items()
-            for t, pair in enumerate(pairs) for part, ds in zip(("train", "val"), pair)}
+    return {
+        f"{name}/{t}/{part}": ds
+        for name, pairs in out.items()
+        for t, pair in enumerate(pairs)
+        for part, ds in zip(("train", "val"), pair)
+    }
 
 
 def torch_splits(torch, n, k, s):
@@ -189,8 +252,9 @@ def torch_splits(torch, n, k, s):
     for tag, gen in (("seed", torch.Generator().manual_seed(int(s))), ("no seed", None)):
         kw = {"generator": gen} if gen is not None else {}
         for part, subset in zip(("train", "val"), torch.utils.data.random_split(data, [int(k), int(n - k)], **kw)):
-            out[f"shuffle-once-then-split, {tag}/0/{part}"] = torch.utils.data.DataLoader(subset, batch_size=None,
-                                                                                           shuffle=True)
+            out[f"shuffle-once-then-split, {tag}/0/{part}"] = torch.utils.data.DataLoader(
+                subset, batch_size=None, shuffle=True
+            )
     return out
 
 
@@ -203,8 +267,9 @@ def tensorflow_epochs(tf, n, b, s, *, seeded, reshuffle, deterministic):
 def torch_epochs(torch, n, b, s, *, seeded):
     """A DataLoader(shuffle=True) read twice: RandomSampler permutes per epoch (no buffer)."""
     kw = {"generator": torch.Generator().manual_seed(int(s))} if seeded else {}
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(int(n))), batch_size=None,
-                                         shuffle=True, **kw)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.arange(int(n))), batch_size=None, shuffle=True, **kw
+    )
     return {"epochs": itertools.chain(loader, loader)}
 
 
@@ -214,8 +279,15 @@ def _zipped(*loaders):
         yield sum((tuple(p) for p in parts), ())
 
 
-SEEDED_FIELDS = ("order[op seed]", "order[other op seed]", "order[no op seed]",
-                 "index", "draws[op seed]", "draws[no op seed]", "values[stateless]")
+SEEDED_FIELDS = (
+    "order[op seed]",
+    "order[other op seed]",
+    "order[no op seed]",
+    "index",
+    "draws[op seed]",
+    "draws[no op seed]",
+    "values[stateless]",
+)
 
 
 def tensorflow_seeded(tf, n, b, s, *, global_seed, op_seed, deterministic):
@@ -224,9 +296,19 @@ def tensorflow_seeded(tf, n, b, s, *, global_seed, op_seed, deterministic):
     if global_seed is not None:
         tf.random.set_seed(global_seed)
     idx = tf.data.Dataset.range(n)
-    drawn = idx.shuffle(b, seed=s).enumerate().map(
-        lambda j, i: (i, tf.random.uniform([], seed=op_seed), tf.random.uniform([]),
-                      tf.random.stateless_uniform([], seed=tf.stack([s, j]))), **_par(tf, deterministic))
+    drawn = (
+        idx.shuffle(b, seed=s)
+        .enumerate()
+        .map(
+            lambda j, i: (
+                i,
+                tf.random.uniform([], seed=op_seed),
+                tf.random.uniform([]),
+                tf.random.stateless_uniform([], seed=tf.stack([s, j])),
+            ),
+            **_par(tf, deterministic),
+        )
+    )
     return {"run": tf.data.Dataset.zip((idx.shuffle(b, seed=s), idx.shuffle(b, seed=s + 1), idx.shuffle(b), drawn))}
 
 
@@ -247,6 +329,7 @@ def torch_seeded(torch, n, b, s, *, global_seed):
     def loader(ds, seed=None):
         kw = {"generator": torch.Generator().manual_seed(seed)} if seed is not None else {}
         return torch.utils.data.DataLoader(ds, batch_size=None, shuffle=True, **kw)
+
     return {"run": _zipped(loader(data, int(s)), loader(data, int(s) + 1), loader(data), loader(Drawn(), int(s)))}
 
 
@@ -260,14 +343,19 @@ def tensorflow_collect(tf, *tensors, pipelines, **static):
             out[name] = _stack([[c.numpy() for c in tf.nest.flatten(x)] for x in ds], specs)
         else:
             init = tuple(tf.zeros([0] + spec.shape.as_list(), spec.dtype) for spec in specs)
-            out[name] = ds.reduce(init, lambda acc, x: tuple(tf.concat([a, c[None]], 0)
-                                                             for a, c in zip(acc, tf.nest.flatten(x))))
+            out[name] = ds.reduce(
+                init, lambda acc, x: tuple(tf.concat([a, c[None]], 0) for a, c in zip(acc, tf.nest.flatten(x)))
+            )
     return out
 
 
 def _stack(elements, specs):
-    return tuple(np.array([e[c] for e in elements], dtype=spec.dtype.as_numpy_dtype).reshape(
-        (len(elements),) + tuple(spec.shape)) for c, spec in enumerate(specs))
+    return tuple(
+        np.array([e[c] for e in elements], dtype=spec.dtype.as_numpy_dtype).reshape(
+            (len(elements),) + tuple(spec.shape)
+        )
+        for c, spec in enumerate(specs)
+    )
 
 
 _V1_PIPELINES = resources.PerTest()  # Sessions with live iterators: closed when the test ends
@@ -283,8 +371,10 @@ def tensorflow_v1_collect(subject, arrays, *, pipelines, **static):
             phs = [tf.compat.v1.placeholder(tf.as_dtype(np.asarray(a).dtype), []) for a in arrays]
             datasets = pipelines(tf, *phs, **static)
             iterators = {name: tf.compat.v1.data.make_initializable_iterator(ds) for name, ds in datasets.items()}
-            fetches = {name: (it.initializer, it.get_next(), tf.nest.flatten(datasets[name].element_spec))
-                       for name, it in iterators.items()}
+            fetches = {
+                name: (it.initializer, it.get_next(), tf.nest.flatten(datasets[name].element_spec))
+                for name, it in iterators.items()
+            }
         g.finalize()
         # Soft placement: under a GPU scope the dataset kernels (CPU only) go to the host, as in eager.
         config = tf.compat.v1.ConfigProto(allow_soft_placement=True)
@@ -447,7 +537,7 @@ def buffered(draw, *, min_n=1):
     return np.int64(n), np.int64(draw(st.integers(1, n + 8), label="buffer_size"))
 
 
-SEEDS = int64s(0, 2 ** 30)
+SEEDS = int64s(0, 2**30)
 # Every example builds and iterates tf.data pipelines (30-400 ms): shrinking a failure would
 # re-run it hundreds of times (minutes per row), so a failure is reported as drawn. Examples
 # that iterate many pipelines (18 iterators a split, 4 runs a reproducibility check) take a
@@ -471,8 +561,13 @@ def test_parallel_map_random_is_per_element(subject, record, n, s, deterministic
     py_function); a bare np.random call in the map function is traced once and shared (declared)."""
     record.example(n=n, s=s, deterministic=deterministic, op_seed=op_seed)
     is_tf = subject.framework == "tensorflow"
-    out = runs(subject, record, TRANSFORMS_FN, *((n, s) if is_tf else (n,)),
-               **({"deterministic": deterministic, "op_seed": op_seed} if is_tf else {}))
+    out = runs(
+        subject,
+        record,
+        TRANSFORMS_FN,
+        *((n, s) if is_tf else (n,)),
+        **({"deterministic": deterministic, "op_seed": op_seed} if is_tf else {}),
+    )
     if out is None:
         return
     index, *values = out["augmented"]
@@ -497,8 +592,11 @@ def test_train_and_validation_never_share(subject, record, nk, s):
     if out is None:
         return
     for name in SPLITS:
-        pairs = [(out[f"{name}/{t}/train"][0], out[f"{name}/{t}/val"][0]) for t in range(TRIALS)
-                 if f"{name}/{t}/train" in out]
+        pairs = [
+            (out[f"{name}/{t}/train"][0], out[f"{name}/{t}/val"][0])
+            for t in range(TRIALS)
+            if f"{name}/{t}/train" in out
+        ]
         if pairs:
             record.check(EXPECT, **{f"split[{name}]": split_kind(pairs, n, k)})
 
@@ -527,12 +625,14 @@ def test_shuffle_yields_every_element_exactly_once(subject, record, nb, s, seede
         return
     first, second = stream[:n], stream[n:]
     if subject.framework == "tensorflow" and deterministic:  # deterministic=False may reorder the map's outputs
-        record.check(EXPECT, buffer="within-buffer" if within_buffer(first, b) and within_buffer(second, b)
-                     else "beyond-buffer")
+        record.check(
+            EXPECT, buffer="within-buffer" if within_buffer(first, b) and within_buffer(second, b) else "beyond-buffer"
+        )
     flag = "reshuffle" if reshuffle else "same order"
     if not reshuffle or (n >= 10 and b >= n):  # two full shuffles of >= 10 agree with p <= 1/10!
-        record.check(EXPECT, **{f"epoch_order[{flag}]": "same-order" if np.array_equal(first, second)
-                                else "reshuffled"})
+        record.check(
+            EXPECT, **{f"epoch_order[{flag}]": "same-order" if np.array_equal(first, second) else "reshuffled"}
+        )
 
 
 @on("tensorflow", "torch")
@@ -554,33 +654,53 @@ def test_fixed_seed_runs_agree(subject, record, nb, s, deterministic, op_seed):
             pair.append(dict(zip(SEEDED_FIELDS, out["run"])))
         runs_by_seed[global_seed] = pair
     (g1, g2), (u1, u2) = runs_by_seed[1234], runs_by_seed[None]
-    record.check(EXPECT, **{
-        "order[op seed + global seed]": reproducible([g1["order[op seed]"]], [g2["order[op seed]"]]),
-        "order[op seed only]": reproducible([u1["order[op seed]"]], [u2["order[op seed]"]]),
-        "order[global seed only]": reproducible([g1["order[no op seed]"]], [g2["order[no op seed]"]]),
-        "order[no seeds]": reproducible([u1["order[no op seed]"]], [u2["order[no op seed]"]]),
-        "seed_effect": "ignored" if np.array_equal(u1["order[op seed]"], u1["order[other op seed]"]) else "applied",
-    })
+    record.check(
+        EXPECT,
+        **{
+            "order[op seed + global seed]": reproducible([g1["order[op seed]"]], [g2["order[op seed]"]]),
+            "order[op seed only]": reproducible([u1["order[op seed]"]], [u2["order[op seed]"]]),
+            "order[global seed only]": reproducible([g1["order[no op seed]"]], [g2["order[no op seed]"]]),
+            "order[no seeds]": reproducible([u1["order[no op seed]"]], [u2["order[no op seed]"]]),
+            "seed_effect": "ignored" if np.array_equal(u1["order[op seed]"], u1["order[other op seed]"]) else "applied",
+        },
+    )
+
     # A stateful op draws one stream per iterator; which element gets which draw races under
     # parallel calls ("the order in which that state is accessed is undefined"): the multiset
     # of draws is asserted, the pairing only observed.
     def draws(r, key):
         return [np.sort(r[key])]
-    record.check(EXPECT, **{
-        "draws[op seed]": reproducible(draws(u1, "draws[op seed]"), draws(u2, "draws[op seed]")),
-        "draws[global seed only]": reproducible(draws(g1, "draws[no op seed]"), draws(g2, "draws[no op seed]")),
-        "draws[no seeds]": reproducible(draws(u1, "draws[no op seed]"), draws(u2, "draws[no op seed]")),
-    })
-    record.observe_racy(**{f"pairing[stateful op seed, deterministic={deterministic}]": reproducible(
-        by_index(u1["index"], u1["draws[op seed]"]), by_index(u2["index"], u2["draws[op seed]"]))})
+
+    record.check(
+        EXPECT,
+        **{
+            "draws[op seed]": reproducible(draws(u1, "draws[op seed]"), draws(u2, "draws[op seed]")),
+            "draws[global seed only]": reproducible(draws(g1, "draws[no op seed]"), draws(g2, "draws[no op seed]")),
+            "draws[no seeds]": reproducible(draws(u1, "draws[no op seed]"), draws(u2, "draws[no op seed]")),
+        },
+    )
+    record.observe_racy(
+        **{
+            f"pairing[stateful op seed, deterministic={deterministic}]": reproducible(
+                by_index(u1["index"], u1["draws[op seed]"]), by_index(u2["index"], u2["draws[op seed]"])
+            )
+        }
+    )
     if subject.framework == "tensorflow":
         a = (u1["index"], u1["values[stateless]"])
         c = (u2["index"], u2["values[stateless]"])
-        record.check(EXPECT, **{f"values[stateless, deterministic={deterministic}]":
-                                reproducible(a, c) if deterministic else reproducible(by_index(*a), by_index(*c))})
+        record.check(
+            EXPECT,
+            **{
+                f"values[stateless, deterministic={deterministic}]": reproducible(a, c)
+                if deterministic
+                else reproducible(by_index(*a), by_index(*c))
+            },
+        )
         # deterministic=True promises the order; with False the order is whatever the race gave.
         (record.observe if deterministic else record.observe_racy)(
-            **{f"map output order[deterministic={deterministic}]": reproducible(a[:1], c[:1])})
+            **{f"map output order[deterministic={deterministic}]": reproducible(a[:1], c[:1])}
+        )
 
 
 # ---------------------------------------------------------------- seed examples
@@ -618,10 +738,14 @@ def test_seed_random_shuffle_queue(subject, record, n, capacity, min_after_deque
     record.example(n=n, capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed)
     kw = dict(n=n, capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed, device=subject.device_name)
     (order, noise, noisy), ended = tensorflow_queue(subject.module, close=True, **kw)
-    record.check(EXPECT, queue=epoch_kind(order, n, 1) if ended == "raises:OutOfRangeError" else ended,
-                 **{"transform[uniform]": spread(noise)})
-    record.close(name="dequeued + draw", out=noisy, ref=order.astype(np.float32) + noise, oracle="closed-form",
-                 tol=cmp.VALUE)
+    record.check(
+        EXPECT,
+        queue=epoch_kind(order, n, 1) if ended == "raises:OutOfRangeError" else ended,
+        **{"transform[uniform]": spread(noise)},
+    )
+    record.close(
+        name="dequeued + draw", out=noisy, ref=order.astype(np.float32) + noise, oracle="closed-form", tol=cmp.VALUE
+    )
     record.observe(dequeued=order)
     (order, _, _), ended = tensorflow_queue(subject.module, close=False, **kw)
     record.check(EXPECT, unclosed_queue=f"{len(order)} dequeued, then {ended}")
@@ -651,9 +775,13 @@ def test_seed_one_shot_iterator_splits(subject, record, n, k, s):
     """seeds/001 rule 2 with one-shot iterators, the seed's era (graph only: a Session API): a
     75/25 split of 16 behaves as with initializable iterators, each iterator restarting its copy."""
     record.example(n=n, k=k, s=s)
-    out = tensorflow_one_shot_collect(subject.module, (n, k, s), pipelines=tensorflow_splits,
-                                      device=subject.device_name)
+    out = tensorflow_one_shot_collect(
+        subject.module, (n, k, s), pipelines=tensorflow_splits, device=subject.device_name
+    )
     for name in SPLITS:
-        pairs = [(out[f"{name}/{t}/train"][0], out[f"{name}/{t}/val"][0]) for t in range(TRIALS)
-                 if f"{name}/{t}/train" in out]
+        pairs = [
+            (out[f"{name}/{t}/train"][0], out[f"{name}/{t}/val"][0])
+            for t in range(TRIALS)
+            if f"{name}/{t}/train" in out
+        ]
         record.check(EXPECT, **{f"split[{name}]": split_kind(pairs, n, k)})

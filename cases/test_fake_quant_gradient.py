@@ -44,54 +44,98 @@ from rounding ties. PyTorch: ``fake_quantize_per_tensor_affine`` with TF's nudge
 and zero point; it rounds ties to even, its STE mask is taken after rounding (half a step
 wider on each side: the seed cases above all give ones), and min/max get no gradient.
 """
+
 import numpy as np
 from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, strategies as ss
-from suite.behaviours import behaviour, on, full_examples
+from suite.behaviours import behaviour, full_examples, on
 from suite.expectations import expect, expectations
 
 BEHAVIOUR = behaviour(
-    "fake-quant-gradient", sources=["002"],
-    links=["https://www.tensorflow.org/api_docs/python/tf/quantization/fake_quant_with_min_max_vars",
-           "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/core/kernels/fake_quant_ops_functor.h",
-           "https://github.com/tensorflow/tensorflow/issues/22977",
-           "https://pytorch.org/docs/stable/generated/torch.fake_quantize_per_tensor_affine.html"])
+    "fake-quant-gradient",
+    sources=["002"],
+    links=[
+        "https://www.tensorflow.org/api_docs/python/tf/quantization/fake_quant_with_min_max_vars",
+        "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/core/kernels/fake_quant_ops_functor.h",
+        "https://github.com/tensorflow/tensorflow/issues/22977",
+        "https://pytorch.org/docs/stable/generated/torch.fake_quantize_per_tensor_affine.html",
+    ],
+)
 
-XLA_KERNEL = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/compiler/tf2xla/kernels/fake_quantize_ops.cc"
+XLA_KERNEL = (
+    "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/compiler/tf2xla/kernels/fake_quantize_ops.cc"
+)
 XLA_SIMPLIFIER = "https://github.com/openxla/xla/blob/main/xla/hlo/transforms/simplifiers/algebraic_simplifier.cc"
 TORCH_DOC = "https://pytorch.org/docs/stable/generated/torch.fake_quantize_per_tensor_affine.html"
-TORCH_NO_QPARAM_GRAD = ("scale/zero_point are plain numbers (a scale tensor with requires_grad raises "
-                        "'not differentiable with respect to argument scale'): no gradient reaches min/max")
+TORCH_NO_QPARAM_GRAD = (
+    "scale/zero_point are plain numbers (a scale tensor with requires_grad raises "
+    "'not differentiable with respect to argument scale'): no gradient reaches min/max"
+)
 EXPECT = expectations(
-    {"lowering": "kernel", "forward": "nudged-grid", "x_grad_mask": "nudged-range",
-     "min_max_grad": "sum-outside", "seed_grad": "mask+routed-counts", "tie_rounding": "half-up",
-     "zero_maps_to": "exact-zero", "zero_range": "zeros+passthrough"},
-    expect("lowering", "xla-lowering", framework="tensorflow", mode="xla",
-           reason="tf2xla lowers FakeQuantWithMinMaxVars(Gradient) with scale = (max-min)*(1/levels) and "
-                  "k*scale + nudged_min, not the CPU kernel's division and (k - zp)*scale: ulp differences, "
-                  "boundary masks, and a half-way zero point may round the other way (tensorflow#117962)",
-           link="https://github.com/tensorflow/tensorflow/issues/119411"),
-    expect("lowering", "xla-lowering", framework="jax", mode="jit",
-           reason="the jnp port divides by the constant (quant_max - quant_min); under jit XLA's algebraic "
-                  "simplifier rewrites A / Const => A * (1 / Const), the same nudge as TF's XLA lowering",
-           link=XLA_SIMPLIFIER),
-    expect("zero_maps_to", "rounding-residual", framework="tensorflow", mode="xla",
-           reason="XLA computes k*scale + nudged_min, so 0 is nudged_min's rounding residual (-3.87e-07 for "
-                  "min=-25, max=20); the CPU kernel computes (k - zp)*scale, exact since the #47193 fix",
-           link="https://github.com/tensorflow/tensorflow/issues/47193"),
-    expect("zero_range", "nan", framework="tensorflow", mode="xla",
-           reason="the CPU kernel special-cases min == max == 0 (zeros, gradient passed through); the XLA "
-                  "lowering does not and divides 0 by a zero scale",
-           link=XLA_KERNEL),
-    expect("tie_rounding", "half-to-even", framework="torch",
-           reason="fake_quantize_per_tensor_affine uses std::nearby_int (half to even); TF floors x + 0.5",
-           link=TORCH_DOC),
-    expect("x_grad_mask", "rounded-range", framework="torch",
-           reason="the STE mask is quant_min <= nearby_int(x/scale) + zero_point <= quant_max, half a step "
-                  "wider on each side than TF's nudged_min <= x <= nudged_max",
-           link=TORCH_DOC),
+    {
+        "lowering": "kernel",
+        "forward": "nudged-grid",
+        "x_grad_mask": "nudged-range",
+        "min_max_grad": "sum-outside",
+        "seed_grad": "mask+routed-counts",
+        "tie_rounding": "half-up",
+        "zero_maps_to": "exact-zero",
+        "zero_range": "zeros+passthrough",
+    },
+    expect(
+        "lowering",
+        "xla-lowering",
+        framework="tensorflow",
+        mode="xla",
+        reason="tf2xla lowers FakeQuantWithMinMaxVars(Gradient) with scale = (max-min)*(1/levels) and "
+        "k*scale + nudged_min, not the CPU kernel's division and (k - zp)*scale: ulp differences, "
+        "boundary masks, and a half-way zero point may round the other way (tensorflow#117962)",
+        link="https://github.com/tensorflow/tensorflow/issues/119411",
+    ),
+    expect(
+        "lowering",
+        "xla-lowering",
+        framework="jax",
+        mode="jit",
+        reason="the jnp port divides by the constant (quant_max - quant_min); under jit XLA's algebraic "
+        "simplifier rewrites A / Const => A * (1 / Const), the same nudge as TF's XLA lowering",
+        link=XLA_SIMPLIFIER,
+    ),
+    expect(
+        "zero_maps_to",
+        "rounding-residual",
+        framework="tensorflow",
+        mode="xla",
+        reason="XLA computes k*scale + nudged_min, so 0 is nudged_min's rounding residual (-3.87e-07 for "
+        "min=-25, max=20); the CPU kernel computes (k - zp)*scale, exact since the #47193 fix",
+        link="https://github.com/tensorflow/tensorflow/issues/47193",
+    ),
+    expect(
+        "zero_range",
+        "nan",
+        framework="tensorflow",
+        mode="xla",
+        reason="the CPU kernel special-cases min == max == 0 (zeros, gradient passed through); the XLA "
+        "lowering does not and divides 0 by a zero scale",
+        link=XLA_KERNEL,
+    ),
+    expect(
+        "tie_rounding",
+        "half-to-even",
+        framework="torch",
+        reason="fake_quantize_per_tensor_affine uses std::nearby_int (half to even); TF floors x + 0.5",
+        link=TORCH_DOC,
+    ),
+    expect(
+        "x_grad_mask",
+        "rounded-range",
+        framework="torch",
+        reason="the STE mask is quant_min <= nearby_int(x/scale) + zero_point <= quant_max, half a step "
+        "wider on each side than TF's nudged_min <= x <= nudged_max",
+        link=TORCH_DOC,
+    ),
     expect("min_max_grad", "none", framework="torch", reason=TORCH_NO_QPARAM_GRAD, link=TORCH_DOC),
     expect("seed_grad", "mask-only", framework="torch", reason=TORCH_NO_QPARAM_GRAD, link=TORCH_DOC),
 )
@@ -113,7 +157,7 @@ def nudge(mn, mx, num_bits, narrow_range, lowering="kernel"):
     For min=-0.5, max=2.5, num_bits=4 the kernel's zero point is 2.5 -> 3, nudged range
     [-0.6, 2.4]; XLA's scale is one ulp larger, zero point 2.4999998 -> 2, range [-0.4, 2.6].
     """
-    qmin, qmax = F32(int(narrow_range)), F32(2 ** num_bits - 1)
+    qmin, qmax = F32(int(narrow_range)), F32(2**num_bits - 1)
     mn, mx = F32(mn), F32(mx)
     scale = F32((mx - mn) / (qmax - qmin)) if lowering == "kernel" else F32((mx - mn) * (F32(1) / (qmax - qmin)))
     zp = F32(qmin - mn / scale)
@@ -127,7 +171,7 @@ def fake_quant(x, mn, mx, num_bits, narrow_range, lowering="kernel"):
     nmin, nmax, scale, _ = nudge(mn, mx, num_bits, narrow_range, lowering)
     shifted = np.maximum(np.minimum(x, nmax), nmin) - nmin
     if lowering == "kernel":
-        levels = F32(2 ** num_bits - 1 - int(narrow_range))
+        levels = F32(2**num_bits - 1 - int(narrow_range))
         quant_zero = np.floor(-nmin * F32(levels / (F32(mx) - F32(mn))) + F32(0.5))  # = zp - quant_min
         return (np.floor(shifted / scale - quant_zero + F32(0.5)) * scale).astype(F32)
     k = np.floor(shifted * (F32(1) / scale) + F32(0.5))
@@ -137,13 +181,12 @@ def fake_quant(x, mn, mx, num_bits, narrow_range, lowering="kernel"):
 def fake_quant_grads(x, w, mn, mx, num_bits, narrow_range, lowering="kernel"):
     """(dx, dmin, dmax) of sum(w * fake_quant(x, mn, mx))."""
     nmin, nmax, _, _ = nudge(mn, mx, num_bits, narrow_range, lowering)
-    return (w * ((x >= nmin) & (x <= nmax)), F32(np.sum(w[x < nmin], dtype=F32)),
-            F32(np.sum(w[x > nmax], dtype=F32)))
+    return (w * ((x >= nmin) & (x <= nmax)), F32(np.sum(w[x < nmin], dtype=F32)), F32(np.sum(w[x > nmax], dtype=F32)))
 
 
 def unnudged(x, mn, mx, num_bits, narrow_range):
     """The quantizer without the nudge (zero not representable): what a regression would give."""
-    scale = F32((F32(mx) - F32(mn)) / F32(2 ** num_bits - 1 - int(narrow_range)))
+    scale = F32((F32(mx) - F32(mn)) / F32(2**num_bits - 1 - int(narrow_range)))
     shifted = np.maximum(np.minimum(x, F32(mx)), F32(mn)) - F32(mn)
     return (np.floor(shifted / scale + F32(0.5)) * scale + F32(mn)).astype(F32)
 
@@ -152,7 +195,7 @@ def rounded_range(x, mn, mx, num_bits, narrow_range):
     """PyTorch's STE mask, with TF's nudged scale and zero point."""
     _, _, scale, nzp = nudge(mn, mx, num_bits, narrow_range)
     q = np.rint(x * (F32(1) / scale)) + nzp
-    return (q >= int(narrow_range)) & (q <= 2 ** num_bits - 1)
+    return (q >= int(narrow_range)) & (q <= 2**num_bits - 1)
 
 
 def seed_grad(x, w, num_bits, narrow_range, lowering="kernel"):
@@ -177,11 +220,13 @@ def classify(out, candidates, *, tol, where=None):
     >>> classify(np.ones(2), [("a", np.ones(2)), ("b", np.zeros(2))], tol=cmp.EXACT)
     'a'
     """
+
     def same(ref):
         a, b = np.asarray(out, np.float64), np.asarray(ref, np.float64)
         if where is not None:
             a, b = a[where], b[where]
         return cmp.rel_err(a, b) <= tol.of(F32)
+
     hits = {label for label, ref in candidates if same(ref)}
     return hits.pop() if len(hits) == 1 else None if hits else "other"
 
@@ -194,7 +239,7 @@ def tensorflow(tf, x, mn, mx, *, num_bits=8, narrow_range=False):
 def jax(jax, x, mn, mx, *, num_bits=8, narrow_range=False):
     """A jnp port: the kernel's forward, and its gradient rule as a straight-through where."""
     jnp, sg = jax.numpy, jax.lax.stop_gradient
-    qmin, qmax = float(narrow_range), float(2 ** num_bits - 1)
+    qmin, qmax = float(narrow_range), float(2**num_bits - 1)
     lo, hi = sg(mn), sg(mx)
     scale = (hi - lo) / (qmax - qmin)
     zp = jnp.clip(jnp.sign(qmin - lo / scale) * jnp.floor(jnp.abs(qmin - lo / scale) + 0.5), qmin, qmax)
@@ -207,7 +252,7 @@ def jax(jax, x, mn, mx, *, num_bits=8, narrow_range=False):
 
 def torch(torch, x, mn, mx, *, num_bits=8, narrow_range=False):
     """The native op, with scale and zero point nudged from min/max the way TF does."""
-    qmin, qmax = int(narrow_range), 2 ** num_bits - 1
+    qmin, qmax = int(narrow_range), 2**num_bits - 1
     lo, hi = mn.detach(), mx.detach()
     scale = (hi - lo) / (qmax - qmin)
     zp = qmin - lo / scale
@@ -303,12 +348,18 @@ def test_gradients_are_range_mask_and_clamped_sums(subject, oracles, record, q):
     rdx, rmin, rmax = refs[lowering if lowering in refs else "kernel"]
     torch_mask = w * rounded_range(x, mn, mx, nb, nr)
     clean = ~near_ties(x, mn, mx, nb, nr) if subject.framework == "torch" else np.ones(x.shape, bool)
-    mask = classify(dx, [("nudged-range", rdx), ("rounded-range", torch_mask), ("identity", w)],
-                    tol=cmp.EXACT, where=clean)
+    mask = classify(
+        dx, [("nudged-range", rdx), ("rounded-range", torch_mask), ("identity", w)], tol=cmp.EXACT, where=clean
+    )
     if mask:
         record.check(EXPECT, x_grad_mask=mask)
-    record.close(name="dx", out=np.asarray(dx)[clean], oracle="closed-form", tol=cmp.EXACT,
-                 ref=(torch_mask if subject.framework == "torch" else rdx)[clean])
+    record.close(
+        name="dx",
+        out=np.asarray(dx)[clean],
+        oracle="closed-form",
+        tol=cmp.EXACT,
+        ref=(torch_mask if subject.framework == "torch" else rdx)[clean],
+    )
     if dmin is None and dmax is None:
         record.check(EXPECT, min_max_grad="none")
     else:
@@ -340,8 +391,10 @@ def test_seed_gradient_is_mask_plus_counts_routed_to_the_extremes(subject, recor
     _, (g,) = subject.vjp(SEED[subject.framework], x, cotangent=w, num_bits=nb, narrow_range=nr)
     preds = {k: seed_grad(x, w, nb, nr, k) for k in LOWERINGS}
     nmin, nmax, _, _ = nudge(x.min(), x.max(), nb, nr)
-    mask_only = [("mask-only", w * ((x >= nmin) & (x <= nmax))),
-                 ("mask-only", w * rounded_range(x, x.min(), x.max(), nb, nr))]
+    mask_only = [
+        ("mask-only", w * ((x >= nmin) & (x <= nmax))),
+        ("mask-only", w * rounded_range(x, x.min(), x.max(), nb, nr)),
+    ]
     clean = ~near_ties(x, x.min(), x.max(), nb, nr) if subject.framework == "torch" else np.ones(x.shape, bool)
     seed = classify(g, [("mask+routed-counts", p) for p in preds.values()] + mask_only, tol=cmp.GRAD, where=clean)
     if seed:
@@ -378,8 +431,9 @@ def test_seed_gradients_0_2_3_4(subject, record, cases):
         plain = rounded_range(x, x.min(), x.max(), 3, False).astype(F32)  # PyTorch's mask: all ones here
         candidates = [("mask+routed-counts", want), ("mask-only", (x >= nmin) & (x <= nmax)), ("mask-only", plain)]
         record.check(EXPECT, seed_grad=classify(g, candidates, tol=cmp.EXACT))
-        record.equal(name=f"grad[{name}]", out=g, ref=want if subject.framework != "torch" else plain,
-                     oracle="closed-form")
+        record.equal(
+            name=f"grad[{name}]", out=g, ref=want if subject.framework != "torch" else plain, oracle="closed-form"
+        )
 
 
 @on("tensorflow", modes=("graph",))
@@ -393,8 +447,10 @@ def test_seed_v1_session_as_written(subject, record, seeds):
         g = subject.run(_seed_v1_graph, x)[0]
         x32, ones = x.astype(F32), np.ones((10, 10), F32)
         nmin, nmax, _, _ = nudge(x32.min(), x32.max(), 3, False)
-        candidates = [("mask+routed-counts", seed_grad(x32, ones, 3, False)),
-                      ("mask-only", (x32 >= nmin) & (x32 <= nmax))]
+        candidates = [
+            ("mask+routed-counts", seed_grad(x32, ones, 3, False)),
+            ("mask-only", (x32 >= nmin) & (x32 <= nmax)),
+        ]
         record.check(EXPECT, seed_grad=classify(g, candidates, tol=cmp.EXACT))
         record.equal(name=f"grad[{s}]", out=g, ref=candidates[0][1], oracle="closed-form")
         record.equal(name=f"values[{s}]", out=np.unique(g), ref=np.asarray(values, F32), oracle="closed-form")
@@ -419,8 +475,9 @@ def test_zero_is_exactly_representable(subject, record, x):
     lowering = classify(out, refs.items(), tol=tol)
     if lowering in refs:
         record.check(EXPECT, lowering=lowering)
-    record.close(name="value", out=out, ref=refs[lowering if lowering in refs else "kernel"], oracle="closed-form",
-                 tol=tol)
+    record.close(
+        name="value", out=out, ref=refs[lowering if lowering in refs else "kernel"], oracle="closed-form", tol=tol
+    )
 
 
 @on("tensorflow", "jax", "torch")
@@ -433,8 +490,9 @@ def test_half_way_zero_point(subject, record, x):
     refs = {k: fake_quant(x, -0.5, 2.5, 4, False, k) for k in LOWERINGS}
     lowering = classify(out, refs.items(), tol=cmp.VALUE)
     record.check(EXPECT, lowering=lowering)
-    record.close(name="value", out=out, ref=refs[lowering if lowering in refs else "kernel"], oracle="closed-form",
-                 tol=cmp.VALUE)
+    record.close(
+        name="value", out=out, ref=refs[lowering if lowering in refs else "kernel"], oracle="closed-form", tol=cmp.VALUE
+    )
 
 
 @on("tensorflow", "jax", "torch")
@@ -456,6 +514,11 @@ def test_degenerate_zero_range(subject, record, x):
     record.example(x=x, w=w)
     out, (dx, dmin, dmax) = subject.vjp(tensorflow, x, F32(0), F32(0), cotangent=w)
     record.observe(dx=dx, dmin=float(dmin), dmax=float(dmax))
-    zero_range = ("zeros+passthrough" if not np.any(out) and np.array_equal(dx, w) and dmin == dmax == 0
-                  else "nan" if np.isnan(out).all() else "other")
+    zero_range = (
+        "zeros+passthrough"
+        if not np.any(out) and np.array_equal(dx, w) and dmin == dmax == 0
+        else "nan"
+        if np.isnan(out).all()
+        else "other"
+    )
     record.check(EXPECT, zero_range=zero_range)

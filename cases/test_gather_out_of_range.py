@@ -39,6 +39,7 @@ clamped row; ``.at[].get`` is ``x[idx]``. ``torch.gather`` raises RuntimeError a
 ``index_select`` IndexError, negatives included; PyTorch CUDA rows are skipped (a device-side
 assert would poison the process's CUDA context).
 """
+
 import dataclasses
 import inspect
 import itertools
@@ -68,12 +69,20 @@ NUMPY_INDEXING = "https://numpy.org/doc/stable/user/basics.indexing.html"
 TORCH_CUDA_ASSERT = "https://github.com/pytorch/pytorch/issues/55027"
 
 BEHAVIOUR = behaviour(
-    "gather-out-of-range", sources=["001"],
-    links=[TF_GATHER, GATHER_ND, SEGMENT_SUM, XLA_GATHER, JAX_OOB,
-           "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.take.html",
-           "https://docs.jax.dev/en/latest/_autosummary/jax.Array.at.html",
-           "https://pytorch.org/docs/stable/generated/torch.gather.html",
-           "https://pytorch.org/docs/stable/generated/torch.index_select.html"])
+    "gather-out-of-range",
+    sources=["001"],
+    links=[
+        TF_GATHER,
+        GATHER_ND,
+        SEGMENT_SUM,
+        XLA_GATHER,
+        JAX_OOB,
+        "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.take.html",
+        "https://docs.jax.dev/en/latest/_autosummary/jax.Array.at.html",
+        "https://pytorch.org/docs/stable/generated/torch.gather.html",
+        "https://pytorch.org/docs/stable/generated/torch.index_select.html",
+    ],
+)
 
 CATEGORIES = ("above", "negative", "below")
 IAE = "raises:InvalidArgumentError"
@@ -92,128 +101,359 @@ def _declare(kind, api, observed, cats=CATEGORIES, **where):
 # NumPy negatives; mode="clip" clamps; .at[].get is x[idx]; torch.gather/index_select
 # refuse negatives).
 EXPECT = expectations(
-    {**_keys("forward", "gather", IAE, IAE, IAE), **_keys("grad", "gather", IAE, IAE, IAE),
-     **_keys("forward", "jnp.take", "nan-fill", "wrap", "nan-fill"),
-     **_keys("grad", "jnp.take", "dropped", "wrapped-row", "dropped"),
-     **_keys("forward", "jnp.take(fill)", "nan-fill", "wrap", "nan-fill"),
-     **_keys("grad", "jnp.take(fill)", "dropped", "wrapped-row", "dropped"),
-     **_keys("forward", "jnp.take(clip)", "clamp", "clamp", "clamp"),
-     **_keys("grad", "jnp.take(clip)", "clamped-row", "clamped-row", "clamped-row"),
-     **_keys("forward", "x.at[].get", "clamp", "wrap", "clamp"),
-     **_keys("grad", "x.at[].get", "dropped", "wrapped-row", "dropped"),
-     **_keys("forward", "torch.gather", *["raises:RuntimeError"] * 3),
-     **_keys("grad", "torch.gather", *["raises:RuntimeError"] * 3),
-     **_keys("forward", "torch.index_select", *["raises:IndexError"] * 3),
-     **_keys("grad", "torch.index_select", *["raises:IndexError"] * 3),
-     **_keys("forward", "tf.gather_nd", IAE, IAE, IAE), **_keys("grad", "tf.gather_nd", IAE, IAE, IAE),
-     **_keys("forward", "tf.gather_nd(ERROR)", IAE, IAE, IAE),
-     **_keys("forward", "tf.gather_nd(IGNORE)", "zero-fill", "zero-fill", "zero-fill"),
-     **_keys("grad", "tf.gather_nd(IGNORE)", IAE, "dropped", "dropped"),
-     **_keys("forward", "tf.gather_nd/2", IAE, IAE, IAE), **_keys("grad", "tf.gather_nd/2", IAE, IAE, IAE),
-     **_keys("forward", "tf.gather_nd/2(IGNORE)", "zero-fill", "zero-fill", "zero-fill"),
-     **_keys("grad", "tf.gather_nd/2(IGNORE)", "dropped", "dropped", "dropped"),
-     "seed": IAE, "in_range": "exact"},
+    {
+        **_keys("forward", "gather", IAE, IAE, IAE),
+        **_keys("grad", "gather", IAE, IAE, IAE),
+        **_keys("forward", "jnp.take", "nan-fill", "wrap", "nan-fill"),
+        **_keys("grad", "jnp.take", "dropped", "wrapped-row", "dropped"),
+        **_keys("forward", "jnp.take(fill)", "nan-fill", "wrap", "nan-fill"),
+        **_keys("grad", "jnp.take(fill)", "dropped", "wrapped-row", "dropped"),
+        **_keys("forward", "jnp.take(clip)", "clamp", "clamp", "clamp"),
+        **_keys("grad", "jnp.take(clip)", "clamped-row", "clamped-row", "clamped-row"),
+        **_keys("forward", "x.at[].get", "clamp", "wrap", "clamp"),
+        **_keys("grad", "x.at[].get", "dropped", "wrapped-row", "dropped"),
+        **_keys("forward", "torch.gather", *["raises:RuntimeError"] * 3),
+        **_keys("grad", "torch.gather", *["raises:RuntimeError"] * 3),
+        **_keys("forward", "torch.index_select", *["raises:IndexError"] * 3),
+        **_keys("grad", "torch.index_select", *["raises:IndexError"] * 3),
+        **_keys("forward", "tf.gather_nd", IAE, IAE, IAE),
+        **_keys("grad", "tf.gather_nd", IAE, IAE, IAE),
+        **_keys("forward", "tf.gather_nd(ERROR)", IAE, IAE, IAE),
+        **_keys("forward", "tf.gather_nd(IGNORE)", "zero-fill", "zero-fill", "zero-fill"),
+        **_keys("grad", "tf.gather_nd(IGNORE)", IAE, "dropped", "dropped"),
+        **_keys("forward", "tf.gather_nd/2", IAE, IAE, IAE),
+        **_keys("grad", "tf.gather_nd/2", IAE, IAE, IAE),
+        **_keys("forward", "tf.gather_nd/2(IGNORE)", "zero-fill", "zero-fill", "zero-fill"),
+        **_keys("grad", "tf.gather_nd/2(IGNORE)", "dropped", "dropped", "dropped"),
+        "seed": IAE,
+        "in_range": "exact",
+    },
     # -- the shared spelling, forward
-    expect("forward:gather[above]", "clamp", framework="tensorflow", mode="xla", link=XLA_GATHER,
-           reason="the XLA lowering of GatherV2 uses XLA Gather, which clamps start indices into range "
-                  "and checks nothing: [1 2 3 4 5][[0, 1, 6]] -> [1 2 5] (open issue, TF 2.21)"),
-    *_declare("forward", "gather", "clamp", ("negative", "below"), framework="tensorflow", mode="xla",
-              link=XLA_NEGATIVE, reason="XLA clamps negative indices to row 0 (no NumPy wrap, no error)"),
-    *_declare("forward", "gather", "zero-fill", framework="tensorflow", mode="eager|function|graph", device="gpu",
-              link=TF_GATHER, reason="tf.gather docs: on GPU an out-of-bound index stores 0 in the output "
-                                     "(the GPU kernel does not check indices); declared, not measured here"),
-    *_declare("forward", "gather", "clamp", ("above", "below"), framework="jax", link=JAX_OOB,
-              reason="JAX indexing clamps out-of-bound retrievals into range (XLA Gather semantics)"),
-    *[expect("forward:gather[negative]", "wrap", framework=fw, link=NUMPY_INDEXING,
-             reason="x[idx] follows NumPy: an index in [-n, 0) counts from the end") for fw in ("jax", "torch")],
-    *_declare("forward", "gather", "raises:IndexError", ("above", "below"), framework="torch", link=NUMPY_INDEXING,
-              reason="PyTorch indexing checks bounds like NumPy: 'index 6 is out of bounds for dimension 0'"),
+    expect(
+        "forward:gather[above]",
+        "clamp",
+        framework="tensorflow",
+        mode="xla",
+        link=XLA_GATHER,
+        reason="the XLA lowering of GatherV2 uses XLA Gather, which clamps start indices into range "
+        "and checks nothing: [1 2 3 4 5][[0, 1, 6]] -> [1 2 5] (open issue, TF 2.21)",
+    ),
+    *_declare(
+        "forward",
+        "gather",
+        "clamp",
+        ("negative", "below"),
+        framework="tensorflow",
+        mode="xla",
+        link=XLA_NEGATIVE,
+        reason="XLA clamps negative indices to row 0 (no NumPy wrap, no error)",
+    ),
+    *_declare(
+        "forward",
+        "gather",
+        "zero-fill",
+        framework="tensorflow",
+        mode="eager|function|graph",
+        device="gpu",
+        link=TF_GATHER,
+        reason="tf.gather docs: on GPU an out-of-bound index stores 0 in the output "
+        "(the GPU kernel does not check indices); declared, not measured here",
+    ),
+    *_declare(
+        "forward",
+        "gather",
+        "clamp",
+        ("above", "below"),
+        framework="jax",
+        link=JAX_OOB,
+        reason="JAX indexing clamps out-of-bound retrievals into range (XLA Gather semantics)",
+    ),
+    *[
+        expect(
+            "forward:gather[negative]",
+            "wrap",
+            framework=fw,
+            link=NUMPY_INDEXING,
+            reason="x[idx] follows NumPy: an index in [-n, 0) counts from the end",
+        )
+        for fw in ("jax", "torch")
+    ],
+    *_declare(
+        "forward",
+        "gather",
+        "raises:IndexError",
+        ("above", "below"),
+        framework="torch",
+        link=NUMPY_INDEXING,
+        reason="PyTorch indexing checks bounds like NumPy: 'index 6 is out of bounds for dimension 0'",
+    ),
     # -- the shared spelling, gradient (only the gradient fetched)
-    *_declare("grad", "gather", "dropped", ("negative", "below"), framework="tensorflow", mode="function|graph",
-              device="cpu", link=SEGMENT_SUM,
-              reason="the forward GatherV2 is pruned (nothing fetched needs it), and the IndexedSlices "
-                     "gradient is densified by unsorted_segment_sum, which drops negative segment ids"),
-    expect("grad:gather[above]", IAE, framework="tensorflow", mode="function|graph", device="cpu", link=SEGMENT_SUM,
-           reason="the forward is pruned, but unsorted_segment_sum validates ids < num_segments on CPU: "
-                  "'segment_ids[2] = 6 is out of range [0, 5)' comes from the gradient, not the gather"),
-    *_declare("grad", "gather", "dropped", framework="tensorflow", mode="xla", link=XLA_SCATTER,
-              reason="the gradient's segment sum lowers to XLA Scatter, which skips out-of-bounds updates: "
-                     "the forward read row clip(i) but no gradient flows there"),
-    *_declare("grad", "gather", "dropped", framework="tensorflow", mode="eager|function|graph", device="gpu",
-              link=SEGMENT_SUM, reason="GPU gather does not raise and unsorted_segment_sum on GPU ignores "
-                                       "out-of-bound ids (docs: 'safe but unspecified'); declared, not measured here"),
-    *_declare("grad", "gather", "dropped", ("above", "below"), framework="jax", link=JAX_OOB,
-              reason="the transpose of JAX's clamped gather is a scatter-add that drops out-of-bound "
-                     "cotangents: forward clamps, backward drops"),
-    *[expect("grad:gather[negative]", "wrapped-row", framework=fw, link=NUMPY_INDEXING,
-             reason="a NumPy negative index is a real index: its cotangent goes to row i + n")
-      for fw in ("jax", "torch")],
-    *_declare("grad", "gather", "raises:IndexError", ("above", "below"), framework="torch", link=NUMPY_INDEXING,
-              reason="the forward raises, so there is no gradient"),
+    *_declare(
+        "grad",
+        "gather",
+        "dropped",
+        ("negative", "below"),
+        framework="tensorflow",
+        mode="function|graph",
+        device="cpu",
+        link=SEGMENT_SUM,
+        reason="the forward GatherV2 is pruned (nothing fetched needs it), and the IndexedSlices "
+        "gradient is densified by unsorted_segment_sum, which drops negative segment ids",
+    ),
+    expect(
+        "grad:gather[above]",
+        IAE,
+        framework="tensorflow",
+        mode="function|graph",
+        device="cpu",
+        link=SEGMENT_SUM,
+        reason="the forward is pruned, but unsorted_segment_sum validates ids < num_segments on CPU: "
+        "'segment_ids[2] = 6 is out of range [0, 5)' comes from the gradient, not the gather",
+    ),
+    *_declare(
+        "grad",
+        "gather",
+        "dropped",
+        framework="tensorflow",
+        mode="xla",
+        link=XLA_SCATTER,
+        reason="the gradient's segment sum lowers to XLA Scatter, which skips out-of-bounds updates: "
+        "the forward read row clip(i) but no gradient flows there",
+    ),
+    *_declare(
+        "grad",
+        "gather",
+        "dropped",
+        framework="tensorflow",
+        mode="eager|function|graph",
+        device="gpu",
+        link=SEGMENT_SUM,
+        reason="GPU gather does not raise and unsorted_segment_sum on GPU ignores "
+        "out-of-bound ids (docs: 'safe but unspecified'); declared, not measured here",
+    ),
+    *_declare(
+        "grad",
+        "gather",
+        "dropped",
+        ("above", "below"),
+        framework="jax",
+        link=JAX_OOB,
+        reason="the transpose of JAX's clamped gather is a scatter-add that drops out-of-bound "
+        "cotangents: forward clamps, backward drops",
+    ),
+    *[
+        expect(
+            "grad:gather[negative]",
+            "wrapped-row",
+            framework=fw,
+            link=NUMPY_INDEXING,
+            reason="a NumPy negative index is a real index: its cotangent goes to row i + n",
+        )
+        for fw in ("jax", "torch")
+    ],
+    *_declare(
+        "grad",
+        "gather",
+        "raises:IndexError",
+        ("above", "below"),
+        framework="torch",
+        link=NUMPY_INDEXING,
+        reason="the forward raises, so there is no gradient",
+    ),
     # -- tf.gather_nd and bad_indices_policy
-    *_declare("forward", "tf.gather_nd", "clamp", framework="tensorflow", mode="xla", link=XLA_GATHER_ND,
-              reason="XLA lowers GatherNd to a clamping XLA Gather; nothing is checked"),
-    *_declare("forward", "tf.gather_nd/2", "clamp", framework="tensorflow", mode="xla", link=XLA_GATHER_ND,
-              reason="XLA lowers GatherNd to a clamping XLA Gather; nothing is checked"),
-    *_declare("forward", "tf.gather_nd(ERROR)", "clamp", framework="tensorflow", mode="xla", link=XLA_GATHER_ND,
-              reason="bad_indices_policy='ERROR' promises an error, but the XLA lowering ignores it and clamps"),
-    *_declare("forward", "tf.gather_nd", "zero-fill", framework="tensorflow", mode="eager|function|graph",
-              device="gpu", link=GATHER_ND, reason="GatherNd docs: the default policy ignores bad indices "
-                                                   "on GPU (output 0); declared, not measured here"),
-    *_declare("forward", "tf.gather_nd/2", "zero-fill", framework="tensorflow", mode="eager|function|graph",
-              device="gpu", link=GATHER_ND, reason="GatherNd docs: the default policy ignores bad indices "
-                                                   "on GPU (output 0); declared, not measured here"),
-    *_declare("grad", "tf.gather_nd", "dropped", ("negative", "below"), framework="tensorflow",
-              mode="function|graph", device="cpu", link=SEGMENT_SUM,
-              reason="[k, 1] index vectors: _GatherNdGrad returns IndexedSlices (as tf.gather); the forward is "
-                     "pruned and unsorted_segment_sum drops negative ids"),
-    *_declare("grad", "tf.gather_nd", "dropped", framework="tensorflow", mode="xla", link=XLA_SCATTER,
-              reason="XLA Scatter skips out-of-bounds updates"),
-    *_declare("grad", "tf.gather_nd/2", "dropped", framework="tensorflow", mode="xla", link=XLA_SCATTER,
-              reason="XLA Scatter skips out-of-bounds updates"),
-    expect("grad:tf.gather_nd(IGNORE)[above]", "dropped", framework="tensorflow", mode="xla", link=XLA_SCATTER,
-           reason="XLA Scatter skips out-of-bounds updates"),
-    *_declare("grad", "tf.gather_nd", "dropped", framework="tensorflow", device="gpu", mode="eager|function|graph",
-              link=SEGMENT_SUM, reason="GPU: no forward error, and unsorted_segment_sum ignores out-of-bound ids; "
-                                       "declared, not measured here"),
-    expect("grad:tf.gather_nd(IGNORE)[above]", "dropped", framework="tensorflow", device="gpu",
-           mode="eager|function|graph", link=SEGMENT_SUM,
-           reason="GPU unsorted_segment_sum ignores out-of-bound ids; declared, not measured here"),
-    *_declare("grad", "tf.gather_nd/2", "dropped", framework="tensorflow", device="gpu", mode="eager|function|graph",
-              link=SCATTER_ND, reason="scatter_nd docs: on GPU an out-of-bound index is ignored; declared, "
-                                      "not measured here"),
+    *_declare(
+        "forward",
+        "tf.gather_nd",
+        "clamp",
+        framework="tensorflow",
+        mode="xla",
+        link=XLA_GATHER_ND,
+        reason="XLA lowers GatherNd to a clamping XLA Gather; nothing is checked",
+    ),
+    *_declare(
+        "forward",
+        "tf.gather_nd/2",
+        "clamp",
+        framework="tensorflow",
+        mode="xla",
+        link=XLA_GATHER_ND,
+        reason="XLA lowers GatherNd to a clamping XLA Gather; nothing is checked",
+    ),
+    *_declare(
+        "forward",
+        "tf.gather_nd(ERROR)",
+        "clamp",
+        framework="tensorflow",
+        mode="xla",
+        link=XLA_GATHER_ND,
+        reason="bad_indices_policy='ERROR' promises an error, but the XLA lowering ignores it and clamps",
+    ),
+    *_declare(
+        "forward",
+        "tf.gather_nd",
+        "zero-fill",
+        framework="tensorflow",
+        mode="eager|function|graph",
+        device="gpu",
+        link=GATHER_ND,
+        reason="GatherNd docs: the default policy ignores bad indices on GPU (output 0); declared, not measured here",
+    ),
+    *_declare(
+        "forward",
+        "tf.gather_nd/2",
+        "zero-fill",
+        framework="tensorflow",
+        mode="eager|function|graph",
+        device="gpu",
+        link=GATHER_ND,
+        reason="GatherNd docs: the default policy ignores bad indices on GPU (output 0); declared, not measured here",
+    ),
+    *_declare(
+        "grad",
+        "tf.gather_nd",
+        "dropped",
+        ("negative", "below"),
+        framework="tensorflow",
+        mode="function|graph",
+        device="cpu",
+        link=SEGMENT_SUM,
+        reason="[k, 1] index vectors: _GatherNdGrad returns IndexedSlices (as tf.gather); the forward is "
+        "pruned and unsorted_segment_sum drops negative ids",
+    ),
+    *_declare(
+        "grad",
+        "tf.gather_nd",
+        "dropped",
+        framework="tensorflow",
+        mode="xla",
+        link=XLA_SCATTER,
+        reason="XLA Scatter skips out-of-bounds updates",
+    ),
+    *_declare(
+        "grad",
+        "tf.gather_nd/2",
+        "dropped",
+        framework="tensorflow",
+        mode="xla",
+        link=XLA_SCATTER,
+        reason="XLA Scatter skips out-of-bounds updates",
+    ),
+    expect(
+        "grad:tf.gather_nd(IGNORE)[above]",
+        "dropped",
+        framework="tensorflow",
+        mode="xla",
+        link=XLA_SCATTER,
+        reason="XLA Scatter skips out-of-bounds updates",
+    ),
+    *_declare(
+        "grad",
+        "tf.gather_nd",
+        "dropped",
+        framework="tensorflow",
+        device="gpu",
+        mode="eager|function|graph",
+        link=SEGMENT_SUM,
+        reason="GPU: no forward error, and unsorted_segment_sum ignores out-of-bound ids; declared, not measured here",
+    ),
+    expect(
+        "grad:tf.gather_nd(IGNORE)[above]",
+        "dropped",
+        framework="tensorflow",
+        device="gpu",
+        mode="eager|function|graph",
+        link=SEGMENT_SUM,
+        reason="GPU unsorted_segment_sum ignores out-of-bound ids; declared, not measured here",
+    ),
+    *_declare(
+        "grad",
+        "tf.gather_nd/2",
+        "dropped",
+        framework="tensorflow",
+        device="gpu",
+        mode="eager|function|graph",
+        link=SCATTER_ND,
+        reason="scatter_nd docs: on GPU an out-of-bound index is ignored; declared, not measured here",
+    ),
     # -- version differences of bad_indices_policy (added in 2.18), measured on 2.18.1-2.21.0
-    *_declare("forward", "tf.gather_nd(IGNORE)", "clamp", framework="tensorflow", mode="xla", versions="<2.21",
-              link=XLA_GATHER_ND, reason="TF 2.18-2.20: the XLA lowering of GatherNd ignores the policy and clamps "
-                                         "(2.21 zero-fills as the policy promises)"),
-    *_declare("forward", "tf.gather_nd/2(IGNORE)", "clamp", framework="tensorflow", mode="xla", versions="<2.21",
-              link=XLA_GATHER_ND, reason="TF 2.18-2.20: the XLA lowering of GatherNd ignores the policy and clamps "
-                                         "(2.21 zero-fills as the policy promises)"),
-    *_declare("grad", "tf.gather_nd/2(IGNORE)", IAE, framework="tensorflow", mode="eager|function|graph",
-              device="cpu", versions="<2.19", link=ARRAY_GRAD,
-              reason="TF 2.18: _GatherNdGrad builds its scatter_nd without the forward's bad_indices_policy, so "
-                     "the CPU scatter_nd refuses every out-of-range index the forward ignored; 2.19 passes it on"),
+    *_declare(
+        "forward",
+        "tf.gather_nd(IGNORE)",
+        "clamp",
+        framework="tensorflow",
+        mode="xla",
+        versions="<2.21",
+        link=XLA_GATHER_ND,
+        reason="TF 2.18-2.20: the XLA lowering of GatherNd ignores the policy and clamps "
+        "(2.21 zero-fills as the policy promises)",
+    ),
+    *_declare(
+        "forward",
+        "tf.gather_nd/2(IGNORE)",
+        "clamp",
+        framework="tensorflow",
+        mode="xla",
+        versions="<2.21",
+        link=XLA_GATHER_ND,
+        reason="TF 2.18-2.20: the XLA lowering of GatherNd ignores the policy and clamps "
+        "(2.21 zero-fills as the policy promises)",
+    ),
+    *_declare(
+        "grad",
+        "tf.gather_nd/2(IGNORE)",
+        IAE,
+        framework="tensorflow",
+        mode="eager|function|graph",
+        device="cpu",
+        versions="<2.19",
+        link=ARRAY_GRAD,
+        reason="TF 2.18: _GatherNdGrad builds its scatter_nd without the forward's bad_indices_policy, so "
+        "the CPU scatter_nd refuses every out-of-range index the forward ignored; 2.19 passes it on",
+    ),
     # -- the seed, tf.gather([1, 2, 3, 4, 5], [0, 1, 6]) (int32)
-    expect("seed", "clamp", framework="tensorflow", mode="xla", link=XLA_GATHER,
-           reason="XLA clamps: [1 2 5], no error"),
-    expect("seed", "zero-fill", framework="tensorflow", mode="eager|function|graph", device="gpu", link=TF_GATHER,
-           reason="the seed's GPU claim [1 2 0], as the tf.gather docs say; declared, not measured here"),
+    expect(
+        "seed", "clamp", framework="tensorflow", mode="xla", link=XLA_GATHER, reason="XLA clamps: [1 2 5], no error"
+    ),
+    expect(
+        "seed",
+        "zero-fill",
+        framework="tensorflow",
+        mode="eager|function|graph",
+        device="gpu",
+        link=TF_GATHER,
+        reason="the seed's GPU claim [1 2 0], as the tf.gather docs say; declared, not measured here",
+    ),
     expect("seed", "clamp", framework="jax", link=JAX_OOB, reason="JAX indexing clamps: [1 2 5]"),
-    expect("seed", "raises:IndexError", framework="torch", link=NUMPY_INDEXING,
-           reason="PyTorch indexing raises 'index 6 is out of bounds for dimension 0 with size 5'"),
+    expect(
+        "seed",
+        "raises:IndexError",
+        framework="torch",
+        link=NUMPY_INDEXING,
+        reason="PyTorch indexing raises 'index 6 is out of bounds for dimension 0 with size 5'",
+    ),
 )
 
 # The APIs each framework's rows run; "gather" is the spelling shared across frameworks.
-GATHER_APIS = {"tensorflow": ("gather",),
-               "jax": ("gather", "jnp.take", "jnp.take(fill)", "jnp.take(clip)", "x.at[].get"),
-               "torch": ("gather", "torch.gather", "torch.index_select")}
-ND_FORWARD_APIS = ("tf.gather_nd", "tf.gather_nd(ERROR)", "tf.gather_nd(IGNORE)",
-                   "tf.gather_nd/2", "tf.gather_nd/2(IGNORE)")
+GATHER_APIS = {
+    "tensorflow": ("gather",),
+    "jax": ("gather", "jnp.take", "jnp.take(fill)", "jnp.take(clip)", "x.at[].get"),
+    "torch": ("gather", "torch.gather", "torch.index_select"),
+}
+ND_FORWARD_APIS = (
+    "tf.gather_nd",
+    "tf.gather_nd(ERROR)",
+    "tf.gather_nd(IGNORE)",
+    "tf.gather_nd/2",
+    "tf.gather_nd/2(IGNORE)",
+)
 ND_GRAD_APIS = ("tf.gather_nd", "tf.gather_nd(IGNORE)", "tf.gather_nd/2", "tf.gather_nd/2(IGNORE)")
 SEED_PARAMS, SEED_INDICES = np.array([1, 2, 3, 4, 5], np.int32), np.array([0, 1, 6], np.int32)
 SEED_MESSAGE = "indices[2] = 6 is not in [0, 5)"
-SEED_VALUES = {"clamp": np.array([1, 2, 5], np.int32), "zero-fill": np.array([1, 2, 0], np.int32),
-               "wrap": np.array([1, 2, 2], np.int32)}
+SEED_VALUES = {
+    "clamp": np.array([1, 2, 5], np.int32),
+    "zero-fill": np.array([1, 2, 0], np.int32),
+    "wrap": np.array([1, 2, 2], np.int32),
+}
 
 
 # ---------------------------------------------------------------- the native functions
@@ -325,8 +565,11 @@ def classify(out, params, indices) -> dict:
     return {c: _verdict(s, none_fits="garbage") for c, s in found.items()}
 
 
-GRAD_RULES = {"dropped": lambda i, n: None, "clamped-row": lambda i, n: min(max(i, 0), n - 1),
-              "wrapped-row": lambda i, n: i % n}
+GRAD_RULES = {
+    "dropped": lambda i, n: None,
+    "clamped-row": lambda i, n: min(max(i, 0), n - 1),
+    "wrapped-row": lambda i, n: i % n,
+}
 
 
 def classify_grad(grad, params, indices, w, *, tol) -> dict:
@@ -372,9 +615,9 @@ K = 5  # indices per example: one length, so XLA and jax.jit compile once per pa
 
 @dataclasses.dataclass(frozen=True)
 class GatherCase:
-    params: np.ndarray   # (n,) or (n, 2), distinct nonzero values
+    params: np.ndarray  # (n,) or (n, 2), distinct nonzero values
     indices: np.ndarray  # (K,) int32: in-range, >= n, [-n, 0) and < -n mixed
-    w: np.ndarray        # cotangent (K,) + params.shape[1:], positive (so no two rules coincide)
+    w: np.ndarray  # cotangent (K,) + params.shape[1:], positive (so no two rules coincide)
 
 
 @st.composite
@@ -394,8 +637,10 @@ def gather_cases(draw) -> GatherCase:
 
 def _no_torch_cuda(subject):
     if subject.framework == "torch" and subject.device == "gpu":
-        pytest.skip("PyTorch CUDA index kernels fail out-of-range indices with a device-side assert that "
-                    f"poisons the CUDA context for the rest of the process ({TORCH_CUDA_ASSERT})")
+        pytest.skip(
+            "PyTorch CUDA index kernels fail out-of-range indices with a device-side assert that "
+            f"poisons the CUDA context for the rest of the process ({TORCH_CUDA_ASSERT})"
+        )
 
 
 def all_forwards(module, params, indices, *, fw, apis):
@@ -519,10 +764,12 @@ def test_in_range_gather_matches_closed_form_and_oracles(subject, oracles, recor
     exact = np.array_equal(out, case.params[idx]) and cmp.rel_err(grad, ref_grad) <= cmp.GRAD.of(case.params.dtype)
     record.check(EXPECT, in_range="exact" if exact else "wrong")
     for o in oracles:
-        record.close(name="value", out=out, ref=o.run(NATIVE[o.framework], case.params, idx), oracle=o.id,
-                     tol=cmp.EXACT)
-        record.close(name="grad", out=grad, ref=o.run(GRAD[o.framework], case.params, idx, case.w, api="gather"),
-                     oracle=o.id)
+        record.close(
+            name="value", out=out, ref=o.run(NATIVE[o.framework], case.params, idx), oracle=o.id, tol=cmp.EXACT
+        )
+        record.close(
+            name="grad", out=grad, ref=o.run(GRAD[o.framework], case.params, idx, case.w, api="gather"), oracle=o.id
+        )
 
 
 # ---------------------------------------------------------------- seed examples
@@ -537,8 +784,9 @@ def test_seed_gather_0_1_6(subject, record, a):
     except Exception as e:  # the seed's CPU answer
         record.check(EXPECT, seed=cmp.error_name(e))
         if subject.framework == "tensorflow":
-            assert SEED_MESSAGE in str(e), \
+            assert SEED_MESSAGE in str(e), (
                 f"seed message[{subject.id}]={str(e)[:200]!r} but seeds/001 gives {SEED_MESSAGE!r}"
+            )
             record.observe(seed_message=SEED_MESSAGE)
         return
     record.observe(seed_value=np.asarray(out))

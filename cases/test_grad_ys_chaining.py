@@ -28,6 +28,7 @@ tf.gradients, whenever it builds a graph (function, xla, graph), sets each input
 to its input's static shape and so raises ValueError for that (3, 3) case. JAX raises
 ValueError and PyTorch RuntimeError ("Mismatch in shape") for every wrong shape.
 """
+
 import dataclasses
 
 import numpy as np
@@ -38,11 +39,15 @@ from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 
 BEHAVIOUR = behaviour(
-    "grad-ys-chaining", sources=["002"],
-    links=["https://www.tensorflow.org/api_docs/python/tf/gradients",
-           "https://www.tensorflow.org/api_docs/python/tf/GradientTape#gradient",
-           "https://docs.jax.dev/en/latest/_autosummary/jax.vjp.html",
-           "https://docs.pytorch.org/docs/stable/generated/torch.autograd.grad.html"])
+    "grad-ys-chaining",
+    sources=["002"],
+    links=[
+        "https://www.tensorflow.org/api_docs/python/tf/gradients",
+        "https://www.tensorflow.org/api_docs/python/tf/GradientTape#gradient",
+        "https://docs.jax.dev/en/latest/_autosummary/jax.vjp.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.autograd.grad.html",
+    ],
+)
 
 GRADIENTS_LINK = "https://www.tensorflow.org/api_docs/python/tf/gradients"
 GRADIENTS_UTIL = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/gradients_util.py"
@@ -51,9 +56,13 @@ TORCH_GRAD_LINK = "https://docs.pytorch.org/docs/stable/generated/torch.autograd
 TORCH_MAKE_GRADS = "https://github.com/pytorch/pytorch/blob/main/torch/autograd/__init__.py"
 MATH_GRAD_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
 BACKPROP_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/eager/backprop.py"
-NO_EAGER = dict(framework="tensorflow", mode="eager", link=GRADIENTS_LINK,
-                reason="tf.gradients is only valid in a graph context: in eager it raises RuntimeError "
-                       "'tf.gradients is not supported when eager execution is enabled. Use tf.GradientTape'")
+NO_EAGER = dict(
+    framework="tensorflow",
+    mode="eager",
+    link=GRADIENTS_LINK,
+    reason="tf.gradients is only valid in a graph context: in eager it raises RuntimeError "
+    "'tf.gradients is not supported when eager execution is enabled. Use tf.GradientTape'",
+)
 
 FUNCS, KINDS = ("matvec", "sin"), ("size-one", "wrong-size", "column")
 BAD_KEYS = [f"{k}[{f},{kind}]" for k in ("bad_shape", "bad_grad_ys") for f in FUNCS for kind in KINDS]
@@ -72,21 +81,38 @@ TF_BAD = {
     "bad_shape[sin,column]": {"eager|function|xla|graph": "wrong-shape-gradient"},
     "bad_grad_ys[sin,column]": {"function|xla|graph": "raises:ValueError"},
 }
-NO_SHAPE_CHECK = ("TensorFlow does not compare grad_ys/output_gradients with y's shape (gradients_util."
-                  "_DefaultGradYs checks their number and dtype; GradientTape converts them as given): ")
+NO_SHAPE_CHECK = (
+    "TensorFlow does not compare grad_ys/output_gradients with y's shape (gradients_util."
+    "_DefaultGradYs checks their number and dtype; GradientTape converts them as given): "
+)
 WHY_BAD = {
-    RUNTIME: (NO_SHAPE_CHECK + "the first gradient kernel (einsum, or sin's grad * cos(x)) refuses the shapes "
-              "when it runs: eagerly, or in a Session fed shape-free placeholders", None),
-    TRACE: (NO_SHAPE_CHECK + "static shape inference refuses the first gradient op while tf.function "
-            "traces with known shapes", None),
-    "broadcast": (NO_SHAPE_CHECK + "sin's gradient is grad * cos(x) (math_grad._SinGrad), so a (1,) cotangent "
-                  "broadcasts silently to w * cos(x)", MATH_GRAD_LINK),
-    "wrong-shape-gradient": (NO_SHAPE_CHECK + "a (3, 1) cotangent broadcasts against cos(x) of shape (3,) and the "
-                             "tape returns a (3, 3) gradient for a (3,) source", MATH_GRAD_LINK),
+    RUNTIME: (
+        NO_SHAPE_CHECK + "the first gradient kernel (einsum, or sin's grad * cos(x)) refuses the shapes "
+        "when it runs: eagerly, or in a Session fed shape-free placeholders",
+        None,
+    ),
+    TRACE: (
+        NO_SHAPE_CHECK + "static shape inference refuses the first gradient op while tf.function "
+        "traces with known shapes",
+        None,
+    ),
+    "broadcast": (
+        NO_SHAPE_CHECK + "sin's gradient is grad * cos(x) (math_grad._SinGrad), so a (1,) cotangent "
+        "broadcasts silently to w * cos(x)",
+        MATH_GRAD_LINK,
+    ),
+    "wrong-shape-gradient": (
+        NO_SHAPE_CHECK + "a (3, 1) cotangent broadcasts against cos(x) of shape (3,) and the "
+        "tape returns a (3, 3) gradient for a (3,) source",
+        MATH_GRAD_LINK,
+    ),
 }
-WHY_COLUMN_GRADIENTS = ("tf.gradients sets each op input's gradient to the input's static shape and raises "
-                        "ValueError 'Incompatible shapes between op input and calculated input gradient' "
-                        "for the (3, 3) gradient of a (3,) x", GRADIENTS_UTIL)
+WHY_COLUMN_GRADIENTS = (
+    "tf.gradients sets each op input's gradient to the input's static shape and raises "
+    "ValueError 'Incompatible shapes between op input and calculated input gradient' "
+    "for the (3, 3) gradient of a (3,) x",
+    GRADIENTS_UTIL,
+)
 
 
 def _tf_bad_expectations():
@@ -98,30 +124,66 @@ def _tf_bad_expectations():
 
 
 EXPECT = expectations(
-    {"cotangent": "applied", "grad_ys": "applied", "chain": "equal", "chain_grad_ys": "equal",
-     "default": "ones", "default_one_element": "ones", "default_ys_list": "ones", "default_grad_ys": "ones",
-     # JAX's answer to any wrong-shape cotangent: "unexpected JAX type (e.g. shape/dtype) for argument
-     # to VJP function" (jax.vjp: vjpfun takes "a cotangent vector with the same shape as primals_out")
-     **{k: "raises:ValueError" for k in BAD_KEYS}},
+    {
+        "cotangent": "applied",
+        "grad_ys": "applied",
+        "chain": "equal",
+        "chain_grad_ys": "equal",
+        "default": "ones",
+        "default_one_element": "ones",
+        "default_ys_list": "ones",
+        "default_grad_ys": "ones",
+        # JAX's answer to any wrong-shape cotangent: "unexpected JAX type (e.g. shape/dtype) for argument
+        # to VJP function" (jax.vjp: vjpfun takes "a cotangent vector with the same shape as primals_out")
+        **{k: "raises:ValueError" for k in BAD_KEYS},
+    },
     expect("grad_ys", "raises:RuntimeError", **NO_EAGER),
     expect("chain_grad_ys", "raises:RuntimeError", **NO_EAGER),
     expect("default_grad_ys", "raises:RuntimeError", **NO_EAGER),
     *[expect(k, "raises:RuntimeError", **NO_EAGER) for k in BAD_KEYS if k.startswith("bad_grad_ys")],
     *_tf_bad_expectations(),
-    expect("default", "raises:TypeError", framework="jax", link=JAX_GRAD_LINK,
-           reason="jax.grad has no implicit cotangent: fun 'should return a scalar' "
-                  "(TypeError 'Gradient only defined for scalar-output functions')"),
-    expect("default_one_element", "raises:TypeError", framework="jax", link=JAX_GRAD_LINK,
-           reason="jax.grad's scalar means shape (), 'not arrays with shape (1,)'"),
-    expect("default_ys_list", "raises:TypeError", framework="jax", link=JAX_GRAD_LINK,
-           reason="jax.grad needs one scalar output; a tuple of scalars is refused"),
-    expect("default", "raises:RuntimeError", framework="torch", link=TORCH_GRAD_LINK,
-           reason="grad_outputs None is accepted only for one-element outputs: "
-                  "'grad can be implicitly created only for scalar outputs'"),
-    *[expect(k, "raises:RuntimeError", framework="torch", link=TORCH_MAKE_GRADS,
-             reason="autograd.grad checks every grad_output against its output (_make_grads): "
-                    "'Mismatch in shape: grad_output[0] has a shape of ...'")
-      for k in BAD_KEYS if k.startswith("bad_shape")],
+    expect(
+        "default",
+        "raises:TypeError",
+        framework="jax",
+        link=JAX_GRAD_LINK,
+        reason="jax.grad has no implicit cotangent: fun 'should return a scalar' "
+        "(TypeError 'Gradient only defined for scalar-output functions')",
+    ),
+    expect(
+        "default_one_element",
+        "raises:TypeError",
+        framework="jax",
+        link=JAX_GRAD_LINK,
+        reason="jax.grad's scalar means shape (), 'not arrays with shape (1,)'",
+    ),
+    expect(
+        "default_ys_list",
+        "raises:TypeError",
+        framework="jax",
+        link=JAX_GRAD_LINK,
+        reason="jax.grad needs one scalar output; a tuple of scalars is refused",
+    ),
+    expect(
+        "default",
+        "raises:RuntimeError",
+        framework="torch",
+        link=TORCH_GRAD_LINK,
+        reason="grad_outputs None is accepted only for one-element outputs: "
+        "'grad can be implicitly created only for scalar outputs'",
+    ),
+    *[
+        expect(
+            k,
+            "raises:RuntimeError",
+            framework="torch",
+            link=TORCH_MAKE_GRADS,
+            reason="autograd.grad checks every grad_output against its output (_make_grads): "
+            "'Mismatch in shape: grad_output[0] has a shape of ...'",
+        )
+        for k in BAD_KEYS
+        if k.startswith("bad_shape")
+    ],
 )
 # Sums of up to three products, each rounded: the suite's gradient tolerance holds.
 TOL = cmp.GRAD
@@ -152,6 +214,7 @@ def jax(jax, a, x, *w, api, default=False, summed=False):
     def f(a, x):
         y = jnp.einsum("mn,...n->...m", a, jnp.tanh(x))
         return jnp.sum(y) if summed else y
+
     if not default:
         return jax.vjp(f, a, x)[1](w[0])
     return jax.grad(f, argnums=(0, 1))(a, x)  # JAX's only implicit seed: scalar outputs
@@ -296,8 +359,10 @@ def closed_vjp(a, x, w):
 
 def cotangent_use(grads, a, x, w) -> str:
     """applied: sum_i w_i dy_i/dx; ignored: what ones would give (the cotangent was dropped)."""
+
     def near(ref):
         return all(np.shape(g) == np.shape(r) and cmp.rel_err(g, r) <= TOL.of(x.dtype) for g, r in zip(grads, ref))
+
     if near(closed_vjp(a, x, w)):
         return "applied"
     return "ignored" if near(closed_vjp(a, x, np.ones_like(w))) else "other"
@@ -318,9 +383,9 @@ def bad_shape_kind(grad, a, x, w, func) -> str:
 # ---------------------------------------------------------------- strategies
 @dataclasses.dataclass(frozen=True)
 class Problem:
-    a: np.ndarray   # (m, n)
-    x: np.ndarray   # (n,) or (2, n)
-    w: np.ndarray   # the cotangent, y's shape: (m,) or (2, m)
+    a: np.ndarray  # (m, n)
+    x: np.ndarray  # (n,) or (2, n)
+    w: np.ndarray  # the cotangent, y's shape: (m,) or (2, m)
 
 
 @st.composite
@@ -340,9 +405,11 @@ def problems(draw):
 # function, w per kind) with no special values.
 BAD_W = {"size-one": (1,), "wrong-size": (4,), "column": (3, 1)}
 _RNG = np.random.default_rng(2)
-BAD_INPUTS = (np.round(_RNG.uniform(-2, 2, (3, 2)), 2).astype(np.float32),
-              {"matvec": np.array([0.5, -1.25], np.float32), "sin": np.array([0.3, -1.1, 2.0], np.float32)},
-              {k: np.round(_RNG.uniform(-2, 2, s), 2).astype(np.float32) for k, s in BAD_W.items()})
+BAD_INPUTS = (
+    np.round(_RNG.uniform(-2, 2, (3, 2)), 2).astype(np.float32),
+    {"matvec": np.array([0.5, -1.25], np.float32), "sin": np.array([0.3, -1.1, 2.0], np.float32)},
+    {k: np.round(_RNG.uniform(-2, 2, s), 2).astype(np.float32) for k, s in BAD_W.items()},
+)
 
 
 # ---------------------------------------------------------------- properties
@@ -393,8 +460,8 @@ def test_chained_calls_equal_one_call(subject, oracles, record, p):
     """grad(h, x, cotangent=grad(y, h, w)) equals grad(y, x, w), h = tanh(x), y = A @ tanh(h)."""
     record.example(A=p.a, x=p.x, w=p.w)
     h = np.tanh(p.x.astype(np.float64))
-    ref_h = ((p.w @ p.a) * (1 - np.tanh(h) ** 2))
-    ref_x = (ref_h * (1 - h ** 2)).astype(p.x.dtype)
+    ref_h = (p.w @ p.a) * (1 - np.tanh(h) ** 2)
+    ref_x = (ref_h * (1 - h**2)).astype(p.x.dtype)
     for api in APIS[subject.framework]:
         out, err = attempt(subject, CHAIN[subject.framework], p.a, p.x, p.w, api=api)
         if err:
@@ -437,8 +504,9 @@ def test_seed_grad_ys_weights_and_chains(subject, record, v):
     record.example(x=x, g1=g1, g2=g2)
     for api in APIS[subject.framework]:
         default, err = attempt(subject, SEED[subject.framework], x, api=api, default=True)
-        record.check(EXPECT, **{key(api, "default_ys_list", "default_grad_ys"):
-                                err or ("ones" if default == 14.0 else "other")})
+        record.check(
+            EXPECT, **{key(api, "default_ys_list", "default_grad_ys"): err or ("ones" if default == 14.0 else "other")}
+        )
         if err is None:
             record.equal(name=f"default[{api}]", out=np.asarray(default), ref=np.float32(14.0), oracle="closed-form")
         out, err = attempt(subject, SEED[subject.framework], x, g1, g2, api=api)
@@ -448,5 +516,10 @@ def test_seed_grad_ys_weights_and_chains(subject, record, v):
         weighted, g_h, chained = out
         for name, got, want in (("weighted", weighted, 10.0), ("dL/dh", g_h, 5.0), ("chained", chained, 10.0)):
             record.equal(name=f"{name}[{api}]", out=np.asarray(got), ref=np.float32(want), oracle="closed-form")
-        record.check(EXPECT, **{key(api, "cotangent", "grad_ys"): "applied" if weighted == 10.0 else "other",
-                                key(api, "chain", "chain_grad_ys"): "equal" if chained == weighted else "differs"})
+        record.check(
+            EXPECT,
+            **{
+                key(api, "cotangent", "grad_ys"): "applied" if weighted == 10.0 else "other",
+                key(api, "chain", "chain_grad_ys"): "equal" if chained == weighted else "differs",
+            },
+        )

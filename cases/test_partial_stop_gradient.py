@@ -11,6 +11,7 @@ Whole-tensor ``stop_gradient`` is the contrast: TensorFlow reports the source as
 unconnected (``None``), JAX gives zeros, and PyTorch's ``autograd.grad`` refuses a
 detached output (RuntimeError) — declared below.
 """
+
 import numpy as np
 from hypothesis import given, strategies as st
 
@@ -19,20 +20,32 @@ from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 
 BEHAVIOUR = behaviour(
-    "partial-stop-gradient", sources=["000"],
-    links=["https://www.tensorflow.org/api_docs/python/tf/stop_gradient",
-           "https://stackoverflow.com/questions/43364985/how-to-stop-gradient-for-some-entry-of-a-tensor-in-tensorflow"])
+    "partial-stop-gradient",
+    sources=["000"],
+    links=[
+        "https://www.tensorflow.org/api_docs/python/tf/stop_gradient",
+        "https://stackoverflow.com/questions/43364985/how-to-stop-gradient-for-some-entry-of-a-tensor-in-tensorflow",
+    ],
+)
 
 EXPECT = expectations(
     {"partial_grad": "mask*upstream", "whole_stop_grad": "zeros"},
-    expect("whole_stop_grad", "none", framework="tensorflow",
-           reason="GradientTape.gradient and tf.gradients return None for a source the target does "
-                  "not depend on (unconnected_gradients=NONE is the default)",
-           link="https://www.tensorflow.org/api_docs/python/tf/GradientTape#gradient"),
-    expect("whole_stop_grad", "raises:RuntimeError", framework="torch",
-           reason="a detached output has no grad_fn; torch.autograd.grad raises "
-                  "'element 0 of tensors does not require grad' rather than returning zeros",
-           link="https://pytorch.org/docs/stable/generated/torch.autograd.grad.html"),
+    expect(
+        "whole_stop_grad",
+        "none",
+        framework="tensorflow",
+        reason="GradientTape.gradient and tf.gradients return None for a source the target does "
+        "not depend on (unconnected_gradients=NONE is the default)",
+        link="https://www.tensorflow.org/api_docs/python/tf/GradientTape#gradient",
+    ),
+    expect(
+        "whole_stop_grad",
+        "raises:RuntimeError",
+        framework="torch",
+        reason="a detached output has no grad_fn; torch.autograd.grad raises "
+        "'element 0 of tensors does not require grad' rather than returning zeros",
+        link="https://pytorch.org/docs/stable/generated/torch.autograd.grad.html",
+    ),
 )
 
 
@@ -146,8 +159,7 @@ def test_whole_tensor_stop_gradient_is_declared(subject, record, x):
         record.check(EXPECT, whole_stop_grad=cmp.error_name(e))
         return
     record.close(name="value", out=out, ref=x, oracle="closed-form", tol=cmp.EXACT)
-    record.check(EXPECT, whole_stop_grad=cmp.gradient_kind(grad) if cmp.gradient_kind(grad) != "nonzero"
-                 else "nonzero")
+    record.check(EXPECT, whole_stop_grad=cmp.gradient_kind(grad) if cmp.gradient_kind(grad) != "nonzero" else "nonzero")
 
 
 # ---------------------------------------------------------------- seed examples

@@ -16,18 +16,22 @@ workaround for a reused *scope*, a custom getter that wraps every variable in
 the TF2 spelling is a module-level wrapper that reads every variable of a ``tf.Module``
 through ``stop_gradient``. Either way, the per-scope gradients add up to the total.
 """
+
 import numpy as np
 from hypothesis import given, strategies as st
-from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expectations
 
 BEHAVIOUR = behaviour(
-    "per-occurrence-gradients", sources=["002"],
-    links=["https://www.tensorflow.org/api_docs/python/tf/stop_gradient",
-           "https://www.tensorflow.org/api_docs/python/tf/compat/v1/variable_scope"])
+    "per-occurrence-gradients",
+    sources=["002"],
+    links=[
+        "https://www.tensorflow.org/api_docs/python/tf/stop_gradient",
+        "https://www.tensorflow.org/api_docs/python/tf/compat/v1/variable_scope",
+    ],
+)
 
 EXPECT = expectations({"occurrences": "sum"})
 # Sums of two products rounded separately: a few ulps.
@@ -122,12 +126,14 @@ SEED = {"tensorflow": tensorflow_seed, "jax": jax_seed, "torch": torch_seed}
 # with every variable of one application read through stop_gradient.
 def tensorflow_scope_v1(tf, x, w, ct, *, freeze):
     """seeds/002 custom getter, as written for a v1 graph (variable_scope(custom_getter=))."""
+
     def stop_getter(getter, *args, **kwargs):
         return tf.stop_gradient(getter(*args, **kwargs))
 
     def block(h, frozen):
-        with tf.compat.v1.variable_scope("block", reuse=tf.compat.v1.AUTO_REUSE,
-                                         custom_getter=stop_getter if frozen else None):
+        with tf.compat.v1.variable_scope(
+            "block", reuse=tf.compat.v1.AUTO_REUSE, custom_getter=stop_getter if frozen else None
+        ):
             W = tf.compat.v1.get_variable("W", initializer=w, dtype=w.dtype)
         return tf.tanh(tf.linalg.matvec(W, h))
 
@@ -142,6 +148,7 @@ tensorflow_scope_v1.exact_shapes = True  # get_variable needs a static shape
 
 def tensorflow_scope_tf2(tf, x, w, ct, *, freeze):
     """The TF2 spelling: a module-level wrapper reading every variable through stop_gradient."""
+
     class Block(tf.Module):
         def __init__(self):
             super().__init__(name="block")
@@ -163,6 +170,7 @@ def jax_scope(jax, x, w, ct, *, freeze):
     def f(W):
         read = lambda frozen: jax.lax.stop_gradient(W) if frozen else W  # noqa: E731
         return jnp.tanh(read(freeze == "second") @ jnp.tanh(read(freeze == "first") @ x))
+
     return jax.vjp(f, w)[1](ct)[0]
 
 
@@ -177,9 +185,9 @@ def numpy_scope(x, w, ct):
     """Closed form per occurrence: (first, second) gradients of sum(ct * tanh(W tanh(W x)))."""
     h = np.tanh(w @ x)
     y = np.tanh(w @ h)
-    dy = ct * (1 - y ** 2)
+    dy = ct * (1 - y**2)
     second = np.outer(dy, h)
-    dh = (w.T @ dy) * (1 - h ** 2)
+    dh = (w.T @ dy) * (1 - h**2)
     first = np.outer(dh, x)
     return first, second
 
@@ -189,8 +197,9 @@ def numpy_scope(x, w, ct):
 def scalar_triples(draw):
     d = draw(ss.float_dtypes())
     s = draw(ss.small_shapes())
-    return tuple(draw(ss.float_arrays(dtype=d, shape=s, min_value=-3, max_value=3), label=n)
-                 for n in ("xa", "yb", "ya"))
+    return tuple(
+        draw(ss.float_arrays(dtype=d, shape=s, min_value=-3, max_value=3), label=n) for n in ("xa", "yb", "ya")
+    )
 
 
 @st.composite
@@ -335,10 +344,8 @@ def test_seed_v1_session_as_written(subject, record, x):
 
 
 def _seed_v1_graph(tf, x):
-    wa = tf.compat.v1.get_variable("a", shape=(), dtype=tf.float32,
-                                   initializer=tf.compat.v1.constant_initializer(1.5))
-    b = tf.compat.v1.get_variable("b", shape=(), dtype=tf.float32,
-                                  initializer=tf.compat.v1.constant_initializer(7))
+    wa = tf.compat.v1.get_variable("a", shape=(), dtype=tf.float32, initializer=tf.compat.v1.constant_initializer(1.5))
+    b = tf.compat.v1.get_variable("b", shape=(), dtype=tf.float32, initializer=tf.compat.v1.constant_initializer(7))
     l = tf.stop_gradient(wa * x) * (wa * x + b)  # noqa: E741  (the seed's name)
     return tf.gradients(l, x)
 

@@ -32,6 +32,7 @@ variable a new shape, so TF builders take the input signature as a static ``sig`
 function, one trace, per dtype and shape. In eager ``use_resource=False`` is ignored
 (``ResourceVariable``), and ``function``/``xla`` share that eager creation.
 """
+
 import dataclasses
 
 import numpy as np
@@ -50,42 +51,78 @@ V1_VARIABLE = "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Variable"
 JAX_AT = "https://docs.jax.dev/en/latest/_autosummary/jax.Array.at.html"
 
 BEHAVIOUR = behaviour(
-    "scatter-duplicate-indices", sources=["001"],
-    links=[V1_SCATTER_SUB, "https://www.tensorflow.org/api_docs/python/tf/Variable#scatter_sub",
-           "https://www.tensorflow.org/api_docs/python/tf/tensor_scatter_nd_sub",
-           JAX_AT,
-           "https://pytorch.org/docs/stable/generated/torch.Tensor.index_add_.html", TORCH_INDEX_PUT,
-           SESSION_RUN, "https://www.tensorflow.org/api_docs/python/tf/control_dependencies"])
+    "scatter-duplicate-indices",
+    sources=["001"],
+    links=[
+        V1_SCATTER_SUB,
+        "https://www.tensorflow.org/api_docs/python/tf/Variable#scatter_sub",
+        "https://www.tensorflow.org/api_docs/python/tf/tensor_scatter_nd_sub",
+        JAX_AT,
+        "https://pytorch.org/docs/stable/generated/torch.Tensor.index_add_.html",
+        TORCH_INDEX_PUT,
+        SESSION_RUN,
+        "https://www.tensorflow.org/api_docs/python/tf/control_dependencies",
+    ],
+)
 
 V1_REF = "tf.compat.v1.scatter_sub(use_resource=False)"
-MECHANISMS = {"tensorflow": ("tf.compat.v1.scatter_sub", V1_REF, "Variable.scatter_sub", "tf.tensor_scatter_nd_sub"),
-              "jax": ("x.at[].add", "x.at[].subtract"),
-              "torch": ("index_add_", "x[idx] -= v")}
+MECHANISMS = {
+    "tensorflow": ("tf.compat.v1.scatter_sub", V1_REF, "Variable.scatter_sub", "tf.tensor_scatter_nd_sub"),
+    "jax": ("x.at[].add", "x.at[].subtract"),
+    "torch": ("index_add_", "x[idx] -= v"),
+}
 ORACLE_SPELLING = {"jax": "x.at[].add", "torch": "index_add_"}  # the oracles' accumulating spelling
 
 EXPECT = expectations(
-    {**{m: "accumulate" for ms in MECHANISMS.values() for m in ms},
-     "v1 variable kind": "RefVariable", "update_unfetched": "run", "update_fetched": "run"},
-    expect("x[idx] -= v", "last-wins", framework="torch", link=TORCH_INDEX_PUT,
-           reason="x[idx] -= v is x[idx] = x[idx] - v, an index_put_ with accumulate=False: every write is "
-                  "c_j - diff_i and one of them survives (the last, on CPU); the docs call the result "
-                  "undefined for duplicate indices. index_add_ (or index_put_(accumulate=True)) accumulates"),
-    expect("x.at[].subtract", "raises:AttributeError", framework="jax", versions="<=0.4.30", link=JAX_AT,
-           reason="the .at[] helper has no subtract method in JAX 0.4.30 (the newest JAX beside TF 2.12-2.17, "
-                  "which need NumPy < 2; measured there: AttributeError); later releases add it, accumulating "
-                  "like .at[].add. .at[].add(-v) is the spelling that works on every version"),
-    expect("v1 variable kind", "ResourceVariable", framework="tensorflow", mode="eager|function|xla",
-           link=V1_VARIABLE, reason="eager variables are always resource variables: use_resource=False is ignored "
-                                    "(function/xla create their variables eagerly under init_scope)"),
-    expect("update_unfetched", "not-run", framework="tensorflow", mode="graph", link=SESSION_RUN,
-           reason="Session.run runs only the graph fragment the fetches need; the centers update is an "
-                  "independent op (seeds/001: run update_centers_op with train_op)"),
+    {
+        **{m: "accumulate" for ms in MECHANISMS.values() for m in ms},
+        "v1 variable kind": "RefVariable",
+        "update_unfetched": "run",
+        "update_fetched": "run",
+    },
+    expect(
+        "x[idx] -= v",
+        "last-wins",
+        framework="torch",
+        link=TORCH_INDEX_PUT,
+        reason="x[idx] -= v is x[idx] = x[idx] - v, an index_put_ with accumulate=False: every write is "
+        "c_j - diff_i and one of them survives (the last, on CPU); the docs call the result "
+        "undefined for duplicate indices. index_add_ (or index_put_(accumulate=True)) accumulates",
+    ),
+    expect(
+        "x.at[].subtract",
+        "raises:AttributeError",
+        framework="jax",
+        versions="<=0.4.30",
+        link=JAX_AT,
+        reason="the .at[] helper has no subtract method in JAX 0.4.30 (the newest JAX beside TF 2.12-2.17, "
+        "which need NumPy < 2; measured there: AttributeError); later releases add it, accumulating "
+        "like .at[].add. .at[].add(-v) is the spelling that works on every version",
+    ),
+    expect(
+        "v1 variable kind",
+        "ResourceVariable",
+        framework="tensorflow",
+        mode="eager|function|xla",
+        link=V1_VARIABLE,
+        reason="eager variables are always resource variables: use_resource=False is ignored "
+        "(function/xla create their variables eagerly under init_scope)",
+    ),
+    expect(
+        "update_unfetched",
+        "not-run",
+        framework="tensorflow",
+        mode="graph",
+        link=SESSION_RUN,
+        reason="Session.run runs only the graph fragment the fetches need; the centers update is an "
+        "independent op (seeds/001: run update_centers_op with train_op)",
+    ),
 )
 # Per-sample quotients and a sum of up to M terms in the kernel's order vs float64.
 UPDATE_TOL = cmp.GRAD
-M = 6                               # samples per batch: more than classes, so labels repeat
-SHAPES = ((2, 2), (3, 1))           # (classes, features): a small menu, one trace each
-LR = 0.5                            # the train op's SGD step
+M = 6  # samples per batch: more than classes, so labels repeat
+SHAPES = ((2, 2), (3, 1))  # (classes, features): a small menu, one trace each
+LR = 0.5  # the train op's SGD step
 
 
 # ---------------------------------------------------------------- the native functions
@@ -119,13 +156,15 @@ def _key(tf, name, t):
 def _variable(tf, init, *, name, use_resource=True, trainable=False):
     """A variable holding ``init`` (see the module docstring for where it lives)."""
     if in_v1_graph():
-        return tf.compat.v1.Variable(init, name=name, use_resource=use_resource, trainable=trainable,
-                                     validate_shape=False)
+        return tf.compat.v1.Variable(
+            init, name=name, use_resource=use_resource, trainable=trainable, validate_shape=False
+        )
     key = _key(tf, name, init)
     if key not in _VARIABLES:
         with tf.init_scope():
-            _VARIABLES[key] = tf.compat.v1.Variable(tf.zeros(key[-1], init.dtype), name=name, trainable=trainable,
-                                                    use_resource=use_resource)
+            _VARIABLES[key] = tf.compat.v1.Variable(
+                tf.zeros(key[-1], init.dtype), name=name, trainable=trainable, use_resource=use_resource
+            )
     _VARIABLES[key].assign(init)
     return _VARIABLES[key]
 
@@ -163,8 +202,9 @@ VARIABLE_KINDS = ("RefVariable", "ResourceVariable")
 def jax(jax, centers, x, labels, alpha, *, mechanisms):
     jnp = jax.numpy
     diff = jax_diff(jnp, centers, x, labels, alpha)
-    return tuple(centers.at[labels].add(-diff) if m == "x.at[].add" else centers.at[labels].subtract(diff)
-                 for m in mechanisms)
+    return tuple(
+        centers.at[labels].add(-diff) if m == "x.at[].add" else centers.at[labels].subtract(diff) for m in mechanisms
+    )
 
 
 def torch(torch, centers, x, labels, alpha, *, mechanisms):
@@ -238,9 +278,9 @@ def ran(centers, before, after, tol) -> str:
 @dataclasses.dataclass(frozen=True)
 class CenterBatch:
     centers: np.ndarray  # (k, d) in [1.5, 2.5]
-    x: np.ndarray        # (M, d) in [-1, 1], distinct: class-mates never take equal steps
-    labels: np.ndarray   # (M,) int32 in [0, k): M > k, so some class repeats
-    alpha: np.ndarray    # 0-d, in [1/16, 1]
+    x: np.ndarray  # (M, d) in [-1, 1], distinct: class-mates never take equal steps
+    labels: np.ndarray  # (M,) int32 in [0, k): M > k, so some class repeats
+    alpha: np.ndarray  # 0-d, in [1/16, 1]
 
 
 @st.composite
@@ -249,8 +289,9 @@ def center_batches(draw) -> CenterBatch:
     k, d = draw(st.sampled_from(SHAPES), label="classes, features")
     width = 32 if dtype == np.float32 else 64
     centers = draw(ss.float_arrays(dtype=dtype, shape=(k, d), min_value=1.5, max_value=2.5), label="centers")
-    x = draw(hnp.arrays(dtype, (M, d), unique=True,
-                        elements=st.floats(-1, 1, width=width, allow_subnormal=False)), label="x")
+    x = draw(
+        hnp.arrays(dtype, (M, d), unique=True, elements=st.floats(-1, 1, width=width, allow_subnormal=False)), label="x"
+    )
     labels = np.array(draw(st.lists(st.integers(0, k - 1), min_size=M, max_size=M), label="labels"), np.int32)
     alpha = np.asarray(draw(st.floats(1 / 16, 1.0, width=32), label="alpha"), dtype)
     return CenterBatch(centers, x, labels, alpha)
@@ -291,8 +332,9 @@ def _check_updates(subject, oracles, record, b):
     for o in oracles:
         theirs = _updates(o, b)
         for m, ref in theirs.items():  # the oracles' own readings, recorded in this row too
-            record.observe(**{f"{o.id}:{m}": cmp.error_name(ref) if isinstance(ref, Exception)
-                              else classify(ref, refs, tol)})
+            record.observe(
+                **{f"{o.id}:{m}": cmp.error_name(ref) if isinstance(ref, Exception) else classify(ref, refs, tol)}
+            )
         for m, out in outs.items():
             if not isinstance(out, Exception) and classify(out, refs, tol) == "accumulate":
                 record.close(name=m, out=out, ref=theirs[ORACLE_SPELLING[o.framework]], oracle=o.id, tol=UPDATE_TOL)
@@ -309,8 +351,9 @@ def _check_fetches(subject, record, b):
         feats, centers = out if subject.mode == "graph" else subject.run(tensorflow_state, c, x, **_sig(subject, b))
         record.close(name=f"features[{fetch}]", out=feats, ref=features, oracle="closed-form", tol=UPDATE_TOL)
         if fetch == "train+update" and subject.mode != "graph":
-            record.close(name="fetched update", out=out[1], ref=refs["accumulate"], oracle="closed-form",
-                         tol=UPDATE_TOL)
+            record.close(
+                name="fetched update", out=out[1], ref=refs["accumulate"], oracle="closed-form", tol=UPDATE_TOL
+            )
         record.check(EXPECT, **{key: ran(centers, c, refs["accumulate"], tol)})
 
 
@@ -337,9 +380,12 @@ def test_center_update_runs_only_when_fetched_in_a_session(subject, record, b):
 
 
 # ---------------------------------------------------------------- seed examples
-SEED = CenterBatch(centers=np.zeros((2, 2), np.float32),  # constant_initializer(0), as in the seed
-                   x=np.array([[1, 2], [3, 4], [5, 6], [7, 8]], np.float32),
-                   labels=np.array([0, 1, 0, 0], np.int32), alpha=np.float32(0.5))
+SEED = CenterBatch(
+    centers=np.zeros((2, 2), np.float32),  # constant_initializer(0), as in the seed
+    x=np.array([[1, 2], [3, 4], [5, 6], [7, 8]], np.float32),
+    labels=np.array([0, 1, 0, 0], np.int32),
+    alpha=np.float32(0.5),
+)
 
 
 @on("tensorflow", "jax", "torch")
@@ -348,11 +394,16 @@ def test_seed_center_update_from_zero_centers(subject, record, b):
     """Zero centers, labels [0, 1, 0, 0], alpha 0.5: accumulating gives c_0 = 0.5 * (13, 16) / 4 =
     (1.625, 2), c_1 = 0.5 * (3, 4) / 2 = (0.75, 1); last-wins would give c_0 = (0.875, 1)."""
     record.example(centers=b.centers, x=b.x, labels=b.labels, alpha=b.alpha)
-    want = {"accumulate": np.array([[1.625, 2], [0.75, 1]], np.float32),
-            "last-wins": np.array([[0.875, 1], [0.75, 1]], np.float32)}
+    want = {
+        "accumulate": np.array([[1.625, 2], [0.75, 1]], np.float32),
+        "last-wins": np.array([[0.875, 1], [0.75, 1]], np.float32),
+    }
     for m, out in _updates(subject, b).items():
-        kind = cmp.error_name(out) if isinstance(out, Exception) else next(
-            (k for k, ref in want.items() if np.array_equal(out, ref)), "other")
+        kind = (
+            cmp.error_name(out)
+            if isinstance(out, Exception)
+            else next((k for k, ref in want.items() if np.array_equal(out, ref)), "other")
+        )
         record.check(EXPECT, **{m: kind})
         if kind in want:  # a declared refusal has no values to compare
             record.equal(name=m, out=out, ref=want[kind], oracle="closed-form")

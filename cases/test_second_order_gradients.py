@@ -18,9 +18,11 @@ Measured (CPU): nested ``GradientTape`` (eager, function, xla) and ``tf.gradient
 w1 = w2 = 1 the second derivative on x = -2..2 is ``+0.136, +0.640, +0.727, 0, -0.727,
 -0.640, -0.136`` (the 0 is -0.0 in TF and PyTorch, +0.0 in JAX): convex left of 0,
 concave right (``sign-change``); the 3x3 Hessian in (w1, w2, x) at (1, 1, 1) has the
-weight block ``[[0, 0.420], [0.420, -0.640]]``, eigenvalues -0.848 and 0.208 (indefinite). ``tf.gradients`` of ``tf.gradients`` works inside ``tf.function`` and XLA
-as well as in a v1 graph; eagerly it raises ``RuntimeError`` (declared).
+weight block ``[[0, 0.420], [0.420, -0.640]]``, eigenvalues -0.848 and 0.208 (indefinite).
+``tf.gradients`` of ``tf.gradients`` works inside ``tf.function`` and XLA as well as in a
+v1 graph; eagerly it raises ``RuntimeError`` (declared).
 """
+
 import numpy as np
 from hypothesis import given, strategies as st
 
@@ -30,21 +32,36 @@ from suite.expectations import expect, expectations
 from suite.frameworks.tf_runner import in_v1_graph
 
 BEHAVIOUR = behaviour(
-    "second-order-gradients", sources=["002"],
-    links=["https://www.tensorflow.org/guide/advanced_autodiff#higher-order_gradients",
-           "https://www.tensorflow.org/api_docs/python/tf/hessians",
-           "https://docs.jax.dev/en/latest/_autosummary/jax.hessian.html",
-           "https://docs.pytorch.org/docs/stable/generated/torch.autograd.functional.hessian.html"])
+    "second-order-gradients",
+    sources=["002"],
+    links=[
+        "https://www.tensorflow.org/guide/advanced_autodiff#higher-order_gradients",
+        "https://www.tensorflow.org/api_docs/python/tf/hessians",
+        "https://docs.jax.dev/en/latest/_autosummary/jax.hessian.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.autograd.functional.hessian.html",
+    ],
+)
 
 EXPECT = expectations(
-    {"double_backprop": "second-order", "sign_rule": "follows-tanh", "curvature": "sign-change",
-     "curvature_left": "convex", "curvature_right": "concave", "weight_hessian": "indefinite",
-     "tf_gradients": "available"},
-    expect("tf_gradients", "raises:RuntimeError", framework="tensorflow", mode="eager",
-           reason="tf.gradients is only valid in a graph context (a v1 graph or a tf.function trace); "
-                  "eagerly it raises 'tf.gradients is not supported when eager execution is enabled. "
-                  "Use tf.GradientTape instead.'",
-           link="https://www.tensorflow.org/api_docs/python/tf/gradients"),
+    {
+        "double_backprop": "second-order",
+        "sign_rule": "follows-tanh",
+        "curvature": "sign-change",
+        "curvature_left": "convex",
+        "curvature_right": "concave",
+        "weight_hessian": "indefinite",
+        "tf_gradients": "available",
+    },
+    expect(
+        "tf_gradients",
+        "raises:RuntimeError",
+        framework="tensorflow",
+        mode="eager",
+        reason="tf.gradients is only valid in a graph context (a v1 graph or a tf.function trace); "
+        "eagerly it raises 'tf.gradients is not supported when eager execution is enabled. "
+        "Use tf.GradientTape instead.'",
+        link="https://www.tensorflow.org/api_docs/python/tf/gradients",
+    ),
 )
 # Every second derivative goes through sech^2 = 1 - tanh^2, which cancels in float32
 # (absolute error ~eps where |w2*x| is large) and is then scaled by weights, inputs and
@@ -134,31 +151,40 @@ def seed_closed(w1, w2, x, ct):
     through the explicit weights ("first-order-only") and the full second-order one."""
     w1, w2, x, ct = (np.asarray(a, np.float64) for a in (w1, w2, x, ct))
     t = np.tanh(w2 * x)
-    s = 1 - t ** 2                                  # sech^2(w2 x)
-    return dict(first=w1 * w2 * s, second=-2 * w1 * w2 ** 2 * s * t,
-                dw1=np.sum(ct * w2 * s), dw2=np.sum(ct * w1 * s * (1 - 2 * w2 * x * t)),
-                dw2_first_only=np.sum(ct * w1 * s))
+    s = 1 - t**2  # sech^2(w2 x)
+    return dict(
+        first=w1 * w2 * s,
+        second=-2 * w1 * w2**2 * s * t,
+        dw1=np.sum(ct * w2 * s),
+        dw2=np.sum(ct * w1 * s * (1 - 2 * w2 * x * t)),
+        dw2_first_only=np.sum(ct * w1 * s),
+    )
 
 
 def net_closed(w, v, x, ct):
     """g = W^T (v*s); L = ct . g: dL/dW, dL/dv, dL/dx (= H ct) and dL/dW without tanh''."""
     w, v, x, ct = (np.asarray(a, np.float64) for a in (w, v, x, ct))
     t = np.tanh(w @ x)
-    s = 1 - t ** 2
+    s = 1 - t**2
     u = w @ ct
     curv = u * v * (-2 * s * t)
-    return dict(g=w.T @ (v * s), dw=np.outer(v * s, ct) + np.outer(curv, x), dv=u * s,
-                dx=w.T @ curv, dw_first_only=np.outer(v * s, ct))
+    return dict(
+        g=w.T @ (v * s),
+        dw=np.outer(v * s, ct) + np.outer(curv, x),
+        dv=u * s,
+        dx=w.T @ curv,
+        dw_first_only=np.outer(v * s, ct),
+    )
 
 
 def hessian_closed(w1, w2, x):
     w1, w2, x = (np.float64(a) for a in (w1, w2, x))
     t = np.tanh(w2 * x)
-    s = 1 - t ** 2
+    s = 1 - t**2
     mixed = w1 * s * (1 - 2 * w2 * x * t)
-    return np.array([[0.0, x * s, w2 * s],
-                     [x * s, -2 * w1 * x ** 2 * s * t, mixed],
-                     [w2 * s, mixed, -2 * w1 * w2 ** 2 * s * t]])
+    return np.array(
+        [[0.0, x * s, w2 * s], [x * s, -2 * w1 * x**2 * s * t, mixed], [w2 * s, mixed, -2 * w1 * w2**2 * s * t]]
+    )
 
 
 # ---------------------------------------------------------------- observations
@@ -210,8 +236,12 @@ def networks(draw):
     d = draw(ss.float_dtypes())
     m, n = draw(st.sampled_from([(2, 3), (3, 1)]), label="(hidden, inputs)")
     el = dict(dtype=d, min_value=-2, max_value=2)
-    return (draw(ss.float_arrays(shape=(m, n), **el), label="W"), draw(ss.float_arrays(shape=(m,), **el), label="v"),
-            draw(ss.float_arrays(shape=(n,), **el), label="x"), draw(ss.float_arrays(shape=(n,), **el), label="ct"))
+    return (
+        draw(ss.float_arrays(shape=(m, n), **el), label="W"),
+        draw(ss.float_arrays(shape=(m,), **el), label="v"),
+        draw(ss.float_arrays(shape=(n,), **el), label="x"),
+        draw(ss.float_arrays(shape=(n,), **el), label="ct"),
+    )
 
 
 @st.composite
@@ -233,17 +263,34 @@ def test_double_backprop_seed_function(subject, oracles, record, p):
     tol = SECOND_TOL.of(x.dtype)
     ref = seed_closed(w1, w2, x, ct)
     g, (dw1, dw2, dx) = subject.vjp(NATIVE[subject.framework], w1, w2, x, cotangent=ct)
-    record.check(EXPECT, double_backprop=double_backprop_kind(dw2, full=ref["dw2"], first_only=ref["dw2_first_only"],
-                                                              tol=tol))
+    record.check(
+        EXPECT, double_backprop=double_backprop_kind(dw2, full=ref["dw2"], first_only=ref["dw2_first_only"], tol=tol)
+    )
     # sign(d2y/dx2) = sign(-w1*tanh(w2*x)) (sech^2 > 0), read off dL/dx = ct * d2y/dx2
     # where neither factor is near 0
     clear = (np.abs(ref["second"]) > 1e-3) & (np.abs(ct) > 1e-3)
-    record.check(EXPECT, sign_rule="none" if dx is None else "follows-tanh" if np.array_equal(
-        np.sign(dx)[clear], (np.sign(ct) * np.sign(-w1 * np.tanh(w2 * x)))[clear]) else "other")
-    for name, out, want in (("first_deriv", g, ref["first"]), ("dL/dw1", dw1, ref["dw1"]),
-                            ("dL/dw2", dw2, ref["dw2"]), ("dL/dx", dx, ct * ref["second"])):
-        record.close(name=name, out=out, ref=want, oracle="closed-form", dtype=x.dtype,
-                     tol=cmp.GRAD if name == "first_deriv" else SECOND_TOL)
+    record.check(
+        EXPECT,
+        sign_rule="none"
+        if dx is None
+        else "follows-tanh"
+        if np.array_equal(np.sign(dx)[clear], (np.sign(ct) * np.sign(-w1 * np.tanh(w2 * x)))[clear])
+        else "other",
+    )
+    for name, out, want in (
+        ("first_deriv", g, ref["first"]),
+        ("dL/dw1", dw1, ref["dw1"]),
+        ("dL/dw2", dw2, ref["dw2"]),
+        ("dL/dx", dx, ct * ref["second"]),
+    ):
+        record.close(
+            name=name,
+            out=out,
+            ref=want,
+            oracle="closed-form",
+            dtype=x.dtype,
+            tol=cmp.GRAD if name == "first_deriv" else SECOND_TOL,
+        )
     for o in oracles:
         rg, rgrads = o.vjp(NATIVE[o.framework], w1, w2, x, cotangent=ct)
         record.close(name="first_deriv", out=g, ref=rg, oracle=o.id)
@@ -258,8 +305,12 @@ def test_double_backprop_reaches_network_weights(subject, oracles, record, n):
     record.example(W=w, v=v, x=x, ct=ct)
     ref = net_closed(w, v, x, ct)
     g, (dw, dv, dx) = subject.vjp(NET[subject.framework], w, v, x, cotangent=ct)
-    record.check(EXPECT, double_backprop=double_backprop_kind(dw, full=ref["dw"], first_only=ref["dw_first_only"],
-                                                              tol=SECOND_TOL.of(x.dtype)))
+    record.check(
+        EXPECT,
+        double_backprop=double_backprop_kind(
+            dw, full=ref["dw"], first_only=ref["dw_first_only"], tol=SECOND_TOL.of(x.dtype)
+        ),
+    )
     for name, out in (("g", g), ("dw", dw), ("dv", dv), ("dx", dx)):
         record.close(name=name, out=out, ref=ref[name], oracle="closed-form", tol=SECOND_TOL, dtype=x.dtype)
     for o in oracles:
@@ -295,8 +346,9 @@ def test_tf_gradients_of_tf_gradients_in_every_mode(subject, record, p):
     record.check(EXPECT, tf_gradients="available")
     ref = seed_closed(w1, w2, x, np.ones_like(x))
     record.close(name="first_deriv", out=first, ref=ref["first"], oracle="closed-form", dtype=x.dtype)
-    record.close(name="second_deriv", out=second, ref=ref["second"], oracle="closed-form", tol=SECOND_TOL,
-                 dtype=x.dtype)
+    record.close(
+        name="second_deriv", out=second, ref=ref["second"], oracle="closed-form", tol=SECOND_TOL, dtype=x.dtype
+    )
 
 
 # ---------------------------------------------------------------- seed examples
@@ -309,13 +361,20 @@ def test_seed_second_derivative_changes_sign_across_zero(subject, record, x):
     record.example(w1=w1, w2=w2, x=x)
     first, (_, _, second) = subject.vjp(NATIVE[subject.framework], w1, w2, x)
     record.check(EXPECT, curvature=curvature(second))
-    record.check(EXPECT, curvature_left=curvature(None if second is None else second[x < 0]),
-                 curvature_right=curvature(None if second is None else second[x > 0]))
+    record.check(
+        EXPECT,
+        curvature_left=curvature(None if second is None else second[x < 0]),
+        curvature_right=curvature(None if second is None else second[x > 0]),
+    )
     ref = seed_closed(w1, w2, x, np.ones_like(x))
     record.close(name="first_deriv", out=first, ref=ref["first"], oracle="closed-form", dtype=x.dtype)
     record.close(name="second_deriv", out=second, ref=ref["second"], oracle="closed-form", dtype=x.dtype)
-    record.equal(name="sign(second_deriv)", out=np.sign(second), ref=np.sign(ref["second"]).astype(np.float32),
-                 oracle="closed-form")
+    record.equal(
+        name="sign(second_deriv)",
+        out=np.sign(second),
+        ref=np.sign(ref["second"]).astype(np.float32),
+        oracle="closed-form",
+    )
     record.observe(second_deriv=np.round(second.astype(np.float64), 3))
 
 
@@ -328,7 +387,6 @@ def test_seed_weight_hessian_at_one(subject, record, p):
     h = subject.run(HESSIAN[subject.framework], p)
     record.check(EXPECT, weight_hessian="none" if h is None else definiteness(np.asarray(h)[:2, :2]))
     ref = hessian_closed(*p)
-    record.close(name="hessian[w1,w2]", out=np.asarray(h)[:2, :2], ref=ref[:2, :2], oracle="closed-form",
-                 dtype=p.dtype)
+    record.close(name="hessian[w1,w2]", out=np.asarray(h)[:2, :2], ref=ref[:2, :2], oracle="closed-form", dtype=p.dtype)
     record.close(name="d2y/dx2", out=np.asarray(h)[2, 2], ref=ref[2, 2], oracle="closed-form", dtype=p.dtype)
     record.observe(weight_hessian_eigenvalues=np.round(np.linalg.eigvalsh(np.asarray(h, np.float64)[:2, :2]), 3))

@@ -11,26 +11,35 @@ to even (``tf.round`` docs: "banker's rounding"), so 0.5 -> 0, 1.5 -> 2, 2.5 -> 
 ``tf.round`` by itself registers a ``None`` gradient (an unconnected gradient), where
 JAX and PyTorch give zeros: a declared divergence, asserted below.
 """
+
 import numpy as np
-from hypothesis import example, given, strategies as st
+from hypothesis import given, strategies as st
 
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 
 BEHAVIOUR = behaviour(
-    "straight-through-estimator", sources=["000", "002"],
-    links=["https://www.tensorflow.org/api_docs/python/tf/stop_gradient",
-           "https://www.tensorflow.org/api_docs/python/tf/math/round"])
+    "straight-through-estimator",
+    sources=["000", "002"],
+    links=[
+        "https://www.tensorflow.org/api_docs/python/tf/stop_gradient",
+        "https://www.tensorflow.org/api_docs/python/tf/math/round",
+    ],
+)
 
 ROUND_GRAD_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
 EXPECT = expectations(
     {"round_grad": "zeros", "ste_grad": "upstream", "rounding": "half-to-even"},
-    expect("round_grad", "none", framework="tensorflow",
-           reason="tf.round has gradient None registered (math_grad.py _RoundGrad returns [None]): "
-                  "tape.gradient/tf.gradients report it as unconnected, not zeros; "
-                  "jax.grad and torch give zeros",
-           link=ROUND_GRAD_LINK),
+    expect(
+        "round_grad",
+        "none",
+        framework="tensorflow",
+        reason="tf.round has gradient None registered (math_grad.py _RoundGrad returns [None]): "
+        "tape.gradient/tf.gradients report it as unconnected, not zeros; "
+        "jax.grad and torch give zeros",
+        link=ROUND_GRAD_LINK,
+    ),
 )
 # tanh(x) + (f(x) - tanh(x)) rounds once more than f(x): one ulp of max(|f|, 1).
 VALUE_TOL = cmp.tolerance(base=cmp.VALUE_TOL, float32=4e-7, float64=5e-16)
@@ -41,8 +50,7 @@ FORWARDS = {
     "sign": (lambda m, x: m.sign(x)),
     "floor": (lambda m, x: m.floor(x)),
 }
-CLOSED_F = {"round": np.round, "sign": np.sign, "floor": np.floor,
-            "clip": lambda x: np.clip(x, -1.0, 1.0)}
+CLOSED_F = {"round": np.round, "sign": np.sign, "floor": np.floor, "clip": lambda x: np.clip(x, -1.0, 1.0)}
 CLOSED_DG = {"identity": lambda x: np.ones_like(x), "tanh": lambda x: 1 - np.tanh(x) ** 2}
 
 
@@ -126,8 +134,11 @@ def test_round_through_value_is_round_and_gradient_is_upstream(subject, oracles,
         record.close(name="grad", out=grad, ref=rgrad, oracle=o.id, tol=cmp.EXACT)
 
 
-@given(xw=ss.values_and_cotangents(halfway=True, min_value=-3.0, max_value=3.0),
-       f=st.sampled_from(sorted(CLOSED_F)), g=st.sampled_from(sorted(CLOSED_DG)))
+@given(
+    xw=ss.values_and_cotangents(halfway=True, min_value=-3.0, max_value=3.0),
+    f=st.sampled_from(sorted(CLOSED_F)),
+    g=st.sampled_from(sorted(CLOSED_DG)),
+)
 def test_trick_value_is_f_and_gradient_is_g_prime(subject, oracles, record, xw, f, g):
     """t = g(x); y = t + stop_gradient(f(x) - t): value f(x), gradient g'(x) * w."""
     record.example(x=xw.x, w=xw.w, f=f, g=g)
@@ -158,5 +169,8 @@ def test_seed_round_through_halfway_points(subject, record, x):
     out, (grad,) = subject.vjp(NATIVE[subject.framework], x)
     record.equal(name="value", out=out, ref=np.array([0, 2, 2, -0.0, -2, 0, 1, 4], np.float32), oracle="closed-form")
     record.equal(name="grad", out=grad, ref=np.ones(8, np.float32), oracle="closed-form")
-    record.check(EXPECT, rounding=rounding_rule(x, out),
-                 ste_grad="upstream" if np.array_equal(grad, np.ones(8, np.float32)) else "other")
+    record.check(
+        EXPECT,
+        rounding=rounding_rule(x, out),
+        ste_grad="upstream" if np.array_equal(grad, np.ones(8, np.float32)) else "other",
+    )

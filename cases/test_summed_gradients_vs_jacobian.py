@@ -29,6 +29,7 @@ Porting note, declared below: TensorFlow seeds a non-scalar target with ones imp
 ``torch.autograd.grad`` needs ``grad_outputs`` (RuntimeError "grad can be implicitly
 created only for scalar outputs") except for a one-element output, which it seeds with 1.
 """
+
 import numpy as np
 from hypothesis import given, strategies as st
 
@@ -41,41 +42,81 @@ TF_GRADIENTS_LINK = "https://www.tensorflow.org/api_docs/python/tf/gradients"
 TAPE_LINK = "https://www.tensorflow.org/api_docs/python/tf/GradientTape#jacobian"
 
 BEHAVIOUR = behaviour(
-    "summed-gradients-vs-jacobian", sources=["002"],
-    links=[TF_GRADIENTS_LINK, TAPE_LINK,
-           "https://www.tensorflow.org/api_docs/python/tf/GradientTape#batch_jacobian",
-           "https://docs.jax.dev/en/latest/_autosummary/jax.jacrev.html",
-           "https://docs.pytorch.org/docs/stable/generated/torch.func.jacrev.html"])
+    "summed-gradients-vs-jacobian",
+    sources=["002"],
+    links=[
+        TF_GRADIENTS_LINK,
+        TAPE_LINK,
+        "https://www.tensorflow.org/api_docs/python/tf/GradientTape#batch_jacobian",
+        "https://docs.jax.dev/en/latest/_autosummary/jax.jacrev.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.func.jacrev.html",
+    ],
+)
 
 EXPECT = expectations(
-    {"nonscalar_grad": "summed", "implicit": "summed", "implicit_one_element": "summed",
-     "list_grad": "summed", "tf_gradients": "summed",
-     "jacobian": "jacobian", "batch_jacobian": "jacobian", "per_row": "jacobian", "per_row_tape": "jacobian",
-     "while_nonpersistent": "jacobian"},
-    expect("implicit", "raises:TypeError", framework="jax",
-           reason="jax.grad is defined for scalar outputs only ('Gradient only defined for scalar-output "
-                  "functions'); a non-scalar needs jax.vjp with an explicit cotangent",
-           link="https://docs.jax.dev/en/latest/_autosummary/jax.grad.html"),
-    expect("implicit", "raises:RuntimeError", framework="torch",
-           reason="torch.autograd.grad creates the output gradient implicitly only for scalar outputs "
-                  "('grad can be implicitly created only for scalar outputs'); pass grad_outputs",
-           link="https://docs.pytorch.org/docs/stable/generated/torch.autograd.grad.html"),
-    expect("implicit_one_element", "raises:TypeError", framework="jax",
-           reason="jax.grad needs shape () ('which includes arrays with shape () but not arrays with shape "
-                  "(1,)'); PyTorch seeds any one-element output (numel() == 1) and TF seeds every target",
-           link="https://docs.jax.dev/en/latest/_autosummary/jax.grad.html"),
-    expect("tf_gradients", "unavailable", framework="tensorflow", mode="eager",
-           reason="tf.gradients raises RuntimeError 'tf.gradients is not supported when eager execution is "
-                  "enabled. Use tf.GradientTape instead.' (gradients_util._GradientsHelper)",
-           link=TF_GRADIENTS_LINK),
-    expect("per_row", "unavailable", framework="tensorflow", mode="eager",
-           reason="the seed's workaround calls tf.gradients once per row; tf.gradients raises RuntimeError "
-                  "when executing eagerly (per_row_tape is the eager spelling)",
-           link=TF_GRADIENTS_LINK),
-    expect("while_nonpersistent", "raises:RuntimeError", framework="tensorflow", mode="eager",
-           reason="jacobian(experimental_use_pfor=False) on a non-persistent tape raises 'GradientTape must "
-                  "be created with persistent=True ...' when executing eagerly (documented under Raises)",
-           link=TAPE_LINK),
+    {
+        "nonscalar_grad": "summed",
+        "implicit": "summed",
+        "implicit_one_element": "summed",
+        "list_grad": "summed",
+        "tf_gradients": "summed",
+        "jacobian": "jacobian",
+        "batch_jacobian": "jacobian",
+        "per_row": "jacobian",
+        "per_row_tape": "jacobian",
+        "while_nonpersistent": "jacobian",
+    },
+    expect(
+        "implicit",
+        "raises:TypeError",
+        framework="jax",
+        reason="jax.grad is defined for scalar outputs only ('Gradient only defined for scalar-output "
+        "functions'); a non-scalar needs jax.vjp with an explicit cotangent",
+        link="https://docs.jax.dev/en/latest/_autosummary/jax.grad.html",
+    ),
+    expect(
+        "implicit",
+        "raises:RuntimeError",
+        framework="torch",
+        reason="torch.autograd.grad creates the output gradient implicitly only for scalar outputs "
+        "('grad can be implicitly created only for scalar outputs'); pass grad_outputs",
+        link="https://docs.pytorch.org/docs/stable/generated/torch.autograd.grad.html",
+    ),
+    expect(
+        "implicit_one_element",
+        "raises:TypeError",
+        framework="jax",
+        reason="jax.grad needs shape () ('which includes arrays with shape () but not arrays with shape "
+        "(1,)'); PyTorch seeds any one-element output (numel() == 1) and TF seeds every target",
+        link="https://docs.jax.dev/en/latest/_autosummary/jax.grad.html",
+    ),
+    expect(
+        "tf_gradients",
+        "unavailable",
+        framework="tensorflow",
+        mode="eager",
+        reason="tf.gradients raises RuntimeError 'tf.gradients is not supported when eager execution is "
+        "enabled. Use tf.GradientTape instead.' (gradients_util._GradientsHelper)",
+        link=TF_GRADIENTS_LINK,
+    ),
+    expect(
+        "per_row",
+        "unavailable",
+        framework="tensorflow",
+        mode="eager",
+        reason="the seed's workaround calls tf.gradients once per row; tf.gradients raises RuntimeError "
+        "when executing eagerly (per_row_tape is the eager spelling)",
+        link=TF_GRADIENTS_LINK,
+    ),
+    expect(
+        "while_nonpersistent",
+        "raises:RuntimeError",
+        framework="tensorflow",
+        mode="eager",
+        reason="jacobian(experimental_use_pfor=False) on a non-persistent tape raises 'GradientTape must "
+        "be created with persistent=True ...' when executing eagerly (documented under Raises)",
+        link=TAPE_LINK,
+    ),
 )
 
 
@@ -226,8 +267,8 @@ def closed_jacobian(a, x):
 
 
 def closed_batch_jacobian(a, x):
-    s = 1 - np.tanh(x @ a.T) ** 2          # (b, m)
-    return s[:, :, None] * a[None]         # (b, m, n)
+    s = 1 - np.tanh(x @ a.T) ** 2  # (b, m)
+    return s[:, :, None] * a[None]  # (b, m, n)
 
 
 def closed_list(a, x1, x2):
@@ -257,8 +298,7 @@ def kind(out, jac, *, target_axes, tol) -> str:
 
 def list_kind(out, refs, *, n_targets, tol) -> str:
     """``summed``: len(xs) gradients, each the sum over ys; ``per-target``: len(ys) of them."""
-    if len(out) == len(refs) and all(g is not None and cmp.rel_err(g, r) <= tol.of(r.dtype)
-                                     for g, r in zip(out, refs)):
+    if len(out) == len(refs) and all(g is not None and cmp.rel_err(g, r) <= tol.of(r.dtype) for g, r in zip(out, refs)):
         return "summed"
     return "per-target" if len(out) == n_targets else "other"
 
@@ -273,7 +313,7 @@ def unavailable(e: Exception) -> str:
 # cache, TF eager pfor) compiles once per combination, so three cover a one-element target,
 # m > n and m < n in both dtypes; n <= 4 keeps pfor/while-loop traces cheap.
 MN_MENU = ((np.float32, 1, 1), (np.float64, 3, 2), (np.float32, 2, 4))
-BMN_MENU = ((np.float64, 2, 3, 2), (np.float32, 3, 1, 4))   # (dtype, b, m, n)
+BMN_MENU = ((np.float64, 2, 3, 2), (np.float32, 3, 1, 4))  # (dtype, b, m, n)
 EL = dict(min_value=-2.0, max_value=2.0)
 
 
@@ -281,16 +321,20 @@ EL = dict(min_value=-2.0, max_value=2.0)
 def problems(draw):
     """(A, x) with A of shape (m, n) and x of shape (n,)."""
     d, m, n = draw(st.sampled_from(MN_MENU), label="dtype, m, n")
-    return (draw(ss.float_arrays(dtype=d, shape=(m, n), **EL), label="A"),
-            draw(ss.float_arrays(dtype=d, shape=(n,), **EL), label="x"))
+    return (
+        draw(ss.float_arrays(dtype=d, shape=(m, n), **EL), label="A"),
+        draw(ss.float_arrays(dtype=d, shape=(n,), **EL), label="x"),
+    )
 
 
 @st.composite
 def batch_problems(draw):
     """(A, x) with A of shape (m, n) and a batch x of shape (b, n)."""
     d, b, m, n = draw(st.sampled_from(BMN_MENU), label="dtype, b, m, n")
-    return (draw(ss.float_arrays(dtype=d, shape=(m, n), **EL), label="A"),
-            draw(ss.float_arrays(dtype=d, shape=(b, n), **EL), label="x"))
+    return (
+        draw(ss.float_arrays(dtype=d, shape=(m, n), **EL), label="A"),
+        draw(ss.float_arrays(dtype=d, shape=(b, n), **EL), label="x"),
+    )
 
 
 @st.composite
@@ -461,8 +505,7 @@ def test_seed_v1_tf_gradients_as_written(subject, record, x):
     record.example(A=SEED_A, x=x)
     grads, rows = subject.run(_seed_v1_graph, SEED_A, x)
     record.observe(returned_len=len(grads))
-    record.check(EXPECT, tf_gradients=list_kind(grads, [np.array([9.0, 12.0], np.float32)], n_targets=3,
-                                                tol=cmp.EXACT))
+    record.check(EXPECT, tf_gradients=list_kind(grads, [np.array([9.0, 12.0], np.float32)], n_targets=3, tol=cmp.EXACT))
     record.equal(name="tf.gradients", out=grads[0], ref=np.array([9.0, 12.0], np.float32), oracle="closed-form")
     record.equal(name="per_row", out=rows, ref=SEED_A, oracle="closed-form")
     record.check(EXPECT, per_row=kind(rows, SEED_A, target_axes=(0,), tol=cmp.EXACT))

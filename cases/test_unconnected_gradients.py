@@ -34,6 +34,7 @@ registered gradient is ``zeros_like(x)`` (zeros under every policy), and for JAX
 zeros) and PyTorch's round/sign (zero derivatives). An op with no gradient at all (the
 seed's "not implemented") raises under every policy in all three: ZERO does not rescue it.
 """
+
 import numpy as np
 from hypothesis import example, given, strategies as st
 
@@ -49,9 +50,16 @@ JAX_VJP_LINK = "https://docs.jax.dev/en/latest/_autosummary/jax.vjp.html"
 AUTOGRAPH_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/autograph/pyct/error_utils.py"
 
 BEHAVIOUR = behaviour(
-    "unconnected-gradients", sources=["002"],
-    links=[UG_LINK, "https://www.tensorflow.org/api_docs/python/tf/GradientTape#gradient",
-           "https://www.tensorflow.org/api_docs/python/tf/gradients", TORCH_GRAD_LINK, JAX_VJP_LINK])
+    "unconnected-gradients",
+    sources=["002"],
+    links=[
+        UG_LINK,
+        "https://www.tensorflow.org/api_docs/python/tf/GradientTape#gradient",
+        "https://www.tensorflow.org/api_docs/python/tf/gradients",
+        TORCH_GRAD_LINK,
+        JAX_VJP_LINK,
+    ],
+)
 
 POLICIES = ("default", "NONE", "ZERO")
 # x reaches y only through a path that has no gradient (or does not reach it at all).
@@ -59,45 +67,99 @@ BLOCKED = ("unconnected", "int_cast", "argmax", "stop_gradient")
 PATHS = BLOCKED + ("round", "sign", "straight_through")
 
 EXPECT = expectations(
-    {**{f"{p}[{q}]": "zeros" if q == "ZERO" else "none" for p in BLOCKED for q in POLICIES},
-     **{f"round[{q}]": "zeros" for q in POLICIES},
-     **{f"sign[{q}]": "zeros" for q in POLICIES},
-     **{f"straight_through[{q}]": "upstream" for q in POLICIES},
-     **{f"no_gradient[{q}]": "raises:LookupError" for q in POLICIES},
-     "tf_gradients[NONE]": "none", "tf_gradients[ZERO]": "zeros"},
-    *[expect(f"round[{q}]", "none", framework="tensorflow",
-             reason="tf.round registers a None gradient (math_grad.py _RoundGrad returns [None]), so "
-                    "the source is unconnected: None unless unconnected_gradients=ZERO; the seed's "
-                    "'generally return 0' does not hold; JAX and PyTorch differentiate round to zeros",
-             link=MATH_GRAD_LINK) for q in ("default", "NONE")],
-    *[expect(f"{p}[{q}]", "zeros", framework="jax",
-             reason="jax.vjp has no unconnected-gradient policy and no None: the cotangent of an input "
-                    "the output does not depend on (or depends on only through integers or "
-                    "stop_gradient) is a zeros array of its shape and dtype",
-             link=JAX_VJP_LINK) for p in BLOCKED for q in ("default", "NONE")],
-    *[expect(f"{p}[default]", "raises:RuntimeError", framework="torch",
-             reason="torch.autograd.grad defaults to allow_unused=False and raises 'One of the "
-                    "differentiated Tensors appears to not have been used in the graph'; "
-                    "allow_unused=True gives None, materialize_grads=True zeros",
-             link=TORCH_GRAD_LINK) for p in BLOCKED],
-    *[expect(f"no_gradient[{q}]", "raises:StagingError", framework="tensorflow", mode="function|xla",
-             reason="the LookupError ('gradient registry has no entry for: IgammaGradA') is raised while "
-                    "tracing, and AutoGraph re-raises a type outside KNOWN_STRING_CONSTRUCTOR_ERRORS "
-                    "(LookupError is one) as StagingError; the policy only decides unconnected sources",
-             link=AUTOGRAPH_LINK) for q in POLICIES],
-    *[expect(f"no_gradient[{q}]", "raises:NotImplementedError", framework="jax",
-             reason="jax.lax.igamma_grad_a has no differentiation rule: 'Differentiation rule for "
-                    "igamma_grad_a not implemented'; JAX has no policy that turns this into zeros",
-             link=JAX_VJP_LINK) for q in POLICIES],
-    *[expect(f"no_gradient[{q}]", "raises:NotImplementedError", framework="torch",
-             reason="torch.igamma has no derivative for its first argument ('the derivative for "
-                    "igamma: input is not implemented'); allow_unused/materialize_grads do not apply",
-             link="https://github.com/pytorch/pytorch/blob/main/tools/autograd/derivatives.yaml")
-      for q in POLICIES],
-    *[expect(f"tf_gradients[{q}]", "raises:RuntimeError", framework="tensorflow", mode="eager",
-             reason="tf.gradients is only valid in a graph context: eagerly it raises 'tf.gradients is "
-                    "not supported when eager execution is enabled. Use tf.GradientTape instead.'",
-             link="https://www.tensorflow.org/api_docs/python/tf/gradients") for q in ("NONE", "ZERO")],
+    {
+        **{f"{p}[{q}]": "zeros" if q == "ZERO" else "none" for p in BLOCKED for q in POLICIES},
+        **{f"round[{q}]": "zeros" for q in POLICIES},
+        **{f"sign[{q}]": "zeros" for q in POLICIES},
+        **{f"straight_through[{q}]": "upstream" for q in POLICIES},
+        **{f"no_gradient[{q}]": "raises:LookupError" for q in POLICIES},
+        "tf_gradients[NONE]": "none",
+        "tf_gradients[ZERO]": "zeros",
+    },
+    *[
+        expect(
+            f"round[{q}]",
+            "none",
+            framework="tensorflow",
+            reason="tf.round registers a None gradient (math_grad.py _RoundGrad returns [None]), so "
+            "the source is unconnected: None unless unconnected_gradients=ZERO; the seed's "
+            "'generally return 0' does not hold; JAX and PyTorch differentiate round to zeros",
+            link=MATH_GRAD_LINK,
+        )
+        for q in ("default", "NONE")
+    ],
+    *[
+        expect(
+            f"{p}[{q}]",
+            "zeros",
+            framework="jax",
+            reason="jax.vjp has no unconnected-gradient policy and no None: the cotangent of an input "
+            "the output does not depend on (or depends on only through integers or "
+            "stop_gradient) is a zeros array of its shape and dtype",
+            link=JAX_VJP_LINK,
+        )
+        for p in BLOCKED
+        for q in ("default", "NONE")
+    ],
+    *[
+        expect(
+            f"{p}[default]",
+            "raises:RuntimeError",
+            framework="torch",
+            reason="torch.autograd.grad defaults to allow_unused=False and raises 'One of the "
+            "differentiated Tensors appears to not have been used in the graph'; "
+            "allow_unused=True gives None, materialize_grads=True zeros",
+            link=TORCH_GRAD_LINK,
+        )
+        for p in BLOCKED
+    ],
+    *[
+        expect(
+            f"no_gradient[{q}]",
+            "raises:StagingError",
+            framework="tensorflow",
+            mode="function|xla",
+            reason="the LookupError ('gradient registry has no entry for: IgammaGradA') is raised while "
+            "tracing, and AutoGraph re-raises a type outside KNOWN_STRING_CONSTRUCTOR_ERRORS "
+            "(LookupError is one) as StagingError; the policy only decides unconnected sources",
+            link=AUTOGRAPH_LINK,
+        )
+        for q in POLICIES
+    ],
+    *[
+        expect(
+            f"no_gradient[{q}]",
+            "raises:NotImplementedError",
+            framework="jax",
+            reason="jax.lax.igamma_grad_a has no differentiation rule: 'Differentiation rule for "
+            "igamma_grad_a not implemented'; JAX has no policy that turns this into zeros",
+            link=JAX_VJP_LINK,
+        )
+        for q in POLICIES
+    ],
+    *[
+        expect(
+            f"no_gradient[{q}]",
+            "raises:NotImplementedError",
+            framework="torch",
+            reason="torch.igamma has no derivative for its first argument ('the derivative for "
+            "igamma: input is not implemented'); allow_unused/materialize_grads do not apply",
+            link="https://github.com/pytorch/pytorch/blob/main/tools/autograd/derivatives.yaml",
+        )
+        for q in POLICIES
+    ],
+    *[
+        expect(
+            f"tf_gradients[{q}]",
+            "raises:RuntimeError",
+            framework="tensorflow",
+            mode="eager",
+            reason="tf.gradients is only valid in a graph context: eagerly it raises 'tf.gradients is "
+            "not supported when eager execution is enabled. Use tf.GradientTape instead.'",
+            link="https://www.tensorflow.org/api_docs/python/tf/gradients",
+        )
+        for q in ("NONE", "ZERO")
+    ],
 )
 
 
@@ -239,9 +301,11 @@ def sources(draw):
 
 # ---------------------------------------------------------------- properties
 # One fixed input per policy: every policy runs in every profile, whatever is drawn.
-FIXED = (np.array([[0.5, -1.5, 2.3], [3.0, -0.25, 7.5]], np.float32),
-         np.array([[1.0, 2.0, -1.0], [0.5, 0.0, 4.0]], np.float32),
-         np.array([[2.0, -1.0, 0.5], [1.5, 3.0, -2.0]], np.float32))
+FIXED = (
+    np.array([[0.5, -1.5, 2.3], [3.0, -0.25, 7.5]], np.float32),
+    np.array([[1.0, 2.0, -1.0], [0.5, 0.0, 4.0]], np.float32),
+    np.array([[2.0, -1.0, 0.5], [1.5, 3.0, -2.0]], np.float32),
+)
 
 
 @given(xaw=sources(), policy=st.sampled_from(POLICIES))
@@ -274,10 +338,14 @@ def test_tf_gradients_policy_in_every_mode(subject, record, xaw):
     x, a, w = xaw
     record.example(x=x, a=a, w=w)
     for policy in ("NONE", "ZERO"):
-        kinds = {observe_path(subject, record, tensorflow_v1_gradients, x, a, w, path=p, policy=policy)[0]
-                 for p in ("unconnected", "int_cast", "round")}
-        record.check(EXPECT, **{f"tf_gradients[{policy}]": kinds.pop() if len(kinds) == 1 else
-                                f"mixed:{','.join(sorted(kinds))}"})
+        kinds = {
+            observe_path(subject, record, tensorflow_v1_gradients, x, a, w, path=p, policy=policy)[0]
+            for p in ("unconnected", "int_cast", "round")
+        }
+        record.check(
+            EXPECT,
+            **{f"tf_gradients[{policy}]": kinds.pop() if len(kinds) == 1 else f"mixed:{','.join(sorted(kinds))}"},
+        )
 
 
 @given(x=st.just(np.array([0.5, 1.5, 2.0], np.float32)))
@@ -286,8 +354,16 @@ def test_op_without_gradient_raises_under_every_policy(subject, record, x):
     One fixed input: the error is raised while building the backward pass, whatever x is."""
     record.example(x=x)
     for policy in POLICIES:
-        kind, _ = observe_path(subject, record, GRADS[subject.framework], x, np.ones_like(x), np.ones_like(x),
-                               path="no_gradient", policy=policy)
+        kind, _ = observe_path(
+            subject,
+            record,
+            GRADS[subject.framework],
+            x,
+            np.ones_like(x),
+            np.ones_like(x),
+            path="no_gradient",
+            policy=policy,
+        )
         record.check(EXPECT, **{f"no_gradient[{policy}]": kind})
 
 

@@ -37,6 +37,7 @@ gradient) is built once per row and its error re-raised for later examples; its 
 dropped, since a tf.function whose first trace raised after creating variables (v1 Adam
 slots) returns None on later calls (measured, TF 2.21).
 """
+
 import dataclasses
 
 import numpy as np
@@ -55,43 +56,96 @@ PARAMETRIZE_DOC = "https://pytorch.org/docs/stable/generated/torch.nn.utils.para
 OPTAX_PROJECTIONS = "https://optax.readthedocs.io/en/latest/api/projections.html"
 
 BEHAVIOUR = behaviour(
-    "variable-constraint", sources=["002"],
-    links=[VARIABLE_DOC, "https://www.tensorflow.org/api_docs/python/tf/compat/v1/get_variable",
-           KERAS_BASE_SRC, V1_SRC, PARAMETRIZE_DOC, OPTAX_PROJECTIONS])
+    "variable-constraint",
+    sources=["002"],
+    links=[
+        VARIABLE_DOC,
+        "https://www.tensorflow.org/api_docs/python/tf/compat/v1/get_variable",
+        KERAS_BASE_SRC,
+        V1_SRC,
+        PARAMETRIZE_DOC,
+        OPTAX_PROJECTIONS,
+    ],
+)
 
-KERAS_IN_SESSION = ("Keras 3 targets TF2: apply_gradients returns self.iterations (a keras.Variable), not an "
-                    "op; Session.run and control_dependencies cannot take it (TypeError)")
-KERAS2_IN_SESSION = ("Keras 2 (TF 2.12-2.15; keras.optimizers.Optimizer since 2.11) targets TF2: in a v1 "
-                     "graph apply_gradients returns iterations.assign_add(1) with no control dependency on "
-                     "the variable updates, so running the op it returns steps nothing (measured: both "
-                     "variables keep x0); tf.keras.optimizers.legacy.* are the graph-mode optimizers")
+KERAS_IN_SESSION = (
+    "Keras 3 targets TF2: apply_gradients returns self.iterations (a keras.Variable), not an "
+    "op; Session.run and control_dependencies cannot take it (TypeError)"
+)
+KERAS2_IN_SESSION = (
+    "Keras 2 (TF 2.12-2.15; keras.optimizers.Optimizer since 2.11) targets TF2: in a v1 "
+    "graph apply_gradients returns iterations.assign_add(1) with no control dependency on "
+    "the variable updates, so running the op it returns steps nothing (measured: both "
+    "variables keep x0); tf.keras.optimizers.legacy.* are the graph-mode optimizers"
+)
 KERAS2_OPTIMIZER_SRC = "https://github.com/keras-team/keras/blob/v2.15.0/keras/optimizers/optimizer.py"
 EXPECT = expectations(
-    {"keras_dense": "applied", "keras_sparse": "applied", "v1_dense": "applied", "v1_sparse": "applied",
-     "assign": "not-applied", "initial_value": "not-applied", "in_range": "in-range",
-     "reparam_range": "open-unit-interval", "saturation": "one", "saturated_grad": "zeros"},
-    expect("keras_dense", "raises:TypeError", framework="tensorflow", mode="graph", versions=">=2.16", reason=KERAS_IN_SESSION,
-           link=KERAS_BASE_SRC),
-    expect("keras_sparse", "raises:TypeError", framework="tensorflow", mode="graph", versions=">=2.16", reason=KERAS_IN_SESSION,
-           link=KERAS_BASE_SRC),
-    expect("keras_dense", "no-step", framework="tensorflow", mode="graph", versions="<2.16",
-           reason=KERAS2_IN_SESSION, link=KERAS2_OPTIMIZER_SRC),
-    expect("keras_sparse", "no-step", framework="tensorflow", mode="graph", versions="<2.16",
-           reason=KERAS2_IN_SESSION, link=KERAS2_OPTIMIZER_SRC),
-    expect("v1_sparse", "raises:RuntimeError", framework="tensorflow",
-           reason="v1 Optimizer.apply_gradients (_DenseResourceVariableProcessor.update_op) raises "
-                  "'Cannot use a constraint function on a sparse variable.' for an IndexedSlices gradient "
-                  "of a constrained variable, rather than projecting after the sparse update",
-           link=V1_SRC),
+    {
+        "keras_dense": "applied",
+        "keras_sparse": "applied",
+        "v1_dense": "applied",
+        "v1_sparse": "applied",
+        "assign": "not-applied",
+        "initial_value": "not-applied",
+        "in_range": "in-range",
+        "reparam_range": "open-unit-interval",
+        "saturation": "one",
+        "saturated_grad": "zeros",
+    },
+    expect(
+        "keras_dense",
+        "raises:TypeError",
+        framework="tensorflow",
+        mode="graph",
+        versions=">=2.16",
+        reason=KERAS_IN_SESSION,
+        link=KERAS_BASE_SRC,
+    ),
+    expect(
+        "keras_sparse",
+        "raises:TypeError",
+        framework="tensorflow",
+        mode="graph",
+        versions=">=2.16",
+        reason=KERAS_IN_SESSION,
+        link=KERAS_BASE_SRC,
+    ),
+    expect(
+        "keras_dense",
+        "no-step",
+        framework="tensorflow",
+        mode="graph",
+        versions="<2.16",
+        reason=KERAS2_IN_SESSION,
+        link=KERAS2_OPTIMIZER_SRC,
+    ),
+    expect(
+        "keras_sparse",
+        "no-step",
+        framework="tensorflow",
+        mode="graph",
+        versions="<2.16",
+        reason=KERAS2_IN_SESSION,
+        link=KERAS2_OPTIMIZER_SRC,
+    ),
+    expect(
+        "v1_sparse",
+        "raises:RuntimeError",
+        framework="tensorflow",
+        reason="v1 Optimizer.apply_gradients (_DenseResourceVariableProcessor.update_op) raises "
+        "'Cannot use a constraint function on a sparse variable.' for an IndexedSlices gradient "
+        "of a constrained variable, rather than projecting after the sparse update",
+        link=V1_SRC,
+    ),
 )
 # One SGD step x - lr g (or a chain of three, each clipped): a rounding per operation.
 STEP_TOL = cmp.VALUE
 OPTIMIZERS = ("sgd", "adam")
 SHAPES = ((4,), (3, 2))
-OPT_SHAPE = (3, 2)      # optimizer tests: one shape keeps tf.function/XLA/graph at one build per config
-N_GATHERED = 3          # rows gathered for a sparse gradient (duplicates allowed)
-STEPS = 3               # steps of the random-gradient descent
-MARGIN = 0.05           # how far outside [0, 1] the unconstrained step must land somewhere
+OPT_SHAPE = (3, 2)  # optimizer tests: one shape keeps tf.function/XLA/graph at one build per config
+N_GATHERED = 3  # rows gathered for a sparse gradient (duplicates allowed)
+STEPS = 3  # steps of the random-gradient descent
+MARGIN = 0.05  # how far outside [0, 1] the unconstrained step must land somewhere
 # Sigmoid bounds: 1 + e^-w rounds to 1 beyond 16.64 (float32) / 36.74 (float64).
 OPEN_BOUND = {np.dtype(np.float32): 16.0, np.dtype(np.float64): 36.0}
 SATURATED = {np.dtype(np.float32): (17.0, 80.0), np.dtype(np.float64): (37.5, 700.0)}
@@ -106,8 +160,9 @@ def clip01(tf):
 def make_optimizer(tf, api, opt, lr):
     if api == "keras":
         return {"sgd": tf.keras.optimizers.SGD, "adam": tf.keras.optimizers.Adam}[opt](learning_rate=lr)
-    return {"sgd": tf.compat.v1.train.GradientDescentOptimizer,
-            "adam": tf.compat.v1.train.AdamOptimizer}[opt](learning_rate=lr)
+    return {"sgd": tf.compat.v1.train.GradientDescentOptimizer, "adam": tf.compat.v1.train.AdamOptimizer}[opt](
+        learning_rate=lr
+    )
 
 
 def tensorflow(tf, x0, w, lr, idx, *, api, opt, sparse, steps, state=None):
@@ -130,8 +185,10 @@ def tensorflow(tf, x0, w, lr, idx, *, api, opt, sparse, steps, state=None):
     read = (lambda v: tf.gather(v, idx)) if sparse else (lambda v: v)
     outs, after = [], []
     for t in range(steps):
+
         def loss(t=t):
             return tf.reduce_sum(w[t] * read(var_c)) + tf.reduce_sum(w[t] * read(var_u))
+
         if in_v1_graph():  # a Session runs only what is fetched: chain step t after step t-1
             with tf.control_dependencies(after):
                 if api == "keras":
@@ -282,10 +339,10 @@ def tf_state(subject, api, opt, x0):
 # ---------------------------------------------------------------- strategies and closed forms
 @dataclasses.dataclass(frozen=True)
 class Problem:
-    x0: np.ndarray      # initial values in [0, 1]
-    w: np.ndarray       # loss weights per step: (steps, *x0.shape) dense, (steps, N_GATHERED, ...) sparse
-    idx: np.ndarray     # int32 rows gathered (sparse; ignored when dense)
-    lr: np.ndarray      # float32 scalar (Keras keeps the learning rate in float32)
+    x0: np.ndarray  # initial values in [0, 1]
+    w: np.ndarray  # loss weights per step: (steps, *x0.shape) dense, (steps, N_GATHERED, ...) sparse
+    idx: np.ndarray  # int32 rows gathered (sparse; ignored when dense)
+    lr: np.ndarray  # float32 scalar (Keras keeps the learning rate in float32)
     sparse: bool
 
     def gradients(self) -> np.ndarray:
@@ -317,9 +374,9 @@ def first_step(p: Problem, opt: str) -> np.ndarray:
     if opt == "sgd":
         return p.x0 - float(p.lr) * g
     w = p.w[0].astype(np.float64)
-    q = w ** 2 if not p.sparse else np.zeros_like(g)
+    q = w**2 if not p.sparse else np.zeros_like(g)
     if p.sparse:
-        np.add.at(q, p.idx, w ** 2)
+        np.add.at(q, p.idx, w**2)
     return p.x0 - float(p.lr) * np.divide(g, np.sqrt(q), out=np.zeros_like(g), where=q > 0)
 
 
@@ -359,8 +416,18 @@ def step_and_observe(subject, record, p, *, api, opt, key):
     try:
         if config in _BUILD_ERRORS:
             raise _BUILD_ERRORS[config]
-        out_c, out_u = subject.run(tensorflow, p.x0, p.w, p.lr, p.idx, api=api, opt=opt, sparse=p.sparse, steps=1,
-                                   state=tf_state(subject, api, opt, p.x0))
+        out_c, out_u = subject.run(
+            tensorflow,
+            p.x0,
+            p.w,
+            p.lr,
+            p.idx,
+            api=api,
+            opt=opt,
+            sparse=p.sparse,
+            steps=1,
+            state=tf_state(subject, api, opt, p.x0),
+        )
     except Exception as e:  # Keras 3 in a Session; v1 optimizers with a sparse gradient
         if subject.mode != "eager":
             # Raised while tracing/building, so by the configuration, not the values: build it once
@@ -378,10 +445,12 @@ def step_and_observe(subject, record, p, *, api, opt, key):
     record.check(EXPECT, **{key: constraint_kind(out_c[0], out_u[0])})
     if opt == "sgd":
         ref_c, ref_u, _ = sgd_closed_form(p)
-        record.close(name=f"{api}-sgd[unconstrained]", out=out_u, ref=ref_u, oracle="closed-form", tol=STEP_TOL,
-                     dtype=p.x0.dtype)
-        record.close(name=f"{api}-sgd[constrained]", out=out_c, ref=ref_c, oracle="closed-form", tol=STEP_TOL,
-                     dtype=p.x0.dtype)
+        record.close(
+            name=f"{api}-sgd[unconstrained]", out=out_u, ref=ref_u, oracle="closed-form", tol=STEP_TOL, dtype=p.x0.dtype
+        )
+        record.close(
+            name=f"{api}-sgd[constrained]", out=out_c, ref=ref_c, oracle="closed-form", tol=STEP_TOL, dtype=p.x0.dtype
+        )
 
 
 # ---------------------------------------------------------------- properties
@@ -414,20 +483,34 @@ def test_random_gradients_keep_values_in_range(subject, oracles, record, p):
     assume(leaves_range(pre))
     record.example(x0=p.x0, grads=p.w, lr=p.lr)
     api = "v1" if subject.mode == "graph" else "keras"
-    traj, _ = subject.run(tensorflow, p.x0, p.w, p.lr, p.idx, api=api, opt="sgd", sparse=False, steps=STEPS,
-                          state=tf_state(subject, api, "sgd", p.x0))
+    traj, _ = subject.run(
+        tensorflow,
+        p.x0,
+        p.w,
+        p.lr,
+        p.idx,
+        api=api,
+        opt="sgd",
+        sparse=False,
+        steps=STEPS,
+        state=tf_state(subject, api, "sgd", p.x0),
+    )
     record.observe(api=api)
     record.check(EXPECT, in_range="in-range" if np.all((traj >= 0) & (traj <= 1)) else "out-of-range")
-    record.close(name=f"{api}-sgd trajectory", out=traj, ref=ref_c, oracle="closed-form", tol=STEP_TOL,
-                 dtype=p.x0.dtype)
+    record.close(
+        name=f"{api}-sgd trajectory", out=traj, ref=ref_c, oracle="closed-form", tol=STEP_TOL, dtype=p.x0.dtype
+    )
     for o in oracles:
         ref = o.run(DESCEND[o.framework], p.x0, p.w, p.lr)
         record.close(name=f"{api}-sgd trajectory", out=traj, ref=ref, oracle=o.id, tol=STEP_TOL)
 
 
 @on("tensorflow")
-@given(x0=ss.float_arrays(shape=st.sampled_from(SHAPES), min_value=0.0, max_value=1.0),
-       how=st.sampled_from(["assign", "assign_add", "assign_sub"]), data=st.data())
+@given(
+    x0=ss.float_arrays(shape=st.sampled_from(SHAPES), min_value=0.0, max_value=1.0),
+    how=st.sampled_from(["assign", "assign_add", "assign_sub"]),
+    data=st.data(),
+)
 def test_assign_does_not_apply_constraint(subject, record, x0, how, data):
     """assign/assign_add/assign_sub (and the initial value, where variables are made per call:
     eager, graph) write values outside [0, 1] unprojected. TF-only: torch/JAX have no constraints."""
@@ -442,8 +525,10 @@ def test_assign_does_not_apply_constraint(subject, record, x0, how, data):
         record.check(EXPECT, initial_value=constraint_kind(initial, value))
 
 
-@given(w=ss.float_dtypes().flatmap(lambda d: ss.float_arrays(
-    dtype=d, min_value=-OPEN_BOUND[d], max_value=OPEN_BOUND[d])), data=st.data())
+@given(
+    w=ss.float_dtypes().flatmap(lambda d: ss.float_arrays(dtype=d, min_value=-OPEN_BOUND[d], max_value=OPEN_BOUND[d])),
+    data=st.data(),
+)
 def test_sigmoid_reparametrisation_in_open_unit_interval(subject, oracles, record, w, data):
     """y = sigmoid(w) lies in (0, 1) for bounded w; the gradient of sum(ct * y) is y (1 - y) ct."""
     ct = data.draw(ss.like(w), label="cotangent")
@@ -463,15 +548,21 @@ def test_sigmoid_reparametrisation_in_open_unit_interval(subject, oracles, recor
         record.close(name="parametrize grad", out=pgrad, ref=y * (1 - y) * ct, oracle="closed-form", dtype=w.dtype)
 
 
-@given(w=ss.float_dtypes().flatmap(lambda d: ss.float_arrays(
-    dtype=d, min_value=SATURATED[d][0], max_value=SATURATED[d][1])))
+@given(
+    w=ss.float_dtypes().flatmap(
+        lambda d: ss.float_arrays(dtype=d, min_value=SATURATED[d][0], max_value=SATURATED[d][1])
+    )
+)
 def test_sigmoid_saturates_beyond_bound(subject, record, w):
     """Beyond the bound (w >= 17 float32, >= 37.5 float64) sigmoid(w) is exactly 1 and its
     gradient exactly 0, though the true derivative e^-w / (1 + e^-w)^2 is positive."""
     record.example(w=w)
     out, (grad,) = subject.vjp(SIGMOID[subject.framework], w)
-    record.check(EXPECT, saturation="one" if np.all(out == 1) else "below-one",
-                 saturated_grad=cmp.gradient_kind(grad) if cmp.gradient_kind(grad) != "nonzero" else "nonzero")
+    record.check(
+        EXPECT,
+        saturation="one" if np.all(out == 1) else "below-one",
+        saturated_grad=cmp.gradient_kind(grad) if cmp.gradient_kind(grad) != "nonzero" else "nonzero",
+    )
 
 
 # ---------------------------------------------------------------- seed examples
@@ -479,9 +570,12 @@ def _seed_get_variable(tf, w, lr):
     """seeds/002 as written: get_variable('Mj_', [500, 4], random_uniform_initializer(0, 1),
     constraint=clip_by_value(t, 0, 1)), one GradientDescentOptimizer step on sum(w * Mj)."""
     Mj = tf.compat.v1.get_variable(
-        "Mj_", dtype=tf.float32, shape=[500, 4],
+        "Mj_",
+        dtype=tf.float32,
+        shape=[500, 4],
         initializer=tf.compat.v1.random_uniform_initializer(maxval=1, minval=0, seed=1),  # op seed: fixed init
-        constraint=lambda t: tf.clip_by_value(t, 0, 1))
+        constraint=lambda t: tf.clip_by_value(t, 0, 1),
+    )
     start = Mj.read_value()
     with tf.control_dependencies([start]):
         train_op = tf.compat.v1.train.GradientDescentOptimizer(lr).minimize(tf.reduce_sum(w * Mj))
@@ -502,16 +596,23 @@ def test_seed_get_variable_clip_constraint(subject, record, v):
     start, after = subject.run(_seed_get_variable, w, lr)
     unconstrained = start - lr * w
     record.check(EXPECT, v1_dense=constraint_kind(after, unconstrained))
-    record.close(name="Mj", out=after, ref=np.clip(start.astype(np.float64) - 0.5 * w, 0, 1), oracle="closed-form",
-                 tol=STEP_TOL, dtype=np.float32)
+    record.close(
+        name="Mj",
+        out=after,
+        ref=np.clip(start.astype(np.float64) - 0.5 * w, 0, 1),
+        oracle="closed-form",
+        tol=STEP_TOL,
+        dtype=np.float32,
+    )
     record.check(EXPECT, in_range="in-range" if np.all((after >= 0) & (after <= 1)) else "out-of-range")
     record.observe(clipped_entries=int(np.sum((unconstrained < 0) | (unconstrained > 1))))
 
 
 def _seed_sigmoid(tf, ct):
     """seeds/002's alternative, as written: Mj = get_variable('Mj_', [500, 4]); Mj_out = sigmoid(Mj)."""
-    Mj = tf.compat.v1.get_variable("Mj_", dtype=tf.float32, shape=[500, 4],
-                                   initializer=tf.compat.v1.glorot_uniform_initializer(seed=2))
+    Mj = tf.compat.v1.get_variable(
+        "Mj_", dtype=tf.float32, shape=[500, 4], initializer=tf.compat.v1.glorot_uniform_initializer(seed=2)
+    )
     Mj_out = tf.sigmoid(Mj)
     return Mj.read_value(), Mj_out, tf.gradients(Mj_out, Mj, grad_ys=ct)[0]
 

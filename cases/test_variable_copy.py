@@ -30,6 +30,7 @@ Python reference); for the seed's TF-only spellings (its loop, copies across gra
 ``copy_variable_to_graph``) the default is the deep copy the seed wants, and TF 2.21's answer
 is declared. The seed gives no numbers: the seed example's values are ours.
 """
+
 import types
 
 import numpy as np
@@ -50,62 +51,131 @@ CONTRIB = "https://github.com/tensorflow/community/blob/master/rfcs/20180907-con
 JAX_INPLACE = "https://docs.jax.dev/en/latest/notebooks/Common_Gotchas_in_JAX.html#in-place-updates"
 
 BEHAVIOUR = behaviour(
-    "variable-copy", sources=["001"],
-    links=["https://www.tensorflow.org/api_docs/python/tf/Variable#assign", LOAD, AS_DEFAULT,
-           "https://pytorch.org/docs/stable/generated/torch.Tensor.copy_.html",
-           "https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.load_state_dict",
-           JAX_INPLACE])
+    "variable-copy",
+    sources=["001"],
+    links=[
+        "https://www.tensorflow.org/api_docs/python/tf/Variable#assign",
+        LOAD,
+        AS_DEFAULT,
+        "https://pytorch.org/docs/stable/generated/torch.Tensor.copy_.html",
+        "https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.load_state_dict",
+        JAX_INPLACE,
+    ],
+)
 
 MECHANISMS = ("assign", "tf.Variable(other)", "load", "python reference")
-KINDS = {"resource": True, "ref": False}      # tf.compat.v1.Variable(use_resource=...)
+KINDS = {"resource": True, "ref": False}  # tf.compat.v1.Variable(use_resource=...)
 PAIRS = [(s, d) for s in KINDS for d in KINDS]
-MUTATIONS = ("assign_add", "assign", "sgd")   # the source's change: +d, := a + d, a 1.0 * d descent step
+MUTATIONS = ("assign_add", "assign", "sgd")  # the source's change: +d, := a + d, a 1.0 * d descent step
 KIND_KEYS = [f"{m} [{s}->{d}]" for m in ("assign", "tf.Variable(other)", "load") for s, d in PAIRS]
-REF_INTO_RESOURCE = ("AssignVariableOp keeps the value's buffer ('every resource-variable-manipulating op "
-                     "assumes copy-on-write semantics ... we never need to copy'), but a RefVariable's "
-                     "in-place kernels (Assign, AssignAdd, ApplyGradientDescent) write into that buffer "
-                     "without copying, so the resource variable follows the RefVariable")
+REF_INTO_RESOURCE = (
+    "AssignVariableOp keeps the value's buffer ('every resource-variable-manipulating op "
+    "assumes copy-on-write semantics ... we never need to copy'), but a RefVariable's "
+    "in-place kernels (Assign, AssignAdd, ApplyGradientDescent) write into that buffer "
+    "without copying, so the resource variable follows the RefVariable"
+)
 IN_FUNCTION = "inside tf.function (and XLA)"
 EXPECT = expectations(
-    {**{m: "copy" for m in MECHANISMS}, "python reference": "alias", **{k: "copy" for k in KIND_KEYS},
-     **{f"eval [{s}]": "copy" for s in KINDS}, "network copy": "copy",
-     **{f"seed code as written [{s}]": "copy" for s in KINDS}, "assign [across graphs]": "copy",
-     "tf.Variable(other) [across graphs]": "created-in-current-graph", "copy_variable_to_graph": "copy",
-     "Variable.load": "available", "networks in one graph": "independent"},
-    expect("python reference", "copy", framework="jax", link=JAX_INPLACE,
-           reason="JAX arrays are immutable: x.at[...].add(d) returns a new array and the name is rebound, "
-                  "so another name for the old array keeps its value"),
-    expect("tf.Variable(other)", "raises:ValueError", framework="tensorflow", mode="function",
-           link=TF_FUNCTION_VARIABLES,
-           reason=f"{IN_FUNCTION}, tf.Variable(v) in the body is a new variable per call: 'tf.function only "
-                  "supports singleton tf.Variables created on the first call'"),
-    expect("tf.Variable(other)", "raises:UnimplementedError", framework="tensorflow", mode="xla",
-           link=TF_FUNCTION_VARIABLES,
-           reason="the first call of a jit_compile=True function that creates a variable fails: 'We failed to "
-                  "lift variable creations out of this tf.function, so this tf.function cannot be run on XLA' "
-                  "(later calls of the same function raise ValueError, as without XLA)"),
-    expect("load", "raises:ValueError", framework="tensorflow", mode="function|xla", link=LOAD,
-           reason=f"{IN_FUNCTION} Variable.load is not eager, so it wants a Session: 'Either session argument "
-                  "should be provided or default session should be established'"),
-    *[expect(f"{m} [ref->resource]", "alias", framework="tensorflow", mode="graph", link=KERNEL,
-             reason=REF_INTO_RESOURCE) for m in ("assign", "tf.Variable(other)")],
-    *[expect(f"seed code as written [{s}]", "raises:RuntimeError", framework="tensorflow", versions=">=2.0",
-             link=AS_DEFAULT,
-             reason="'Entering a with sess.as_default(): block does not affect the current default graph' and "
-                    "eager execution is on in TF2: ResourceVariable.eval raises 'not supported when eager "
-                    "execution is enabled', RefVariable.load falls back to an eager assign of a ref")
-      for s in KINDS],
-    expect("assign [across graphs]", "raises:ValueError", framework="tensorflow", mode="graph",
-           link="https://www.tensorflow.org/api_docs/python/tf/Graph",
-           reason="an op's inputs must come from its own graph: '... must be from the same graph as ...'"),
-    expect("tf.Variable(other) [across graphs]", "created-in-source-graph", framework="tensorflow", mode="graph",
-           link=NAME_SCOPE,
-           reason="Variable's name_scope(values=[initial_value]) 'validates that the given values are from the "
-                  "same graph, makes that graph the default graph': the copy lands in the source's graph"),
-    expect("copy_variable_to_graph", "unavailable", framework="tensorflow", versions=">=2.0", link=CONTRIB,
-           reason="tf.contrib was removed in TF 2.0 (contrib sunset RFC): no copy_graph module"),
-    expect("Variable.load", "deprecated", framework="tensorflow", link=LOAD,
-           reason="'Prefer Variable.assign which has equivalent behavior in 2.X'"),
+    {
+        **{m: "copy" for m in MECHANISMS},
+        "python reference": "alias",
+        **{k: "copy" for k in KIND_KEYS},
+        **{f"eval [{s}]": "copy" for s in KINDS},
+        "network copy": "copy",
+        **{f"seed code as written [{s}]": "copy" for s in KINDS},
+        "assign [across graphs]": "copy",
+        "tf.Variable(other) [across graphs]": "created-in-current-graph",
+        "copy_variable_to_graph": "copy",
+        "Variable.load": "available",
+        "networks in one graph": "independent",
+    },
+    expect(
+        "python reference",
+        "copy",
+        framework="jax",
+        link=JAX_INPLACE,
+        reason="JAX arrays are immutable: x.at[...].add(d) returns a new array and the name is rebound, "
+        "so another name for the old array keeps its value",
+    ),
+    expect(
+        "tf.Variable(other)",
+        "raises:ValueError",
+        framework="tensorflow",
+        mode="function",
+        link=TF_FUNCTION_VARIABLES,
+        reason=f"{IN_FUNCTION}, tf.Variable(v) in the body is a new variable per call: 'tf.function only "
+        "supports singleton tf.Variables created on the first call'",
+    ),
+    expect(
+        "tf.Variable(other)",
+        "raises:UnimplementedError",
+        framework="tensorflow",
+        mode="xla",
+        link=TF_FUNCTION_VARIABLES,
+        reason="the first call of a jit_compile=True function that creates a variable fails: 'We failed to "
+        "lift variable creations out of this tf.function, so this tf.function cannot be run on XLA' "
+        "(later calls of the same function raise ValueError, as without XLA)",
+    ),
+    expect(
+        "load",
+        "raises:ValueError",
+        framework="tensorflow",
+        mode="function|xla",
+        link=LOAD,
+        reason=f"{IN_FUNCTION} Variable.load is not eager, so it wants a Session: 'Either session argument "
+        "should be provided or default session should be established'",
+    ),
+    *[
+        expect(
+            f"{m} [ref->resource]", "alias", framework="tensorflow", mode="graph", link=KERNEL, reason=REF_INTO_RESOURCE
+        )
+        for m in ("assign", "tf.Variable(other)")
+    ],
+    *[
+        expect(
+            f"seed code as written [{s}]",
+            "raises:RuntimeError",
+            framework="tensorflow",
+            versions=">=2.0",
+            link=AS_DEFAULT,
+            reason="'Entering a with sess.as_default(): block does not affect the current default graph' and "
+            "eager execution is on in TF2: ResourceVariable.eval raises 'not supported when eager "
+            "execution is enabled', RefVariable.load falls back to an eager assign of a ref",
+        )
+        for s in KINDS
+    ],
+    expect(
+        "assign [across graphs]",
+        "raises:ValueError",
+        framework="tensorflow",
+        mode="graph",
+        link="https://www.tensorflow.org/api_docs/python/tf/Graph",
+        reason="an op's inputs must come from its own graph: '... must be from the same graph as ...'",
+    ),
+    expect(
+        "tf.Variable(other) [across graphs]",
+        "created-in-source-graph",
+        framework="tensorflow",
+        mode="graph",
+        link=NAME_SCOPE,
+        reason="Variable's name_scope(values=[initial_value]) 'validates that the given values are from the "
+        "same graph, makes that graph the default graph': the copy lands in the source's graph",
+    ),
+    expect(
+        "copy_variable_to_graph",
+        "unavailable",
+        framework="tensorflow",
+        versions=">=2.0",
+        link=CONTRIB,
+        reason="tf.contrib was removed in TF 2.0 (contrib sunset RFC): no copy_graph module",
+    ),
+    expect(
+        "Variable.load",
+        "deprecated",
+        framework="tensorflow",
+        link=LOAD,
+        reason="'Prefer Variable.assign which has equivalent behavior in 2.X'",
+    ),
 )
 
 LR = 0.5  # a power of two: the learning-rate product is exact
@@ -135,7 +205,7 @@ def _variable(tf, name, shape, sig):
 
 def tensorflow_copy(tf, a, b0, d, *, mechanism, sig, attempt=0):
     src, dst = (_variable(tf, n, sig[1], sig) for n in ("src", "dst"))  # sig: reduce_retracing hides shapes
-    src.assign(a)                   # the reset, in every call
+    src.assign(a)  # the reset, in every call
     dst.assign(b0)
     if mechanism == "assign":
         dst.assign(src)
@@ -172,8 +242,15 @@ def torch_copy(torch, a, b0, d, *, mechanism):
 
 def jax_copy(jax, a, b0, d, *, mechanism):
     src = a
-    dst = (b0.at[...].set(src) if mechanism == "assign" else jax.numpy.array(src, copy=True)
-           if mechanism == "tf.Variable(other)" else jax.device_put(src) if mechanism == "load" else src)
+    dst = (
+        b0.at[...].set(src)
+        if mechanism == "assign"
+        else jax.numpy.array(src, copy=True)
+        if mechanism == "tf.Variable(other)"
+        else jax.device_put(src)
+        if mechanism == "load"
+        else src
+    )
     before = dst
     src = src.at[...].add(d)
     return before, dst, src
@@ -206,12 +283,15 @@ def torch_networks(torch, w, b, c, w2, b2, c2, x, t):
         net.generator.W, net.generator.b = torch.nn.Parameter(w), torch.nn.Parameter(b)
         net.discriminator.c = torch.nn.Parameter(c)
         return net
+
     net1, net2 = network(w, b, c), network(w2, b2, c2)
     net2.load_state_dict({k: v for k, v in net1.state_dict().items() if "generator" in k}, strict=False)
     (t * (x @ net1.generator.W + net1.generator.b)).sum().backward()
     torch.optim.SGD(net1.generator.parameters(), lr=LR).step()
-    return (tuple(p.detach().clone() for p in (net2.generator.W, net2.generator.b, net2.discriminator.c)),
-            (net1.generator.W.detach(), net1.generator.b.detach()))
+    return (
+        tuple(p.detach().clone() for p in (net2.generator.W, net2.generator.b, net2.discriminator.c)),
+        (net1.generator.W.detach(), net1.generator.b.detach()),
+    )
 
 
 def jax_networks(jax, w, b, c, w2, b2, c2, x, t):
@@ -271,9 +351,9 @@ def v1_copy(p, a, b0, d, *, mechanism, src_kind="resource", dst_kind="resource",
         s1.run(dst.initializer, {p.b: b0})
         s1.run(p.assign[src_kind, dst_kind])
     elif mechanism == "tf.Variable(other)":
-        dst = p.new[src_kind, dst_kind]   # the source's initial value fed as b0: a copy of it would show
+        dst = p.new[src_kind, dst_kind]  # the source's initial value fed as b0: a copy of it would show
         s1.run(dst.initializer, {p.a: b0})
-    elif mechanism == "eval":      # the fetched NumPy value is the destination
+    elif mechanism == "eval":  # the fetched NumPy value is the destination
         with s1.graph.as_default():
             value = src.eval(session=s1)
         before = value.copy()
@@ -357,8 +437,10 @@ def copy_inputs(draw):
 @st.composite
 def network_inputs(draw):
     dtype = draw(ss.float_dtypes())
-    arr = {n: draw(ss.float_arrays(dtype=dtype, shape=s, min_value=-3, max_value=3), label=n)
-           for n, s in NET_SHAPES.items()}
+    arr = {
+        n: draw(ss.float_arrays(dtype=dtype, shape=s, min_value=-3, max_value=3), label=n)
+        for n, s in NET_SHAPES.items()
+    }
     net2 = tuple(arr[n] + draw(_offsets(dtype, s), label=f"network 2 {n}") for n, s in NET_SHAPES.items())
     x = draw(ss.float_arrays(dtype=dtype, shape=(1, 2), min_value=-3, max_value=3), label="x")
     t = draw(_offsets(dtype, (1, 3)), label="t")
@@ -377,11 +459,19 @@ def test_copy_keeps_value_alias_follows_source(subject, record, v):
             if subject.framework != "tensorflow":
                 out = subject.run(COPY[subject.framework], a, b0, d, mechanism=m)
             elif subject.mode == "graph":
-                out = v1_copy(_v1_pair(subject.module, a.dtype.name, a.shape, subject.device_name), a, b0, d,
-                              mechanism=m)
+                out = v1_copy(
+                    _v1_pair(subject.module, a.dtype.name, a.shape, subject.device_name), a, b0, d, mechanism=m
+                )
             else:  # a fresh tf.function per example where creating a variable makes the first call special
-                out = subject.run(tensorflow_copy, a, b0, d, mechanism=m, attempt=record.examples if m ==
-                                  "tf.Variable(other)" else 0, sig=(a.dtype.name, a.shape, subject.device))
+                out = subject.run(
+                    tensorflow_copy,
+                    a,
+                    b0,
+                    d,
+                    mechanism=m,
+                    attempt=record.examples if m == "tf.Variable(other)" else 0,
+                    sig=(a.dtype.name, a.shape, subject.device),
+                )
         except Exception as e:  # noqa: BLE001  the framework's own answer is the observation
             record.check(EXPECT, **{m: cmp.error_name(e)})
             continue
@@ -400,7 +490,7 @@ def test_v1_variable_kinds_copy_or_alias(subject, record, v, mutation):
     a, b0, d = v
     record.example(a=a, b0=b0, d=d, mutation=mutation)
     p = _v1_pair(subject.module, a.dtype.name, a.shape, subject.device_name)
-    fed = a + d if mutation == "assign" else d   # every mutation moves every element of the source
+    fed = a + d if mutation == "assign" else d  # every mutation moves every element of the source
     moved = a - d if mutation == "sgd" else a + d
     for m in ("assign", "tf.Variable(other)", "load"):
         for s, k in PAIRS:
@@ -454,7 +544,7 @@ def test_seed_two_graphs_two_sessions(subject, record, v):
         session_1.run(vars_1[0].initializer)
         session_2.run(vars_2[0].initializer)
         try:
-            with session_2.as_default():   # the seed's loop, as written
+            with session_2.as_default():  # the seed's loop, as written
                 for var_idx, var in enumerate(vars_1):
                     vars_2[var_idx].load(vars_1[var_idx].eval(session=session_1), session_2)
             with graph_2.as_default():
@@ -471,9 +561,16 @@ def test_seed_two_graphs_two_sessions(subject, record, v):
                     seen = cmp.error_name(e)
                 record.check(EXPECT, **{"assign [across graphs]": seen})
                 new = v1.Variable(vars_1[0])
-            record.check(EXPECT, **{"tf.Variable(other) [across graphs]":
-                                    "created-in-source-graph" if new.graph is graph_1 else
-                                    "created-in-current-graph" if new.graph is graph_2 else "other"})
+            record.check(
+                EXPECT,
+                **{
+                    "tf.Variable(other) [across graphs]": "created-in-source-graph"
+                    if new.graph is graph_1
+                    else "created-in-current-graph"
+                    if new.graph is graph_2
+                    else "other"
+                },
+            )
         session_1.close()
         session_2.close()
     try:
@@ -483,8 +580,16 @@ def test_seed_two_graphs_two_sessions(subject, record, v):
         seen = "unavailable"
     record.check(EXPECT, copy_variable_to_graph=seen)
     load = getattr(v1.Variable, "load", None)
-    record.check(EXPECT, **{"Variable.load": "unavailable" if load is None else
-                            "deprecated" if "(deprecated)" in (load.__doc__ or "") else "available"})
+    record.check(
+        EXPECT,
+        **{
+            "Variable.load": "unavailable"
+            if load is None
+            else "deprecated"
+            if "(deprecated)" in (load.__doc__ or "")
+            else "available"
+        },
+    )
     record.check(EXPECT, **{"networks in one graph": _one_graph_two_networks(tf, a, b0, d)})
 
 
@@ -502,10 +607,14 @@ def _one_graph_two_networks(tf, a, b0, d):
         train_c = opt.minimize(tf.reduce_sum(d * c), var_list=[c])
         with v1.Session() as session:
             session.run(v1.global_variables_initializer())
-            session.run(train_g)   # the step, then the reads: one run would race them
+            session.run(train_g)  # the step, then the reads: one run would race them
             after_g = session.run([g, c])
             session.run(train_c)
             after_c = session.run([g, c])
-    ok = (np.array_equal(after_g[0], a - LR * d) and np.array_equal(after_g[1], b0)
-          and np.array_equal(after_c[0], a - LR * d) and np.array_equal(after_c[1], b0 - LR * d))
+    ok = (
+        np.array_equal(after_g[0], a - LR * d)
+        and np.array_equal(after_g[1], b0)
+        and np.array_equal(after_c[0], a - LR * d)
+        and np.array_equal(after_c[1], b0 - LR * d)
+    )
     return "independent" if ok else "coupled"

@@ -38,6 +38,7 @@ shape), captured by the traced builder, assigned the example's initial value bef
 call and read again after it; the builders take its key as the static ``slot`` so that
 each captured variable gets its own traced function.
 """
+
 import dataclasses
 
 import numpy as np
@@ -50,48 +51,100 @@ from suite.expectations import expect, expectations
 
 TF_VARIABLE = "https://www.tensorflow.org/api_docs/python/tf/Variable"
 RESOURCE_VS_REF = "https://www.tensorflow.org/guide/migrate/tf1_vs_tf2#resourcevariables_instead_of_referencevariables"
-RESOURCE_IADD = ("https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/ops/"
-                 "resource_variable_ops.py")
+RESOURCE_IADD = "https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/ops/resource_variable_ops.py"
 SESSION_RUN = "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Session#run"
 AUTO_DEPS = "https://www.tensorflow.org/api_docs/python/tf/control_dependencies"
 JAX_AT = "https://docs.jax.dev/en/latest/_autosummary/jax.Array.at.html"
 TORCH_INPLACE = "https://pytorch.org/docs/stable/tensors.html"
 
 BEHAVIOUR = behaviour(
-    "variable-vs-tensor", sources=["000"],
-    links=[TF_VARIABLE, "https://www.tensorflow.org/api_docs/python/tf/compat/v1/scatter_update",
-           RESOURCE_VS_REF, SESSION_RUN, AUTO_DEPS, JAX_AT, TORCH_INPLACE])
+    "variable-vs-tensor",
+    sources=["000"],
+    links=[
+        TF_VARIABLE,
+        "https://www.tensorflow.org/api_docs/python/tf/compat/v1/scatter_update",
+        RESOURCE_VS_REF,
+        SESSION_RUN,
+        AUTO_DEPS,
+        JAX_AT,
+        TORCH_INPLACE,
+    ],
+)
 
 EXPECT = expectations(
-    {"add": "rebinds-to-tensor", "update": "mutates", "unrun_update": "applied", "iadd": "rebinds-to-tensor",
-     "iadd_v1_ref": "rebinds-to-tensor", "v1_ref_kind": "RefVariable", "result_kind": "Tensor",
-     "seed_variable_dtype": "int32_ref", "seed_ref_variable_dtype": "int32_ref"},
-    expect("update", "returns-new", framework="jax", link=JAX_AT,
-           reason="JAX arrays are immutable: x.at[idx].set(u) / .add(d) return a modified copy and leave x as "
-                  "it was (the 'variable' here is the input array)"),
-    expect("unrun_update", "no-effect-until-run", framework="tensorflow", mode="graph", link=SESSION_RUN,
-           reason="a v1 Session runs only the graph fragment its fetches need: an update op that no fetch "
-                  "depends on never runs (seeds/000: the op is a recipe until executed); fetching a read "
-                  "that control-depends on it applies it"),
-    expect("iadd", "raises:RuntimeError", framework="tensorflow", link=RESOURCE_IADD,
-           reason="BaseResourceVariable.__iadd__ raises RuntimeError ('`variable += value` with `tf.Variable`s "
-                  "is not supported. Use `variable.assign_add(value)` ... or `out = variable + value`'): "
-                  "tf.Variable is a ResourceVariable in every TF2 mode, the v1 graph included"),
-    expect("iadd", "mutates", framework="torch", link=TORCH_INPLACE,
-           reason="torch.Tensor.__iadd__ is the in-place add_: t += d writes into the tensor that w and t "
-                  "both name"),
-    expect("iadd_v1_ref", "raises:RuntimeError", framework="tensorflow", mode="eager|function|xla",
-           link=RESOURCE_VS_REF,
-           reason="ref variables exist only in v1 graphs: under eager execution (where function/xla variables "
-                  "are created) use_resource=False is ignored and a ResourceVariable is made, whose += raises"),
-    expect("v1_ref_kind", "ResourceVariable", framework="tensorflow", mode="eager|function|xla",
-           link=RESOURCE_VS_REF,
-           reason="eager variables are always resource variables: tf.compat.v1.Variable(use_resource=False) "
-                  "ignores the flag outside a v1 graph"),
-    expect("seed_variable_dtype", "int32", framework="tensorflow", versions=">=2.0", link=RESOURCE_VS_REF,
-           reason="the seed (TF1) printed <tf.Variable 'Variable:0' shape=(1,) dtype=int32_ref>, a ref "
-                  "variable; TF2's tf.Variable, even in a tf.compat.v1 graph, is a ResourceVariable whose "
-                  "dtype is plain int32 (use_resource=False reproduces int32_ref)"),
+    {
+        "add": "rebinds-to-tensor",
+        "update": "mutates",
+        "unrun_update": "applied",
+        "iadd": "rebinds-to-tensor",
+        "iadd_v1_ref": "rebinds-to-tensor",
+        "v1_ref_kind": "RefVariable",
+        "result_kind": "Tensor",
+        "seed_variable_dtype": "int32_ref",
+        "seed_ref_variable_dtype": "int32_ref",
+    },
+    expect(
+        "update",
+        "returns-new",
+        framework="jax",
+        link=JAX_AT,
+        reason="JAX arrays are immutable: x.at[idx].set(u) / .add(d) return a modified copy and leave x as "
+        "it was (the 'variable' here is the input array)",
+    ),
+    expect(
+        "unrun_update",
+        "no-effect-until-run",
+        framework="tensorflow",
+        mode="graph",
+        link=SESSION_RUN,
+        reason="a v1 Session runs only the graph fragment its fetches need: an update op that no fetch "
+        "depends on never runs (seeds/000: the op is a recipe until executed); fetching a read "
+        "that control-depends on it applies it",
+    ),
+    expect(
+        "iadd",
+        "raises:RuntimeError",
+        framework="tensorflow",
+        link=RESOURCE_IADD,
+        reason="BaseResourceVariable.__iadd__ raises RuntimeError ('`variable += value` with `tf.Variable`s "
+        "is not supported. Use `variable.assign_add(value)` ... or `out = variable + value`'): "
+        "tf.Variable is a ResourceVariable in every TF2 mode, the v1 graph included",
+    ),
+    expect(
+        "iadd",
+        "mutates",
+        framework="torch",
+        link=TORCH_INPLACE,
+        reason="torch.Tensor.__iadd__ is the in-place add_: t += d writes into the tensor that w and t both name",
+    ),
+    expect(
+        "iadd_v1_ref",
+        "raises:RuntimeError",
+        framework="tensorflow",
+        mode="eager|function|xla",
+        link=RESOURCE_VS_REF,
+        reason="ref variables exist only in v1 graphs: under eager execution (where function/xla variables "
+        "are created) use_resource=False is ignored and a ResourceVariable is made, whose += raises",
+    ),
+    expect(
+        "v1_ref_kind",
+        "ResourceVariable",
+        framework="tensorflow",
+        mode="eager|function|xla",
+        link=RESOURCE_VS_REF,
+        reason="eager variables are always resource variables: tf.compat.v1.Variable(use_resource=False) "
+        "ignores the flag outside a v1 graph",
+    ),
+    expect(
+        "seed_variable_dtype",
+        "int32",
+        framework="tensorflow",
+        versions=">=2.0",
+        link=RESOURCE_VS_REF,
+        reason="the seed (TF1) printed <tf.Variable 'Variable:0' shape=(1,) dtype=int32_ref>, a ref "
+        "variable; TF2's tf.Variable, even in a tf.compat.v1 graph, is a ResourceVariable whose "
+        "dtype is plain int32 (use_resource=False reproduces int32_ref)",
+    ),
 )
 
 DTYPES = (np.dtype(np.int32), np.dtype(np.float32))
@@ -101,7 +154,7 @@ UPDATES = (("assign", "method"), ("assign_add", "method"), ("scatter_update", "m
 
 
 # ---------------------------------------------------------------- variables per mode
-_CAPTURED: dict = {}   # (dtype, shape, kind, device) -> tf.Variable created eagerly, outside any trace
+_CAPTURED: dict = {}  # (dtype, shape, kind, device) -> tf.Variable created eagerly, outside any trace
 
 
 def _slot(runner, x, kind="tf.Variable") -> dict:
@@ -114,8 +167,9 @@ def _slot(runner, x, kind="tf.Variable") -> dict:
     if key not in _CAPTURED:
         with tf.device(runner.device_name):
             init = np.zeros_like(x)
-            _CAPTURED[key] = (tf.Variable(init) if kind == "tf.Variable"
-                              else tf.compat.v1.Variable(init, use_resource=False))
+            _CAPTURED[key] = (
+                tf.Variable(init) if kind == "tf.Variable" else tf.compat.v1.Variable(init, use_resource=False)
+            )
     _CAPTURED[key].assign(x)
     return {"slot": key}
 
@@ -260,8 +314,18 @@ def tensorflow_seed(tf, *, variable):
         b = a + 1
     with tf.control_dependencies([a, b]):
         held = tf.identity(var)
-    return (first, a, b, held, type(var).__name__, var.dtype.name, type(a).__name__, repr(a),
-            isinstance(a, tf.Tensor) and not isinstance(a, tf.Variable), isinstance(b, tf.Tensor))
+    return (
+        first,
+        a,
+        b,
+        held,
+        type(var).__name__,
+        var.dtype.name,
+        type(a).__name__,
+        repr(a),
+        isinstance(a, tf.Tensor) and not isinstance(a, tf.Variable),
+        isinstance(b, tf.Tensor),
+    )
 
 
 REBIND = {"tensorflow": tensorflow_rebind, "jax": jax_rebind, "torch": torch_rebind}
@@ -295,10 +359,10 @@ def update_kind(returned, held, x, ref) -> str:
 # ---------------------------------------------------------------- strategies
 @dataclasses.dataclass(frozen=True)
 class State:
-    x: np.ndarray          # the variable's initial value, shape (n,)
-    delta: np.ndarray      # (n,), nonzero everywhere: x + delta differs from x in every entry
-    indices: np.ndarray    # (k,) int32, unique, in [0, n)
-    updates: np.ndarray    # (k,): x[indices] + a nonzero offset, so every scattered entry changes
+    x: np.ndarray  # the variable's initial value, shape (n,)
+    delta: np.ndarray  # (n,), nonzero everywhere: x + delta differs from x in every entry
+    indices: np.ndarray  # (k,) int32, unique, in [0, n)
+    updates: np.ndarray  # (k,): x[indices] + a nonzero offset, so every scattered entry changes
 
     def added(self):
         return self.x + self.delta
@@ -313,11 +377,11 @@ def _values(dtype, n, *, nonzero=False):
     if dtype.kind == "i":
         el = st.integers(1, 9) if nonzero else st.integers(-50, 50)
     else:
-        el = (st.floats(0.5, 8.0, width=32) if nonzero
-              else st.floats(-10.0, 10.0, width=32, allow_subnormal=False))
+        el = st.floats(0.5, 8.0, width=32) if nonzero else st.floats(-10.0, 10.0, width=32, allow_subnormal=False)
     if nonzero:  # magnitudes bounded away from 0, either sign
         return st.tuples(hnp.arrays(dtype, n, elements=el), hnp.arrays(np.bool_, n)).map(
-            lambda t: np.where(t[1], -t[0], t[0]).astype(dtype))
+            lambda t: np.where(t[1], -t[0], t[0]).astype(dtype)
+        )
     return hnp.arrays(dtype, n, elements=el)
 
 
@@ -348,8 +412,11 @@ def test_add_rebinds_to_tensor_and_leaves_variable_unchanged(subject, oracles, r
     held_after = _held(slot, held)
     record.equal(name="a", out=a, ref=s.added(), oracle="closed-form")
     record.equal(name="b", out=b, ref=s.added() + s.delta, oracle="closed-form")
-    record.check(EXPECT, add=rebind_kind(a, held_after, bool(is_state), s.x, s.added()),
-                 result_kind="Variable" if is_state else "Tensor")
+    record.check(
+        EXPECT,
+        add=rebind_kind(a, held_after, bool(is_state), s.x, s.added()),
+        result_kind="Variable" if is_state else "Tensor",
+    )
     for o in oracles:
         ra, rb, _, _ = o.run(REBIND[o.framework], s.x, s.delta)
         record.equal(name="a", out=a, ref=ra, oracle=o.id)
@@ -363,8 +430,7 @@ def test_update_ops_mutate_the_variable(subject, oracles, record, s, update):
     op, api = update
     record.example(x=s.x, delta=s.delta, indices=s.indices, updates=s.updates, op=op, api=api)
     slot = _slot(subject, s.x)
-    returned, held = subject.run(UPDATE[subject.framework], s.x, s.delta, s.indices, s.updates,
-                                 op=op, api=api, **slot)
+    returned, held = subject.run(UPDATE[subject.framework], s.x, s.delta, s.indices, s.updates, op=op, api=api, **slot)
     held = _held(slot, held)
     ref = _ref(s, op)
     record.equal(name=f"returned[{op}:{api}]", out=returned, ref=ref, oracle="closed-form")
@@ -387,15 +453,25 @@ def test_unrun_update_has_no_effect_until_run(subject, record, s, update):
     held = {}
     for fetch in (False, True):
         slot = _slot(subject, s.x)
-        out = subject.run(UNRUN[subject.framework], s.x, s.delta, s.indices, s.updates,
-                          op=op, api=api, fetch=fetch, **slot)
+        out = subject.run(
+            UNRUN[subject.framework], s.x, s.delta, s.indices, s.updates, op=op, api=api, fetch=fetch, **slot
+        )
         held[fetch] = _held(slot, out)
         if slot:
-            record.equal(name=f"read inside the function vs after it[fetch={fetch}]", out=out,
-                         ref=held[fetch], oracle="closed-form")
+            record.equal(
+                name=f"read inside the function vs after it[fetch={fetch}]",
+                out=out,
+                ref=held[fetch],
+                oracle="closed-form",
+            )
     record.equal(name=f"held after the fetched update[{op}:{api}]", out=held[True], ref=ref, oracle="closed-form")
-    kind = ("applied" if _same(held[False], ref) else
-            "no-effect-until-run" if _same(held[False], s.x) and _same(held[True], ref) else "other")
+    kind = (
+        "applied"
+        if _same(held[False], ref)
+        else "no-effect-until-run"
+        if _same(held[False], s.x) and _same(held[True], ref)
+        else "other"
+    )
     record.check(EXPECT, unrun_update=kind)
 
 
@@ -450,18 +526,22 @@ def test_seed_a_plus_one_in_a_v1_session(subject, record, variable):
     the original Variable still holds [1]. Graph only: the seed is v1 Session code. Its printed types
     (int32_ref) differ from TF2's (ResourceVariable, int32): declared; use_resource=False reproduces them."""
     record.example(variable=variable)
-    first, a, b, held, vtype, vdtype, atype, arepr, a_tensor, b_tensor = subject.run(
-        tensorflow_seed, variable=variable)
+    first, a, b, held, vtype, vdtype, atype, arepr, a_tensor, b_tensor = subject.run(tensorflow_seed, variable=variable)
     one = np.array([1], np.int32)
     record.equal(name="a.eval() after init", out=first, ref=one, oracle="closed-form")
     record.equal(name="a = a + 1", out=a, ref=one + 1, oracle="closed-form")
     record.equal(name="b = a + 1", out=b, ref=one + 2, oracle="closed-form")
     record.equal(name="the Variable afterwards", out=held, ref=one, oracle="closed-form")
     record.observe(variable_type=vtype, tensor_type=atype, tensor_repr=arepr)
-    record.check(EXPECT, seed_variable_dtype=vdtype, result_kind="Tensor" if a_tensor and b_tensor else "other",
-                 add=rebind_kind(a, held, not a_tensor, one, one + 1))
+    record.check(
+        EXPECT,
+        seed_variable_dtype=vdtype,
+        result_kind="Tensor" if a_tensor and b_tensor else "other",
+        add=rebind_kind(a, held, not a_tensor, one, one + 1),
+    )
     first, a, b, held, vtype, vdtype, atype, arepr, a_tensor, b_tensor = subject.run(
-        tensorflow_seed, variable="use_resource=False")
+        tensorflow_seed, variable="use_resource=False"
+    )
     record.equal(name="a + 1 [use_resource=False]", out=a, ref=one + 1, oracle="closed-form")
     record.equal(name="the RefVariable afterwards", out=held, ref=one, oracle="closed-form")
     record.observe(ref_variable_type=vtype)

@@ -1,2 +1,3 @@
 """autodiff-semantics: a cross-framework test suite for TensorFlow's autodiff semantics."""
+
 __version__ = "0.1.0"

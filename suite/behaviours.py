@@ -8,6 +8,7 @@ Each case module declares exactly one behaviour at import time::
 The title is the first line of the module docstring. Case modules import only the suite
 and NumPy/Hypothesis (frameworks arrive through the runners), so listing is cheap.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -60,8 +61,9 @@ def default_cases_dir() -> Path:
     spec = importlib.util.find_spec("cases")
     if spec is not None and spec.submodule_search_locations:
         return Path(list(spec.submodule_search_locations)[0])
-    raise FileNotFoundError("no cases package: install autodiff-semantics (its wheel carries cases/) "
-                            "or pass --cases DIR")
+    raise FileNotFoundError(
+        "no cases package: install autodiff-semantics (its wheel carries cases/) or pass --cases DIR"
+    )
 
 
 def discover(cases_dir: Path | None = None) -> dict[str, Behaviour]:
@@ -100,11 +102,13 @@ def on(*framework_names: str, modes=None):
     >>> @on("tensorflow", modes=("graph",))
     ... def test_seed_example(subject, record): ...
     """
+
     def deco(fn):
         fn.frameworks = tuple(framework_names)
         if modes is not None:
             fn.tf_modes = tuple(modes)
         return fn
+
     return deco
 
 

@@ -11,6 +11,7 @@
 ``run`` runs the case modules under pytest with the report plugin and exits with pytest's
 status: 0 when every case passed, non-zero when one failed (2 for bad input).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,9 @@ def _behaviour_ids(ids, known) -> list[str]:
         if i not in known:
             close = difflib.get_close_matches(i, known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise CliError(f"unknown behaviour {i!r}{hint}; run 'autodiff-semantics list' to see the {len(known)} known ids")
+            raise CliError(
+                f"unknown behaviour {i!r}{hint}; run 'autodiff-semantics list' to see the {len(known)} known ids"
+            )
         out.append(i)
     return out
 
@@ -49,8 +52,21 @@ def cmd_list(args) -> int:
     if args.json:
         import json
 
-        print(json.dumps([{"id": b.id, "title": b.title, "sources": list(b.sources), "modes": list(b.modes),
-                           "links": list(b.links)} for b in found.values()], indent=1))
+        print(
+            json.dumps(
+                [
+                    {
+                        "id": b.id,
+                        "title": b.title,
+                        "sources": list(b.sources),
+                        "modes": list(b.modes),
+                        "links": list(b.links),
+                    }
+                    for b in found.values()
+                ],
+                indent=1,
+            )
+        )
         return 0
     w = max(len(b.id) for b in found.values()) if found else 2
     print(f"{'id'.ljust(w)}  {'sources'.ljust(9)}  {'modes'.ljust(26)}  title")
@@ -70,14 +86,27 @@ def cmd_run(args, pytest_args) -> int:
     found = bh.discover(cases)
     ids = _behaviour_ids(args.behaviour or [], list(found))
     targets = [str(cases / found[i].module_file) for i in ids] or ([] if _has_paths(pytest_args) else [str(cases)])
-    argv = [*targets, *options.as_pytest_args(vars(args)), "-p", "suite.plugin",
-            "--rootdir", str(cases.parent), "-p", "no:cacheprovider", "-p", "no:benchmark",
-            f"--junitxml={Path(args.report_dir) / 'latest.junit.xml'}"]
+    argv = [
+        *targets,
+        *options.as_pytest_args(vars(args)),
+        "-p",
+        "suite.plugin",
+        "--rootdir",
+        str(cases.parent),
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        f"--junitxml={Path(args.report_dir) / 'latest.junit.xml'}",
+    ]
     if not args.verbose:
         argv += ["-q"]
     argv += pytest_args
-    print(f"autodiff-semantics: running {len(ids) or len(found)} behaviour(s), profile {args.profile}, "
-          f"report in {args.report_dir}/", file=sys.stderr)
+    print(
+        f"autodiff-semantics: running {len(ids) or len(found)} behaviour(s), profile {args.profile}, "
+        f"report in {args.report_dir}/",
+        file=sys.stderr,
+    )
     rc = supervise(argv, Path(args.report_dir))
     if args.versioned_dir and (Path(args.report_dir) / "latest.json").exists():
         for p in files.save_versioned(Path(args.report_dir), Path(args.versioned_dir)):
@@ -125,8 +154,10 @@ def cmd_upgrade(args) -> int:
     if not args.no_run:
         where = next((d for d in (Path.cwd(), root) if (d / "tox.ini").is_file()), None)
         if where is None:
-            raise CliError("upgrade runs the release envs of tox.ini: run it in a clone of the repository "
-                           "(or pass --no-run to diff reports that are already there)")
+            raise CliError(
+                "upgrade runs the release envs of tox.ini: run it in a clone of the repository "
+                "(or pass --no-run to diff reports that are already there)"
+            )
         cmd = ["tox", "-e", ",".join(envs)]
         print("autodiff-semantics: " + " ".join(cmd), file=sys.stderr, flush=True)
         subprocess.run(cmd, cwd=where)  # failing cases are expected: the diff says which
@@ -134,8 +165,10 @@ def cmd_upgrade(args) -> int:
     for v, env in zip((args.old, args.new), envs):
         found = files.find_release_report(v, root)
         if found is None:
-            raise CliError(f"no reports/tf-{v}.*.json nor reports/baselines/tf-{v}.*.json "
-                           f"(run 'tox -e {env}' first, or drop --no-run)")
+            raise CliError(
+                f"no reports/tf-{v}.*.json nor reports/baselines/tf-{v}.*.json "
+                f"(run 'tox -e {env}' first, or drop --no-run)"
+            )
         reports.append(found)
     args.old, args.new = str(reports[0]), str(reports[1])
     return cmd_diff(args)
@@ -160,8 +193,13 @@ def cmd_faults(args) -> int:
         for f in sorted(CATALOGUE.values(), key=lambda f: f.name):
             print(f"{f.name:36s} breaks {', '.join(f.breaks)}: {f.description}")
         return 0
-    return runner.run(args.fault, jobs=args.jobs, profile=args.profile, with_control=not args.no_control,
-                      out=lambda s: print(s, flush=True))
+    return runner.run(
+        args.fault,
+        jobs=args.jobs,
+        profile=args.profile,
+        with_control=not args.no_control,
+        out=lambda s: print(s, flush=True),
+    )
 
 
 def cmd_bench(args, pytest_args) -> int:
@@ -172,8 +210,9 @@ def cmd_bench(args, pytest_args) -> int:
 
     root = _repo_root()
     if not (root / "benchmarks").is_dir():
-        raise CliError(f"bench runs the benchmarks/ of a checkout, and {root} has none: "
-                       "run it from a clone of the repository")
+        raise CliError(
+            f"bench runs the benchmarks/ of a checkout, and {root} has none: run it from a clone of the repository"
+        )
     try:
         import pytest_benchmark  # noqa: F401
     except ImportError:
@@ -184,15 +223,35 @@ def cmd_bench(args, pytest_args) -> int:
     out = Path(args.output or f"reports/benchmarks/{args.device}-{size}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)  # a run that dies before writing must not print an older run's table
-    cmd = [sys.executable, "-m", "pytest", str(root / "benchmarks"), "--rootdir", str(root), "-p", "no:cacheprovider",
-           "--bench-size", size, "--devices", args.device, f"--benchmark-json={out}", "-q",
-           "--benchmark-columns=median,iqr,rounds", "--benchmark-sort=name", "--report-dir", str(out.parent / "run")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(root / "benchmarks"),
+        "--rootdir",
+        str(root),
+        "-p",
+        "no:cacheprovider",
+        "--bench-size",
+        size,
+        "--devices",
+        args.device,
+        f"--benchmark-json={out}",
+        "-q",
+        "--benchmark-columns=median,iqr,rounds",
+        "--benchmark-sort=name",
+        "--report-dir",
+        str(out.parent / "run"),
+    ]
     storage = f"file://{(out.parent / 'storage').resolve()}"
     if args.save:
         cmd += [f"--benchmark-storage={storage}", f"--benchmark-save={args.save}"]
     if args.compare:
-        cmd += [f"--benchmark-storage={storage}", f"--benchmark-compare={args.compare}",
-                f"--benchmark-compare-fail=median:{args.threshold}"]
+        cmd += [
+            f"--benchmark-storage={storage}",
+            f"--benchmark-compare={args.compare}",
+            f"--benchmark-compare-fail=median:{args.threshold}",
+        ]
     cmd += pytest_args
     print(f"autodiff-semantics: benchmarks ({size}, {args.device}) -> {out}", file=sys.stderr, flush=True)
     rc = subprocess.run(cmd).returncode
@@ -212,8 +271,9 @@ def _require_a_gpu() -> None:
 
     env = frameworks.environment()
     if not any("gpu" in (info.get("devices") or []) for info in env.values()):
-        seen = "; ".join(f"{name}: {','.join(info.get('devices') or []) or 'not installed'}"
-                         for name, info in env.items())
+        seen = "; ".join(
+            f"{name}: {','.join(info.get('devices') or []) or 'not installed'}" for name, info in env.items()
+        )
         raise CliError(f"no GPU is visible to any framework ({seen})")
 
 
@@ -240,50 +300,77 @@ def _threshold(value: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="autodiff-semantics",
-                                description="Cross-framework test suite for TensorFlow autodiff semantics.")
+    p = argparse.ArgumentParser(
+        prog="autodiff-semantics", description="Cross-framework test suite for TensorFlow autodiff semantics."
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    r = sub.add_parser("run", help="run the cases and write the report",
-                       description="Run the cases and write the report. Arguments after '--' go to pytest.")
-    r.add_argument("--behaviour", "-b", action="append", metavar="ID",
-                   help="behaviour id to run (repeatable; default: all)")
+    r = sub.add_parser(
+        "run",
+        help="run the cases and write the report",
+        description="Run the cases and write the report. Arguments after '--' go to pytest.",
+    )
+    r.add_argument(
+        "--behaviour", "-b", action="append", metavar="ID", help="behaviour id to run (repeatable; default: all)"
+    )
     options.add_to_argparse(r)
     r.add_argument("--cases", metavar="DIR", help="cases directory (default: the installed cases package)")
     r.add_argument("--verbose", "-v", action="store_true", help="one line per test")
-    r.add_argument("--versioned-dir", metavar="DIR",
-                   help="also copy the report to DIR/tf-<version>.{json,md,html} (the tox matrix uses this)")
-    rep = sub.add_parser("report", help="render reports as Markdown and self-contained HTML",
-                         description="Render one report, or several side by side as a version matrix. "
-                                     "A streamed latest.jsonl from an interrupted run renders marked as partial.")
-    rep.add_argument("reports", nargs="*", metavar="REPORT", help="report .json or .jsonl (default: reports/latest.json)")
+    r.add_argument(
+        "--versioned-dir",
+        metavar="DIR",
+        help="also copy the report to DIR/tf-<version>.{json,md,html} (the tox matrix uses this)",
+    )
+    rep = sub.add_parser(
+        "report",
+        help="render reports as Markdown and self-contained HTML",
+        description="Render one report, or several side by side as a version matrix. "
+        "A streamed latest.jsonl from an interrupted run renders marked as partial.",
+    )
+    rep.add_argument(
+        "reports", nargs="*", metavar="REPORT", help="report .json or .jsonl (default: reports/latest.json)"
+    )
     rep.add_argument("--out", metavar="DIR", help="output directory (default: beside the first report)")
     rep.add_argument("--name", metavar="STEM", help="output file stem (default: the report's stem, or 'matrix')")
     rep.add_argument("--bench", action="append", metavar="JSON", help="pytest-benchmark JSON to plot (repeatable)")
     rep.add_argument("--readme", metavar="FILE", help="also regenerate the version matrix section of FILE")
-    d = sub.add_parser("diff", help="semantic changelog between two reports",
-                       description="Semantic changelog OLD -> NEW. Exit 0: no regression; 1: regressions; 2: bad input.")
+    d = sub.add_parser(
+        "diff",
+        help="semantic changelog between two reports",
+        description="Semantic changelog OLD -> NEW. Exit 0: no regression; 1: regressions; 2: bad input.",
+    )
     d.add_argument("old", metavar="OLD")
     d.add_argument("new", metavar="NEW")
     d.add_argument("--output", "-o", metavar="FILE", help="also write the Markdown here")
-    be = sub.add_parser("bench", help="benchmarks of the hot paths against a measured ceiling",
-                        description="pytest-benchmark over benchmarks/; JSON in reports/benchmarks/. "
-                                    "Arguments after '--' go to pytest.")
+    be = sub.add_parser(
+        "bench",
+        help="benchmarks of the hot paths against a measured ceiling",
+        description="pytest-benchmark over benchmarks/; JSON in reports/benchmarks/. "
+        "Arguments after '--' go to pytest.",
+    )
     be.add_argument("--quick", action="store_true", help="small inputs (2^20 float32), n<=128 Jacobians")
     be.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="device (default: cpu)")
     be.add_argument("--output", metavar="FILE", help="JSON path (default: reports/benchmarks/<device>-<size>.json)")
     be.add_argument("--save", metavar="NAME", help="also save the run in reports/benchmarks/storage for --compare")
     be.add_argument("--compare", metavar="ID", help="compare against a saved run (pytest-benchmark's compare)")
-    be.add_argument("--threshold", default="20%", type=_threshold, help="regression threshold on the median (default: 20%%)")
-    up = sub.add_parser("upgrade", help="run two TensorFlow versions (tox) and print the changelog",
-                        description="tox -e tfOLD,tfNEW, then diff reports/tf-OLD*.json reports/tf-NEW*.json.")
+    be.add_argument(
+        "--threshold", default="20%", type=_threshold, help="regression threshold on the median (default: 20%%)"
+    )
+    up = sub.add_parser(
+        "upgrade",
+        help="run two TensorFlow versions (tox) and print the changelog",
+        description="tox -e tfOLD,tfNEW, then diff reports/tf-OLD*.json reports/tf-NEW*.json.",
+    )
     up.add_argument("old", metavar="OLD", help="e.g. 2.15")
     up.add_argument("new", metavar="NEW", help="e.g. 2.21")
     up.add_argument("--no-run", action="store_true", help="only diff the reports already there")
     up.add_argument("--output", "-o", metavar="FILE", help="also write the Markdown here")
-    fl = sub.add_parser("faults", help="self-check: run the cases under each injected fault",
-                        description="Run the relevant cases under each fault of the catalogue (in subprocesses) "
-                                    "and print the kill matrix. Exit 1 if any fault survives.")
+    fl = sub.add_parser(
+        "faults",
+        help="self-check: run the cases under each injected fault",
+        description="Run the relevant cases under each fault of the catalogue (in subprocesses) "
+        "and print the kill matrix. Exit 1 if any fault survives.",
+    )
     fl.add_argument("--fault", "-f", action="append", metavar="NAME", help="fault to run (repeatable; default: all)")
     fl.add_argument("--jobs", "-j", type=_positive_int, metavar="N", help="parallel subprocesses (default: CPU count)")
     fl.add_argument("--profile", choices=options.PROFILES, default="ci", help="Hypothesis profile (default: ci)")
@@ -300,7 +387,7 @@ def main(argv=None) -> int:
     extra = []
     if "--" in argv:
         i = argv.index("--")
-        argv, extra = argv[:i], argv[i + 1:]
+        argv, extra = argv[:i], argv[i + 1 :]
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 with a usage message on a bad flag
     if extra and args.command not in ("run", "bench"):

@@ -8,6 +8,7 @@ The error measure is ``max_i |out_i - ref_i| / max(1, |ref_i|)``: relative for
 magnitudes above one, absolute below, so values near zero do not blow it up.
 Tolerances are data (``tolerance(float32=...)``); no literal belongs inside an assert.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -90,7 +91,9 @@ def assert_close(*, name: str, out, ref, who: str, oracle: str, tol: Tolerance, 
     if np.asarray(out).shape != np.asarray(ref).shape:
         raise AssertionError(f"{name}[{who}] has shape {np.shape(out)} but {oracle} gives shape {np.shape(ref)}")
     if not err <= t:
-        raise AssertionError(f"{name}[{who}]={_fmt(out)} but {oracle} gives {_fmt(ref)} (max rel err {err:.1e} > {t:g})")
+        raise AssertionError(
+            f"{name}[{who}]={_fmt(out)} but {oracle} gives {_fmt(ref)} (max rel err {err:.1e} > {t:g})"
+        )
     return err
 
 
@@ -102,8 +105,10 @@ def assert_equal(*, name: str, out, ref, who: str, oracle: str):
     else:
         ok = out == ref
     if not ok:
-        raise AssertionError(f"{name}[{who}]={_fmt(out) if not isinstance(out, str) else out!r} "
-                             f"but {oracle} gives {_fmt(ref) if not isinstance(ref, str) else ref!r}")
+        raise AssertionError(
+            f"{name}[{who}]={_fmt(out) if not isinstance(out, str) else out!r} "
+            f"but {oracle} gives {_fmt(ref) if not isinstance(ref, str) else ref!r}"
+        )
 
 
 def gradient_kind(g) -> str:

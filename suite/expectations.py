@@ -12,12 +12,13 @@ test fails and the report shows the old (declared) and new (observed) value.
 ...            reason="tf.round registers a None gradient",
 ...            link="https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"))
 """
+
 from __future__ import annotations
 
 import dataclasses
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version, InvalidVersion
+from packaging.version import InvalidVersion, Version
 
 _ALL: list["Expectation"] = []
 
@@ -56,9 +57,18 @@ class Expectation:
         return sum(x is not None for x in (self.framework, self.mode, self.device, self.versions))
 
     def as_dict(self) -> dict:
-        return {"key": self.key, "observed": self.observed, "framework": self.framework, "mode": self.mode,
-                "device": self.device, "versions": self.versions, "reason": self.reason, "link": self.link,
-                "module": self.module, "matched": self.matched}
+        return {
+            "key": self.key,
+            "observed": self.observed,
+            "framework": self.framework,
+            "mode": self.mode,
+            "device": self.device,
+            "versions": self.versions,
+            "reason": self.reason,
+            "link": self.link,
+            "module": self.module,
+            "matched": self.matched,
+        }
 
 
 def expect(key: str, observed, *, framework=None, mode=None, device=None, versions=None, reason, link) -> Expectation:

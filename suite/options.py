@@ -7,6 +7,7 @@ and help never drift apart.
 >>> parse_list("tensorflow, jax", FRAMEWORKS, "framework")
 ['tensorflow', 'jax']
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,9 +44,9 @@ class Option:
     default: str
     help: str
     metavar: str
-    choices: tuple | None = None     # one of these
-    items: tuple | None = None       # a comma-separated subset of these
-    item: str = ""                   # what one item is called in messages
+    choices: tuple | None = None  # one of these
+    items: tuple | None = None  # a comma-separated subset of these
+    item: str = ""  # what one item is called in messages
 
     @property
     def dest(self) -> str:
@@ -60,17 +61,45 @@ class Option:
 
 
 RUN_OPTIONS = (
-    Option("--frameworks", ",".join(FRAMEWORKS), "comma-separated frameworks to run as subjects and oracles "
-           "(default: tensorflow,jax,torch; one that is not installed gives skipped rows)",
-           "LIST", items=FRAMEWORKS, item="framework"),
-    Option("--modes", ",".join(TF_MODES), "comma-separated TensorFlow modes (default: eager,function,xla,graph)",
-           "LIST", items=TF_MODES, item="mode"),
-    Option("--devices", ",".join(DEVICES), "comma-separated devices (default: cpu,gpu; gpu rows are skipped "
-           "with the reason when no GPU is visible)", "LIST", items=DEVICES, item="device"),
-    Option("--profile", "dev", "Hypothesis profile: dev (20 examples), ci (25, derandomized) or thorough (300) "
-           "(default: dev)", "NAME", choices=PROFILES, item="profile"),
-    Option("--report-dir", "reports", "where latest.{json,jsonl,md,html} go, relative to the working directory "
-           "(default: reports)", "DIR"),
+    Option(
+        "--frameworks",
+        ",".join(FRAMEWORKS),
+        "comma-separated frameworks to run as subjects and oracles "
+        "(default: tensorflow,jax,torch; one that is not installed gives skipped rows)",
+        "LIST",
+        items=FRAMEWORKS,
+        item="framework",
+    ),
+    Option(
+        "--modes",
+        ",".join(TF_MODES),
+        "comma-separated TensorFlow modes (default: eager,function,xla,graph)",
+        "LIST",
+        items=TF_MODES,
+        item="mode",
+    ),
+    Option(
+        "--devices",
+        ",".join(DEVICES),
+        "comma-separated devices (default: cpu,gpu; gpu rows are skipped with the reason when no GPU is visible)",
+        "LIST",
+        items=DEVICES,
+        item="device",
+    ),
+    Option(
+        "--profile",
+        "dev",
+        "Hypothesis profile: dev (20 examples), ci (25, derandomized) or thorough (300) (default: dev)",
+        "NAME",
+        choices=PROFILES,
+        item="profile",
+    ),
+    Option(
+        "--report-dir",
+        "reports",
+        "where latest.{json,jsonl,md,html} go, relative to the working directory (default: reports)",
+        "DIR",
+    ),
 )
 
 
@@ -85,6 +114,7 @@ def add_to_argparse(parser) -> None:
             except BadValue as e:
                 raise argparse.ArgumentTypeError(str(e)) from None
             return value
+
         return parse
 
     for opt in RUN_OPTIONS:

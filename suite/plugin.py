@@ -9,6 +9,7 @@ In a session that collects no case module (somebody else's tests in the same
 environment) the plugin changes nothing: no Hypothesis profile is loaded unless
 ``--profile`` is given, and no report is written.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,8 +28,11 @@ from suite.report.plugin import (  # noqa: F401 - fixtures are found in the plug
 def pytest_addoption(parser):
     g = parser.getgroup("autodiff-semantics", "autodiff-semantics")
     options.add_to_pytest(g)
-    g.addoption("--report-append", action="store_true",
-                help="append to latest.jsonl instead of starting it afresh (used when a crashed run resumes)")
+    g.addoption(
+        "--report-append",
+        action="store_true",
+        help="append to latest.jsonl instead of starting it afresh (used when a crashed run resumes)",
+    )
 
 
 def targets_cases(config) -> bool:
@@ -108,8 +112,10 @@ def pytest_report_header(config):
     from suite.report import plugin
 
     ref = plugin.REFERENCE_SUBJECT_EXAMPLES.get(settings.get_current_profile_name())
-    lines.append(f"hypothesis profile={config.getoption('profile')} max_examples={settings().max_examples}"
-                 + (f" (JAX and PyTorch subjects: {ref})" if ref else ""))
+    lines.append(
+        f"hypothesis profile={config.getoption('profile')} max_examples={settings().max_examples}"
+        + (f" (JAX and PyTorch subjects: {ref})" if ref else "")
+    )
     return lines
 
 

@@ -9,6 +9,7 @@ menu still covers scalars, vectors, matrices, a size-1 axis and rank 3.
 >>> @given(x=float_arrays())
 ... def t(x): assert x.dtype in (np.float32, np.float64)
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -40,10 +41,13 @@ def _elements(dtype, lo, hi, *, halfway):
 
 
 @st.composite
-def float_arrays(draw, *, dtype=None, shape=None, min_value=-10.0, max_value=10.0,
-                 halfway=False) -> np.ndarray:
+def float_arrays(draw, *, dtype=None, shape=None, min_value=-10.0, max_value=10.0, halfway=False) -> np.ndarray:
     """Bounded float arrays; ``halfway=True`` mixes in integers and k + 0.5 points."""
-    d = draw(float_dtypes()) if dtype is None else (draw(dtype) if isinstance(dtype, st.SearchStrategy) else np.dtype(dtype))
+    d = (
+        draw(float_dtypes())
+        if dtype is None
+        else (draw(dtype) if isinstance(dtype, st.SearchStrategy) else np.dtype(dtype))
+    )
     s = draw(small_shapes()) if shape is None else (draw(shape) if isinstance(shape, st.SearchStrategy) else shape)
     return draw(hnp.arrays(d, s, elements=_elements(d, min_value, max_value, halfway=halfway)))
 
@@ -56,7 +60,7 @@ def like(x: np.ndarray, *, min_value=-4.0, max_value=4.0) -> st.SearchStrategy[n
 @dataclasses.dataclass(frozen=True)
 class MaskedArray:
     x: np.ndarray
-    mask: np.ndarray     # bool, same shape as x
+    mask: np.ndarray  # bool, same shape as x
 
 
 @st.composite
@@ -68,7 +72,7 @@ def masked_arrays(draw, *, dtype=None, shape=None) -> MaskedArray:
 @dataclasses.dataclass(frozen=True)
 class ValueAndCotangent:
     x: np.ndarray
-    w: np.ndarray        # cotangent (upstream gradient), same shape and dtype as x
+    w: np.ndarray  # cotangent (upstream gradient), same shape and dtype as x
 
 
 @st.composite

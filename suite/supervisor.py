@@ -5,6 +5,7 @@ as ``crashed`` with the signal and the run resumes without it and without the ca
 already done, appending to the same report stream. Signals to the CLI process
 (SIGINT, SIGTERM) are forwarded once to the child, which ends its run as interrupted.
 """
+
 from __future__ import annotations
 
 import sys
@@ -45,8 +46,11 @@ def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
             for s, handler in previous.items():
                 signal.signal(s, handler)
         if signalled or (rc == 2 and _interrupted(jsonl)):
-            print("autodiff-semantics: interrupted; the partial report is in "
-                  f"{report_dir}/latest.json (render it with 'autodiff-semantics report')", file=sys.stderr)
+            print(
+                "autodiff-semantics: interrupted; the partial report is in "
+                f"{report_dir}/latest.json (render it with 'autodiff-semantics report')",
+                file=sys.stderr,
+            )
             return 130
         if rc >= 0 or crashes >= max_crashes:
             break
@@ -124,8 +128,20 @@ def _crashed_row(nodeid: str, sig: str) -> dict:
     m = re.search(r"\[(\w+)-(\w+)-(\w+)\]$", nodeid)
     fw, mode, dev = m.groups() if m else ("none", "none", "cpu")
     path = nodeid.split("::")[0]
-    beh = Path(path).stem[len("test_"):].replace("_", "-")
-    return {"behaviour": beh, "test": nodeid, "framework": fw, "mode": mode, "device": dev, "outcome": "crashed",
-            "observed": {}, "expected": {}, "max_rel_err": {}, "examples": 0, "duration_s": 0.0,
-            "error": f"the interpreter died with {sig} while this case ran",
-            "signal": sig, "reproducer": f"# reproduces {nodeid}\n#   autodiff-semantics run -- '{nodeid}'"}
+    beh = Path(path).stem[len("test_") :].replace("_", "-")
+    return {
+        "behaviour": beh,
+        "test": nodeid,
+        "framework": fw,
+        "mode": mode,
+        "device": dev,
+        "outcome": "crashed",
+        "observed": {},
+        "expected": {},
+        "max_rel_err": {},
+        "examples": 0,
+        "duration_s": 0.0,
+        "error": f"the interpreter died with {sig} while this case ran",
+        "signal": sig,
+        "reproducer": f"# reproduces {nodeid}\n#   autodiff-semantics run -- '{nodeid}'",
+    }

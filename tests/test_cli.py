@@ -1,4 +1,5 @@
 """Self-tests of the command line: list, clear errors for bad input."""
+
 import subprocess
 import sys
 
@@ -31,15 +32,27 @@ def test_bad_profile_exits_2():
 
 
 def _report(rows, version="2.21.0"):
-    return {"schema_version": 1, "created": "2026-11-22T00:00:00Z",
-            "environment": {"frameworks": {"tensorflow": {"version": version, "devices": ["cpu"]}}},
-            "results": rows}
+    return {
+        "schema_version": 1,
+        "created": "2026-11-22T00:00:00Z",
+        "environment": {"frameworks": {"tensorflow": {"version": version, "devices": ["cpu"]}}},
+        "results": rows,
+    }
 
 
 def _row(test, outcome="passed", observed=None):
-    return {"behaviour": "b", "test": f"cases/test_b.py::{test}[tensorflow-xla-cpu]", "framework": "tensorflow",
-            "mode": "xla", "device": "cpu", "outcome": outcome, "observed": observed or {"k": "clamp"},
-            "expected": {}, "max_rel_err": {}, "duration_s": 0.1}
+    return {
+        "behaviour": "b",
+        "test": f"cases/test_b.py::{test}[tensorflow-xla-cpu]",
+        "framework": "tensorflow",
+        "mode": "xla",
+        "device": "cpu",
+        "outcome": outcome,
+        "observed": observed or {"k": "clamp"},
+        "expected": {},
+        "max_rel_err": {},
+        "duration_s": 0.1,
+    }
 
 
 def _write(tmp_path, name, obj):
@@ -80,8 +93,12 @@ def test_report_renders_a_partial_stream_marked_partial(tmp_path, capsys):
     import json
 
     p = tmp_path / "latest.jsonl"
-    p.write_text(json.dumps({"kind": "header", "schema_version": 1, "created": "x", "environment": {}}) + "\n"
-                 + json.dumps({"kind": "row", **_row("t1")}) + "\n")
+    p.write_text(
+        json.dumps({"kind": "header", "schema_version": 1, "created": "x", "environment": {}})
+        + "\n"
+        + json.dumps({"kind": "row", **_row("t1")})
+        + "\n"
+    )
     assert cli.main(["report", str(p), "--out", str(tmp_path / "out")]) == 0
     page = (tmp_path / "out" / "latest.html").read_text()
     assert "PARTIAL REPORT" in page and "t1[tensorflow-xla-cpu]" in page
@@ -90,12 +107,26 @@ def test_report_renders_a_partial_stream_marked_partial(tmp_path, capsys):
 
 def test_report_plots_benchmarks_with_the_machine_and_rejects_a_bad_benchmark_file(tmp_path, capsys):
     rep = _write(tmp_path, "r.json", _report([_row("t1")]))
-    bench = _write(tmp_path, "b.json", {
-        "machine_info": {"cpu": {"brand_raw": "AMD EPYC", "count": 2}, "system": "Linux", "release": "6.1",
-                         "frameworks": {"jax": {"version": "0.10.2", "devices": ["cpu"]}}, "bench_size": "full"},
-        "benchmarks": [{"group": "ste-fwd-bwd", "name": "test_ste[jax-jit-cpu]",
-                        "extra_info": {"path": "ste-fwd-bwd", "subject": "jax-jit-cpu", "gbps": 17.9,
-                                       "ceiling_gbps": 33.0}}]})
+    bench = _write(
+        tmp_path,
+        "b.json",
+        {
+            "machine_info": {
+                "cpu": {"brand_raw": "AMD EPYC", "count": 2},
+                "system": "Linux",
+                "release": "6.1",
+                "frameworks": {"jax": {"version": "0.10.2", "devices": ["cpu"]}},
+                "bench_size": "full",
+            },
+            "benchmarks": [
+                {
+                    "group": "ste-fwd-bwd",
+                    "name": "test_ste[jax-jit-cpu]",
+                    "extra_info": {"path": "ste-fwd-bwd", "subject": "jax-jit-cpu", "gbps": 17.9, "ceiling_gbps": 33.0},
+                }
+            ],
+        },
+    )
     assert cli.main(["report", rep, "--bench", bench, "--out", str(tmp_path / "out")]) == 0
     page = (tmp_path / "out" / "r.html").read_text()
     assert "<h3>ste-fwd-bwd</h3><svg" in page and "17.90 GB/s" in page and "ceiling 33.0 GB/s" in page
@@ -105,34 +136,47 @@ def test_report_plots_benchmarks_with_the_machine_and_rejects_a_bad_benchmark_fi
     assert f"{wrong}: not a pytest-benchmark JSON" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("make, problem", [
-    (lambda tmp: "/proc/forbidden", "cannot create it"),
-    (lambda tmp: (tmp / "some-file.json").write_text("{}") and str(tmp / "some-file.json"), "is a file, not a directory"),
-    (lambda tmp: (tmp / "f").write_text("x") and str(tmp / "f" / "reports"), "a parent of it is a file"),
-])
+@pytest.mark.parametrize(
+    "make, problem",
+    [
+        (lambda tmp: "/proc/forbidden", "cannot create it"),
+        (
+            lambda tmp: (tmp / "some-file.json").write_text("{}") and str(tmp / "some-file.json"),
+            "is a file, not a directory",
+        ),
+        (lambda tmp: (tmp / "f").write_text("x") and str(tmp / "f" / "reports"), "a parent of it is a file"),
+    ],
+)
 def test_a_report_dir_that_cannot_be_written_exits_2_with_one_line_before_any_test(tmp_path, make, problem):
     path = make(tmp_path)
-    p = subprocess.run([sys.executable, "-m", "suite", "run", "--report-dir", path, "-b", "partial-stop-gradient"],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "suite", "run", "--report-dir", path, "-b", "partial-stop-gradient"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and path in lines[0] and problem in lines[0], p.stderr
     assert "INTERNALERROR" not in p.stdout + p.stderr and "autodiff-semantics: running" not in p.stderr
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["run", "--frameworks", "tensorflw"], "unknown framework 'tensorflw' (did you mean 'tensorflow'?)"),
-    (["run", "--modes", "eager,jit"], "unknown mode 'jit'"),
-    (["run", "--devices", "tpu"], "unknown device 'tpu'"),
-    (["run", "--frameworks", ","], "unknown framework"),
-    (["run", "--profile", "fast"], "unknown profile 'fast'"),
-    (["bench", "--device", "tpu"], "invalid choice: 'tpu'"),
-    (["bench", "--threshold", "lots"], "is not a percentage"),
-    (["faults", "--jobs", "0"], "is not a positive whole number"),
-    (["faults", "--fault", "no-such-fault"], "unknown fault(s) no-such-fault"),
-    (["run", "--behaviour", "no-such-behaviour"], "unknown behaviour 'no-such-behaviour'"),
-    (["upgrade", "2.x", "2.21", "--no-run"], "is not like 2.15"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["run", "--frameworks", "tensorflw"], "unknown framework 'tensorflw' (did you mean 'tensorflow'?)"),
+        (["run", "--modes", "eager,jit"], "unknown mode 'jit'"),
+        (["run", "--devices", "tpu"], "unknown device 'tpu'"),
+        (["run", "--frameworks", ","], "unknown framework"),
+        (["run", "--profile", "fast"], "unknown profile 'fast'"),
+        (["bench", "--device", "tpu"], "invalid choice: 'tpu'"),
+        (["bench", "--threshold", "lots"], "is not a percentage"),
+        (["faults", "--jobs", "0"], "is not a positive whole number"),
+        (["faults", "--fault", "no-such-fault"], "unknown fault(s) no-such-fault"),
+        (["run", "--behaviour", "no-such-behaviour"], "unknown behaviour 'no-such-behaviour'"),
+        (["upgrade", "2.x", "2.21", "--no-run"], "is not like 2.15"),
+    ],
+)
 def test_every_bad_flag_value_exits_2_with_a_message(argv, says):
     p = subprocess.run([sys.executable, "-m", "suite", *argv], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2, (argv, p.returncode, p.stderr)

@@ -1,4 +1,5 @@
 """Self-tests of suite.compare: the error measure and the one message form."""
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -19,9 +20,17 @@ def test_rel_err_shape_mismatch_and_nan_disagreement_are_infinite():
 
 def test_assert_close_message_form():
     with pytest.raises(AssertionError) as e:
-        cmp.assert_close(name="grad", out=np.array([1.0, 0.0], np.float32), ref=np.array([1.0, 1.0], np.float32),
-                         who="tensorflow-xla-cpu", oracle="jax-jit-cpu", tol=cmp.GRAD)
-    assert str(e.value) == "grad[tensorflow-xla-cpu]=[1. 0.] but jax-jit-cpu gives [1. 1.] (max rel err 1.0e+00 > 2e-05)"
+        cmp.assert_close(
+            name="grad",
+            out=np.array([1.0, 0.0], np.float32),
+            ref=np.array([1.0, 1.0], np.float32),
+            who="tensorflow-xla-cpu",
+            oracle="jax-jit-cpu",
+            tol=cmp.GRAD,
+        )
+    assert (
+        str(e.value) == "grad[tensorflow-xla-cpu]=[1. 0.] but jax-jit-cpu gives [1. 1.] (max rel err 1.0e+00 > 2e-05)"
+    )
 
 
 def test_none_only_meets_none():

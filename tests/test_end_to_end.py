@@ -4,6 +4,7 @@ These are the harness issue's acceptance checks: passed rows with measured obser
 for every TensorFlow mode and both oracles; a broken ``tf.stop_gradient`` fails all
 three first behaviours; a missing PyTorch gives skipped rows, not an ImportError.
 """
+
 import json
 import os
 import subprocess
@@ -51,14 +52,20 @@ def test_report_has_passed_rows_with_observations_for_every_mode_and_oracle(main
         rows = [r for r in report["results"] if r["behaviour"] == b and r["device"] == "cpu"]
         got = {(r["framework"], r["mode"]) for r in rows if r["outcome"] == "passed" and r["observed"]}
         for want in [("tensorflow", m) for m in ("eager", "function", "xla", "graph")] + [
-                ("jax", "eager"), ("jax", "jit"), ("torch", "eager")]:
+            ("jax", "eager"),
+            ("jax", "jit"),
+            ("torch", "eager"),
+        ]:
             assert want in got, f"{b}: no passed row with observations for {want}"
         for r in rows:
             assert r["outcome"] == "passed", r
             assert r["examples"] > 0 and (r["max_rel_err"] or r["observed"]), r
     gpu = [r for r in report["results"] if r["device"] == "gpu"]
-    assert gpu and all(r["outcome"] == "skipped" and r["reason"] for r in gpu) or any(
-        r["outcome"] == "passed" for r in gpu)
+    assert (
+        gpu
+        and all(r["outcome"] == "skipped" and r["reason"] for r in gpu)
+        or any(r["outcome"] == "passed" for r in gpu)
+    )
 
 
 def test_report_declares_and_asserts_the_round_gradient_divergence(main_run):
@@ -75,8 +82,11 @@ def test_ci_gives_tensorflow_rows_the_full_budget_and_reference_rows_fewer(main_
     _, report, _ = main_run
     rows = [r for r in report["results"] if "round_alone" in r["test"] and r["outcome"] == "passed"]
     got = {r["framework"]: r["examples"] for r in rows}
-    assert got == {"tensorflow": 25, "jax": plugin.REFERENCE_SUBJECT_EXAMPLES["ci"],
-                   "torch": plugin.REFERENCE_SUBJECT_EXAMPLES["ci"]}
+    assert got == {
+        "tensorflow": 25,
+        "jax": plugin.REFERENCE_SUBJECT_EXAMPLES["ci"],
+        "torch": plugin.REFERENCE_SUBJECT_EXAMPLES["ci"],
+    }
 
 
 def test_report_shows_examples_per_second(main_run):
@@ -87,9 +97,22 @@ def test_report_shows_examples_per_second(main_run):
 
 
 def test_broken_stop_gradient_fails_all_three_behaviours(tmp_path):
-    p = run_cli(["run", *behaviours_args(FIRST), "--profile", "ci", "--report-dir", str(tmp_path),
-                 "--frameworks", "tensorflow,jax", "--devices", "cpu"], tmp_path,
-                env={"AUTODIFF_SEMANTICS_FAULTS": "stop-gradient-identity"})
+    p = run_cli(
+        [
+            "run",
+            *behaviours_args(FIRST),
+            "--profile",
+            "ci",
+            "--report-dir",
+            str(tmp_path),
+            "--frameworks",
+            "tensorflow,jax",
+            "--devices",
+            "cpu",
+        ],
+        tmp_path,
+        env={"AUTODIFF_SEMANTICS_FAULTS": "stop-gradient-identity"},
+    )
     assert p.returncode == 1, p.stdout[-2000:]
     report = json.loads((tmp_path / "latest.json").read_text())
     failed = {r["behaviour"] for r in report["results"] if r["outcome"] == "failed"}
@@ -106,8 +129,21 @@ def test_missing_torch_gives_skipped_rows_with_reason(tmp_path):
     hide.mkdir(parents=True)
     (hide / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n")
     path = os.pathsep.join(p for p in (str(hide.parent), os.environ.get("PYTHONPATH", "")) if p)
-    p = run_cli(["run", "--behaviour", "partial-stop-gradient", "--profile", "ci", "--report-dir", str(tmp_path),
-                 "--devices", "cpu"], tmp_path, env={"PYTHONPATH": path})
+    p = run_cli(
+        [
+            "run",
+            "--behaviour",
+            "partial-stop-gradient",
+            "--profile",
+            "ci",
+            "--report-dir",
+            str(tmp_path),
+            "--devices",
+            "cpu",
+        ],
+        tmp_path,
+        env={"PYTHONPATH": path},
+    )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     report = json.loads((tmp_path / "latest.json").read_text())
     torch_rows = [r for r in report["results"] if r["framework"] == "torch"]
@@ -116,8 +152,18 @@ def test_missing_torch_gives_skipped_rows_with_reason(tmp_path):
     assert any(r["framework"] == "tensorflow" and r["outcome"] == "passed" for r in report["results"])
 
 
-FAST = ["--behaviour", "partial-stop-gradient", "--profile", "ci", "--frameworks", "tensorflow,jax",
-        "--modes", "eager,graph", "--devices", "cpu"]
+FAST = [
+    "--behaviour",
+    "partial-stop-gradient",
+    "--profile",
+    "ci",
+    "--frameworks",
+    "tensorflow,jax",
+    "--modes",
+    "eager,graph",
+    "--devices",
+    "cpu",
+]
 
 
 def test_a_planted_crash_is_recorded_and_the_run_goes_on(tmp_path):
@@ -143,8 +189,9 @@ def test_a_signal_to_the_cli_process_leaves_a_partial_report_that_renders(tmp_pa
 
     code = f"import sys; from suite.cli import main; sys.exit(main({['run', *FAST, '--report-dir', str(tmp_path)]!r}))"
     # a session of its own: the signal reaches the CLI process only, as kill -INT <pid> does
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     jsonl = tmp_path / "latest.jsonl"
     deadline = time.time() + 600
     while time.time() < deadline:  # wait until some rows are streamed
@@ -156,8 +203,11 @@ def test_a_signal_to_the_cli_process_leaves_a_partial_report_that_renders(tmp_pa
     assert proc.returncode == 130, err[-2000:]
     report = json.loads((tmp_path / "latest.json").read_text())
     assert report["partial"] is True and len(report["results"]) >= 2
-    r = subprocess.run([sys.executable, "-m", "suite", "report", str(jsonl), "--out", str(tmp_path / "out")],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "suite", "report", str(jsonl), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0 and "PARTIAL" in r.stdout
     assert "PARTIAL REPORT" in (tmp_path / "out" / "latest.html").read_text()
 
@@ -173,8 +223,20 @@ def test_the_run_exits_soon_after_its_report_is_written(tmp_path):
     import datetime as dt
     import time
 
-    args = ["run", *behaviours_args(SESSIONS_AND_PIPELINES), "--profile", "ci", "--frameworks", "tensorflow",
-            "--modes", "eager,graph", "--devices", "cpu", "--report-dir", str(tmp_path)]
+    args = [
+        "run",
+        *behaviours_args(SESSIONS_AND_PIPELINES),
+        "--profile",
+        "ci",
+        "--frameworks",
+        "tensorflow",
+        "--modes",
+        "eager,graph",
+        "--devices",
+        "cpu",
+        "--report-dir",
+        str(tmp_path),
+    ]
     code = f"import sys; from suite.cli import main; sys.exit(main({args!r}))"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     report = tmp_path / "latest.json"

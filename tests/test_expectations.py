@@ -1,4 +1,5 @@
 """Self-tests of suite.expectations: matching, specificity, version ranges, validation."""
+
 import types
 
 import pytest
@@ -7,15 +8,23 @@ from suite.expectations import expect, expectations
 
 
 def runner(framework="tensorflow", mode="eager", device="cpu", version="2.21.0"):
-    return types.SimpleNamespace(framework=framework, mode=mode, device=device, version=version,
-                                 id=f"{framework}-{mode}-{device}")
+    return types.SimpleNamespace(
+        framework=framework, mode=mode, device=device, version=version, id=f"{framework}-{mode}-{device}"
+    )
 
 
 EXPECT = expectations(
     {"k": "agree"},
     expect("k", "tf", framework="tensorflow", reason="r", link="https://example.org/a"),
-    expect("k", "tf-xla-old", framework="tensorflow", mode="xla|function", versions="<2.16",
-           reason="r", link="https://example.org/b"),
+    expect(
+        "k",
+        "tf-xla-old",
+        framework="tensorflow",
+        mode="xla|function",
+        versions="<2.16",
+        reason="r",
+        link="https://example.org/b",
+    ),
 )
 
 

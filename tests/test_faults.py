@@ -1,4 +1,5 @@
 """Self-tests of the fault catalogue and the self-check (a fast subset; tox -e faults runs all)."""
+
 import subprocess
 import sys
 
@@ -18,15 +19,20 @@ def test_every_fault_names_known_behaviours_and_every_behaviour_has_a_fault():
 
 
 def test_unknown_fault_is_a_clear_error():
-    p = subprocess.run([sys.executable, "-m", "suite", "faults", "--fault", "no-such-fault"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "suite", "faults", "--fault", "no-such-fault"], capture_output=True, text=True
+    )
     assert p.returncode == 2 and "unknown fault(s) no-such-fault" in p.stderr
 
 
 @pytest.mark.slow
 def test_faults_command_kills_a_fault_and_prints_the_matrix():
-    p = subprocess.run([sys.executable, "-m", "suite", "faults", "--fault", "stop-gradient-identity"],
-                       capture_output=True, text=True, timeout=1500)
+    p = subprocess.run(
+        [sys.executable, "-m", "suite", "faults", "--fault", "stop-gradient-identity"],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
     assert "stop-gradient-identity: killed" in p.stdout
     assert "kill rate: 1/1 (100%)" in p.stdout

@@ -1,5 +1,6 @@
 """The HTML report in a real browser: headless Chromium renders it and the screenshot
 shows the colour-coded matrix (green passed cells, red failed cells)."""
+
 import json
 import os
 import shutil
@@ -12,8 +13,8 @@ import pytest
 from suite import cli
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-PASSED_RGB = (0xD8, 0xF0, 0xD8)   # .passed in suite/report/html.py
-FAILED_RGB = (0xF6, 0xC9, 0xC9)   # .failed
+PASSED_RGB = (0xD8, 0xF0, 0xD8)  # .passed in suite/report/html.py
+FAILED_RGB = (0xF6, 0xC9, 0xC9)  # .failed
 
 
 def decode_png(data: bytes):
@@ -21,8 +22,8 @@ def decode_png(data: bytes):
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     pos, idat, width = 8, b"", None
     while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
+        n, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + n]
         if kind == b"IHDR":
             width, height, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
             assert depth == 8 and ctype in (2, 6) and interlace == 0, (depth, ctype, interlace)
@@ -34,7 +35,7 @@ def decode_png(data: bytes):
     stride = width * bpp
     rows, prev = [], bytearray(stride)
     for y in range(height):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             a = line[i - bpp] if i >= bpp else 0
             b, c = prev[i], prev[i - bpp] if i >= bpp else 0
@@ -48,34 +49,64 @@ def decode_png(data: bytes):
                 p = a + b - c
                 pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
                 line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append([tuple(line[x * bpp:x * bpp + 3]) for x in range(width)])
+        rows.append([tuple(line[x * bpp : x * bpp + 3]) for x in range(width)])
         prev = line
     return width, height, rows
 
 
 def _row(test, fw, mode, outcome):
-    return {"behaviour": "gather-out-of-range", "test": f"cases/test_g.py::{test}[{fw}-{mode}-cpu]",
-            "framework": fw, "mode": mode, "device": "cpu", "outcome": outcome, "observed": {"forward": "clamp"},
-            "expected": {"forward": "raises:InvalidArgumentError"}, "max_rel_err": {}, "duration_s": 0.2,
-            "error": "forward[tensorflow-xla-cpu]='clamp' but expected 'raises:InvalidArgumentError'"}
+    return {
+        "behaviour": "gather-out-of-range",
+        "test": f"cases/test_g.py::{test}[{fw}-{mode}-cpu]",
+        "framework": fw,
+        "mode": mode,
+        "device": "cpu",
+        "outcome": outcome,
+        "observed": {"forward": "clamp"},
+        "expected": {"forward": "raises:InvalidArgumentError"},
+        "max_rel_err": {},
+        "duration_s": 0.2,
+        "error": "forward[tensorflow-xla-cpu]='clamp' but expected 'raises:InvalidArgumentError'",
+    }
 
 
 @pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"), reason="chromium is not installed")
 def test_html_report_renders_the_colour_coded_matrix_in_chromium(tmp_path):
     assert CHROMIUM, "CI must have chromium (.ci/run installs it)"
-    report = {"schema_version": 1, "created": "2026-11-22T00:00:00Z",
-              "environment": {"frameworks": {"tensorflow": {"version": "2.21.0", "devices": ["cpu"]}}},
-              "results": [_row("t", "tensorflow", "eager", "passed"), _row("t", "tensorflow", "xla", "failed"),
-                          _row("t", "jax", "jit", "passed")]}
+    report = {
+        "schema_version": 1,
+        "created": "2026-11-22T00:00:00Z",
+        "environment": {"frameworks": {"tensorflow": {"version": "2.21.0", "devices": ["cpu"]}}},
+        "results": [
+            _row("t", "tensorflow", "eager", "passed"),
+            _row("t", "tensorflow", "xla", "failed"),
+            _row("t", "jax", "jit", "passed"),
+        ],
+    }
     src = tmp_path / "r.json"
     src.write_text(json.dumps(report))
     assert cli.main(["report", str(src), "--out", str(tmp_path)]) == 0
     shot = tmp_path / "shot.png"
-    p = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1000,600",
-                        f"--screenshot={shot}", f"file://{tmp_path / 'r.html'}"],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1000,600",
+            f"--screenshot={shot}",
+            f"file://{tmp_path / 'r.html'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shot.exists(), p.stderr[-2000:]
     width, height, rows = decode_png(shot.read_bytes())
     assert (width, height) == (1000, 600)
@@ -95,13 +126,24 @@ def test_a_whole_suite_matrix_fits_1400_px_without_horizontal_scrolling(tmp_path
     rows = []
     for b in range(25):
         for fw, mode in [("tensorflow", m) for m in ("eager", "function", "xla", "graph")] + [
-                ("jax", "eager"), ("jax", "jit"), ("torch", "eager")]:
+            ("jax", "eager"),
+            ("jax", "jit"),
+            ("torch", "eager"),
+        ]:
             for dev in ("cpu", "gpu"):
-                r = _row(f"test_property_with_a_rather_long_descriptive_name_{b}", fw, mode,
-                         "skipped" if dev == "gpu" else ("failed" if b == 3 and fw == "tensorflow" else "passed"))
-                r.update(behaviour=f"a-fairly-long-behaviour-name-number-{b}", device=dev,
-                         test=r["test"].replace("-cpu]", f"-{dev}]"), reason="no GPU visible to " + fw,
-                         reproducer="x = np.array([" + ", ".join(["0.123456789"] * 60) + "])")
+                r = _row(
+                    f"test_property_with_a_rather_long_descriptive_name_{b}",
+                    fw,
+                    mode,
+                    "skipped" if dev == "gpu" else ("failed" if b == 3 and fw == "tensorflow" else "passed"),
+                )
+                r.update(
+                    behaviour=f"a-fairly-long-behaviour-name-number-{b}",
+                    device=dev,
+                    test=r["test"].replace("-cpu]", f"-{dev}]"),
+                    reason="no GPU visible to " + fw,
+                    reproducer="x = np.array([" + ", ".join(["0.123456789"] * 60) + "])",
+                )
                 rows.append(r)
     report = {"schema_version": 1, "created": "2026-11-22T00:00:00Z", "environment": {}, "results": rows}
     src = tmp_path / "r.json"
@@ -110,12 +152,29 @@ def test_a_whole_suite_matrix_fits_1400_px_without_horizontal_scrolling(tmp_path
     page = (tmp_path / "r.html").read_text()
     assert "no GPU visible: 175 rows skipped" in page and "eager<br>" in page
     probe = tmp_path / "probe.html"
-    probe.write_text(page.replace("</body>", "<script>document.title = 'W=' + document.documentElement.scrollWidth;"
-                                  "</script></body>"))
-    p = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,900", "--dump-dom",
-                        f"file://{probe}"], capture_output=True, text=True, timeout=120)
+    probe.write_text(
+        page.replace("</body>", "<script>document.title = 'W=' + document.documentElement.scrollWidth;</script></body>")
+    )
+    p = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1400,900",
+            "--dump-dom",
+            f"file://{probe}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     import re
 
     m = re.search(r"<title>W=(\d+)</title>", p.stdout)

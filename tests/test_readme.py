@@ -6,6 +6,7 @@ the selection are real, the minutes of testing are not); ``bench`` and a whole `
 run are minutes long and are exercised elsewhere (tests/test_cli.py, tests/test_faults.py);
 ``tox`` and ``pip`` lines install environments, which ``.ci/run`` does for real.
 """
+
 import re
 import shlex
 import shutil
@@ -33,7 +34,13 @@ def readme_commands() -> list[str]:
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory):
     dest = tmp_path_factory.mktemp("clone")
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     for name in filter(None, files.split("\0")):
         if (ROOT / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)

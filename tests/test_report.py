@@ -1,4 +1,5 @@
 """Self-tests of the report schema: loading JSON and streamed JSONL, partial runs, bad input."""
+
 import json
 
 import pytest
@@ -7,9 +8,19 @@ from suite.report import render, schema
 
 
 def _row(**kw):
-    row = {"behaviour": "b", "test": "cases/test_b.py::test_x[tensorflow-eager-cpu]", "framework": "tensorflow",
-           "mode": "eager", "device": "cpu", "outcome": "passed", "observed": {"k": "v"}, "expected": {"k": "v"},
-           "max_rel_err": {"jax": 0.0}, "duration_s": 0.5, "examples": 10}
+    row = {
+        "behaviour": "b",
+        "test": "cases/test_b.py::test_x[tensorflow-eager-cpu]",
+        "framework": "tensorflow",
+        "mode": "eager",
+        "device": "cpu",
+        "outcome": "passed",
+        "observed": {"k": "v"},
+        "expected": {"k": "v"},
+        "max_rel_err": {"jax": 0.0},
+        "duration_s": 0.5,
+        "examples": 10,
+    }
     row.update(kw)
     return row
 
@@ -38,13 +49,16 @@ def test_jsonl_with_footer_is_complete(tmp_path):
     assert "partial" not in schema.load(p)
 
 
-@pytest.mark.parametrize("text, problem", [
-    ('{"schema_version": 1, "environment": {}, "results": [', "not valid JSON"),
-    ('{"schema_version": 7, "environment": {}, "results": []}', "schema_version 7"),
-    ('[1, 2]', "not a report"),
-    ('{"schema_version": 1, "environment": {}, "results": [{"behaviour": "b"}]}', "lacks"),
-    ('', "empty file"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ('{"schema_version": 1, "environment": {}, "results": [', "not valid JSON"),
+        ('{"schema_version": 7, "environment": {}, "results": []}', "schema_version 7"),
+        ("[1, 2]", "not a report"),
+        ('{"schema_version": 1, "environment": {}, "results": [{"behaviour": "b"}]}', "lacks"),
+        ("", "empty file"),
+    ],
+)
 def test_bad_reports_name_the_file_and_the_problem(tmp_path, text, problem):
     p = tmp_path / "r.json"
     p.write_text(text)
@@ -68,9 +82,16 @@ def test_written_report_loads_back_and_is_world_readable(tmp_path):
 
 
 def test_markdown_shows_matrix_partial_marker_and_failures():
-    report = {"schema_version": 1, "created": "x", "environment": {}, "partial": True,
-              "results": [_row(), _row(outcome="failed", framework="jax", mode="jit", error="boom",
-                                   reproducer="import numpy as np")]}
+    report = {
+        "schema_version": 1,
+        "created": "x",
+        "environment": {},
+        "partial": True,
+        "results": [
+            _row(),
+            _row(outcome="failed", framework="jax", mode="jit", error="boom", reproducer="import numpy as np"),
+        ],
+    }
     md = render.markdown(report)
     assert "PARTIAL REPORT" in md
     assert "| b | ok 1/1 | FAIL 1/1 |" in md
@@ -124,8 +145,12 @@ def test_diff_lists_keys_only_one_side_observed_unless_a_row_stopped_early():
 
 
 def _release(version, rows, deprecations=None):
-    rep = {"schema_version": 1, "created": "2026-11-22T00:00:00Z",
-           "environment": {"frameworks": {"tensorflow": {"version": version, "devices": ["cpu"]}}}, "results": rows}
+    rep = {
+        "schema_version": 1,
+        "created": "2026-11-22T00:00:00Z",
+        "environment": {"frameworks": {"tensorflow": {"version": version, "devices": ["cpu"]}}},
+        "results": rows,
+    }
     if deprecations:
         rep["deprecations"] = deprecations
     return rep
@@ -133,11 +158,21 @@ def _release(version, rows, deprecations=None):
 
 def _releases():
     def rows(policy, mode_value):
-        return [_row(behaviour="gather", test=f"cases/test_gather.py::test_p[tensorflow-{m}-cpu]", mode=m,
-                     observed={"policy": policy, "fwd": mode_value if m == "xla" else "raises"})
-                for m in ("eager", "xla")]
-    return [_release("2.19.1", rows("a", "clamp")), _release("2.20.0", rows("a", "clamp")),
-            _release("2.21.0", rows("a", "zero-fill"), {"gather": ["foo is deprecated"]})]
+        return [
+            _row(
+                behaviour="gather",
+                test=f"cases/test_gather.py::test_p[tensorflow-{m}-cpu]",
+                mode=m,
+                observed={"policy": policy, "fwd": mode_value if m == "xla" else "raises"},
+            )
+            for m in ("eager", "xla")
+        ]
+
+    return [
+        _release("2.19.1", rows("a", "clamp")),
+        _release("2.20.0", rows("a", "clamp")),
+        _release("2.21.0", rows("a", "zero-fill"), {"gather": ["foo is deprecated"]}),
+    ]
 
 
 def test_version_matrix_marks_changed_cells_with_old_and_new_values_and_the_changelog():
@@ -168,18 +203,31 @@ def test_report_of_two_releases_is_the_upgrade_view_with_changes_first(tmp_path,
     b.write_text(json.dumps(reps[2]))
     assert cli.main(["report", str(a), str(b), "--out", str(tmp_path / "out")]) == 0
     md = (tmp_path / "out" / "matrix.md").read_text()
-    order = [md.index(h) for h in ("### Observations that changed", "### Newly skipped (1)", "### New deprecations (1)",
-                                   "# autodiff-semantics version matrix")]
+    order = [
+        md.index(h)
+        for h in (
+            "### Observations that changed",
+            "### Newly skipped (1)",
+            "### New deprecations (1)",
+            "# autodiff-semantics version matrix",
+        )
+    ]
     assert order == sorted(order), md
     assert "**1 regression(s)**" in md, "a TensorFlow row that became skipped is a regression"
     assert (tmp_path / "out" / "matrix-releases" / "tf-2.21.0.html").exists()
 
 
 def test_single_report_puts_failures_first_and_folds_columns_of_an_absent_device():
-    rows = [_row(outcome="failed", error="boom", observed={"k": "w"}),
-            _row(test="cases/test_b.py::test_x[tensorflow-eager-gpu]", device="gpu", outcome="skipped",
-                 reason="no GPU visible to tensorflow 2.21.0"),
-            _row(test="cases/test_b.py::test_y[tensorflow-eager-cpu]", observed={"k": "v", "j": ["a", "b"]})]
+    rows = [
+        _row(outcome="failed", error="boom", observed={"k": "w"}),
+        _row(
+            test="cases/test_b.py::test_x[tensorflow-eager-gpu]",
+            device="gpu",
+            outcome="skipped",
+            reason="no GPU visible to tensorflow 2.21.0",
+        ),
+        _row(test="cases/test_b.py::test_y[tensorflow-eager-cpu]", observed={"k": "v", "j": ["a", "b"]}),
+    ]
     md = render.markdown({"schema_version": 1, "created": "x", "environment": {}, "results": rows})
     assert md.index("## Failures (1)") < md.index("## Matrix") < md.index("## Observations")
     assert "Observed in the failing example: `k = w`" in md

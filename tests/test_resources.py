@@ -1,4 +1,5 @@
 """Framework resources end with the test that made them (the run must end when it is done)."""
+
 import numpy as np
 import pytest
 

@@ -1,4 +1,5 @@
 """Self-tests of suite.strategies: bounded values, the shape menu, half-way points."""
+
 import numpy as np
 from hypothesis import given, settings, strategies as st
 

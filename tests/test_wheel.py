@@ -6,6 +6,7 @@ virtual environment, ``pip install <wheel>[all]`` (from pip's cache where it has
 frameworks), then ``autodiff-semantics list``, ``autodiff-semantics run -b
 straight-through-estimator --profile ci`` and a plain ``pytest --pyargs cases``.
 """
+
 import json
 import os
 import subprocess
@@ -24,15 +25,20 @@ ROOT = Path(__file__).resolve().parent.parent
 def installed(tmp_path_factory):
     base = tmp_path_factory.mktemp("wheel")
     dist = base / "dist"
-    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
-                       capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     wheel = next(dist.glob("autodiff_semantics-*.whl"))
     env = base / "venv"
     venv.create(env, with_pip=True)
     py = env / "bin" / "python"
-    p = subprocess.run([str(py), "-m", "pip", "install", "-q", f"{wheel}[all]"], capture_output=True, text=True,
-                       timeout=1800)
+    p = subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", f"{wheel}[all]"], capture_output=True, text=True, timeout=1800
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     empty = base / "empty"
     empty.mkdir()
@@ -59,26 +65,60 @@ def test_list_and_run_work_from_an_empty_directory_and_write_reports_there(insta
     tool = env / "bin" / "autodiff-semantics"
     p = subprocess.run([str(tool), "list"], cwd=empty, capture_output=True, text=True, timeout=300, env=_clean_env())
     assert p.returncode == 0 and "straight-through-estimator" in p.stdout, p.stderr[-2000:]
-    p = subprocess.run([str(tool), "run", "-b", "straight-through-estimator", "--profile", "ci"], cwd=empty,
-                       capture_output=True, text=True, timeout=900, env=_clean_env())
+    p = subprocess.run(
+        [str(tool), "run", "-b", "straight-through-estimator", "--profile", "ci"],
+        cwd=empty,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=_clean_env(),
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     report = json.loads((empty / "reports" / "latest.json").read_text())
     cpu = [r for r in report["results"] if r["device"] == "cpu"]
     assert cpu and all(r["outcome"] == "passed" for r in cpu)
     assert {r["framework"] for r in cpu} == {"tensorflow", "jax", "torch"}
     assert all(r["test"].startswith("cases/test_straight_through_estimator.py::") for r in report["results"])
-    site = subprocess.run([str(env / "bin" / "python"), "-c", "import suite, cases; print(suite.__file__, cases.__file__)"],
-                          capture_output=True, text=True, cwd=empty, env=_clean_env()).stdout
+    site = subprocess.run(
+        [str(env / "bin" / "python"), "-c", "import suite, cases; print(suite.__file__, cases.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=empty,
+        env=_clean_env(),
+    ).stdout
     assert str(ROOT) not in site and str(env) in site, site
     assert not (empty / ".benchmarks").exists()
 
 
 def test_plain_pytest_pyargs_cases_works_from_any_directory(installed):
     _, env, empty = installed
-    p = subprocess.run([str(env / "bin" / "python"), "-m", "pytest", "--pyargs", "cases", "-k", "seed_round_through",
-                        "--frameworks", "tensorflow", "--modes", "eager,graph", "--devices", "cpu", "-q",
-                        "-p", "no:cacheprovider", "--report-dir", "pyargs-reports"],
-                       cwd=empty, capture_output=True, text=True, timeout=600, env=_clean_env())
+    p = subprocess.run(
+        [
+            str(env / "bin" / "python"),
+            "-m",
+            "pytest",
+            "--pyargs",
+            "cases",
+            "-k",
+            "seed_round_through",
+            "--frameworks",
+            "tensorflow",
+            "--modes",
+            "eager,graph",
+            "--devices",
+            "cpu",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--report-dir",
+            "pyargs-reports",
+        ],
+        cwd=empty,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_clean_env(),
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "2 passed" in p.stdout
     rows = json.loads((empty / "pyargs-reports" / "latest.json").read_text())["results"]

@@ -13,6 +13,7 @@ Besides the runners' own modes there is one benchmark-only subject, ``torch-comp
 that does not compile is a skip with the compile error, never a silent run in eager
 (``fullgraph=True`` turns every graph break, and the recompile limit, into an error).
 """
+
 from __future__ import annotations
 
 import time
@@ -70,7 +71,7 @@ def matmul_ceiling(n: int = 1024) -> dict:
     """Float32 matmul rate (GFLOP/s) with NumPy's BLAS: the compute ceiling for Jacobians."""
     a = np.random.default_rng(1).random((n, n), dtype=np.float32)
     t = _best(lambda: a @ a, repeats=5)
-    return {"gflops": 2 * n ** 3 / t / 1e9, "n": n}
+    return {"gflops": 2 * n**3 / t / 1e9, "n": n}
 
 
 def sync_any(out):
@@ -113,6 +114,7 @@ def make_step(subject, fns: dict, *arrays, **static):
                     tape.watch(a)
                 y = fn(tf, *args, **static)
             return y, tape.gradient(y, args)
+
         if subject.mode == "graph":
             raise ValueError("benchmarks run tensorflow eager/function/xla")
         run = tf_step if subject.mode == "eager" else tf.function(tf_step, jit_compile=subject.mode == "xla")
@@ -127,6 +129,7 @@ def make_step(subject, fns: dict, *arrays, **static):
         def jax_step(*args):
             y, pull = jax.vjp(lambda *a: fn(jax, *a, **static), *args)
             return y, pull(jax.numpy.ones_like(y))
+
         run = jax.jit(jax_step) if subject.mode == "jit" else jax_step
 
         def step():
@@ -142,6 +145,7 @@ def make_step(subject, fns: dict, *arrays, **static):
             y = f(torch, *xs, **static)
             g = torch.autograd.grad(y, diff, grad_outputs=torch.ones_like(y))
             return subject.sync((y, g))
+
     warm_up(subject, step)
     return step
 
@@ -185,8 +189,9 @@ class TorchCompiled:
         try:
             from torch._inductor import exc as iexc
 
-            types += [getattr(iexc, n) for n in ("OperatorIssue", "InvalidCxxCompiler", "CppCompileError")
-                      if hasattr(iexc, n)]
+            types += [
+                getattr(iexc, n) for n in ("OperatorIssue", "InvalidCxxCompiler", "CppCompileError") if hasattr(iexc, n)
+            ]
         except ImportError:  # pragma: no cover - inductor missing from the build
             pass
         return tuple(types)
@@ -245,6 +250,7 @@ def compiled(subject, fn, *, fullgraph: bool = True):
         def inductor(gm, example_inputs):  # the inductor backend, counting what it gets
             ops.append(sum(n.op == "call_function" for n in gm.graph.nodes))
             return compile_fx(gm, example_inputs)
+
         cf = torch.compile(fn, backend=inductor, dynamic=False)
     except Exception as e:  # noqa: BLE001 - e.g. no dynamo on this Python
         _compile_skip(e)
@@ -252,9 +258,12 @@ def compiled(subject, fn, *, fullgraph: bool = True):
     def checked(*args, **kwargs):
         out = cf(*args, **kwargs)
         if not any(ops):
-            raise NotCompiled(f"torch.compile captured no graph with a tensor op in {getattr(fn, '__qualname__', fn)}"
-                              " (it would run in eager)")
+            raise NotCompiled(
+                f"torch.compile captured no graph with a tensor op in {getattr(fn, '__qualname__', fn)}"
+                " (it would run in eager)"
+            )
         return out
+
     return checked
 
 
@@ -270,17 +279,34 @@ def warm_up(subject, step):
         _compile_skip(e)
 
 
-def record(benchmark, *, path: str, subject, bytes_moved: int, ceiling: dict, flops: float | None = None,
-           matmul: dict | None = None) -> None:
+def record(
+    benchmark,
+    *,
+    path: str,
+    subject,
+    bytes_moved: int,
+    ceiling: dict,
+    flops: float | None = None,
+    matmul: dict | None = None,
+) -> None:
     """Attach the roofline numbers to a pytest-benchmark result (after it ran)."""
     t = benchmark.stats.stats.median
     gbps = bytes_moved / t / 1e9 if t else None
-    info = {"path": path, "subject": subject.id, "bytes_moved": bytes_moved, "median_s": t,
-            "gbps": gbps, "ceiling_gbps": ceiling["gbps"],
-            "fraction_of_ceiling": (gbps / ceiling["gbps"]) if gbps else None}
+    info = {
+        "path": path,
+        "subject": subject.id,
+        "bytes_moved": bytes_moved,
+        "median_s": t,
+        "gbps": gbps,
+        "ceiling_gbps": ceiling["gbps"],
+        "fraction_of_ceiling": (gbps / ceiling["gbps"]) if gbps else None,
+    }
     if flops is not None and matmul:
-        info.update(gflops=flops / t / 1e9, ceiling_gflops=matmul["gflops"],
-                    fraction_of_matmul=flops / t / 1e9 / matmul["gflops"])
+        info.update(
+            gflops=flops / t / 1e9,
+            ceiling_gflops=matmul["gflops"],
+            fraction_of_matmul=flops / t / 1e9 / matmul["gflops"],
+        )
     benchmark.extra_info.update(info)
 
 

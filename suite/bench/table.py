@@ -1,4 +1,5 @@
 """The benchmark results as a table and as plot data, and the machine they ran on."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,8 +23,15 @@ def load_bench(paths) -> list:
         machine = f"{p}: " + describe_machine(data.get("machine_info") or {})
         for b in data["benchmarks"]:
             info = b.get("extra_info", {})
-            out.append({"path": info.get("path", b.get("group")), "subject": info.get("subject", b.get("name")),
-                        "gbps": info.get("gbps"), "ceiling_gbps": info.get("ceiling_gbps"), "machine": machine})
+            out.append(
+                {
+                    "path": info.get("path", b.get("group")),
+                    "subject": info.get("subject", b.get("name")),
+                    "gbps": info.get("gbps"),
+                    "ceiling_gbps": info.get("ceiling_gbps"),
+                    "machine": machine,
+                }
+            )
     return out
 
 
@@ -32,8 +40,10 @@ def describe_machine(mi: dict) -> str:
     from suite.report import render
 
     cpu = mi.get("cpu") or {}
-    parts = [f"{cpu.get('brand_raw') or mi.get('processor') or mi.get('machine') or 'unknown CPU'}, "
-             f"{cpu.get('count', '?')} cores, {mi.get('system', '')} {mi.get('release', '')}".strip()]
+    parts = [
+        f"{cpu.get('brand_raw') or mi.get('processor') or mi.get('machine') or 'unknown CPU'}, "
+        f"{cpu.get('count', '?')} cores, {mi.get('system', '')} {mi.get('release', '')}".strip()
+    ]
     fws = mi.get("frameworks") or {}
     parts += [render.framework_label(k, v) for k, v in fws.items()]
     if mi.get("bench_size"):
@@ -53,8 +63,10 @@ def bench_table(data) -> list[str]:
         fastest[r["path"]] = min(fastest.get(r["path"], float("inf")), r["median_s"])
     lines = [f"{'hot path':44s} {'subject':26s} {'median ms':>10s} {'GB/s':>8s} {'of ceiling':>10s} {'x fastest':>9s}"]
     for r in sorted(rows, key=lambda r: (r["path"], r["median_s"])):
-        lines.append(f"{r['path']:44s} {r['subject']:26s} {1e3 * r['median_s']:10.3f} {r['gbps'] or 0:8.2f} "
-                     f"{100 * (r['fraction_of_ceiling'] or 0):9.1f}% {r['median_s'] / fastest[r['path']]:9.2f}")
+        lines.append(
+            f"{r['path']:44s} {r['subject']:26s} {1e3 * r['median_s']:10.3f} {r['gbps'] or 0:8.2f} "
+            f"{100 * (r['fraction_of_ceiling'] or 0):9.1f}% {r['median_s'] / fastest[r['path']]:9.2f}"
+        )
     if rows:
         lines.append(f"ceiling: copy bandwidth {rows[0]['ceiling_gbps']:.2f} GB/s measured in this run")
     return lines

@@ -5,6 +5,7 @@ environment of a test process; :func:`apply` runs right after the framework is
 imported (``suite.frameworks.load``). Each fault names the behaviours that must catch it.
 The self-check runs the relevant cases under each fault and expects them to fail.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,10 +28,13 @@ CATALOGUE: dict[str, Fault] = {}
 def fault(name, *, framework="tensorflow", breaks, description):
     def deco(patch):
         if name in CATALOGUE:  # a silent overwrite would drop a fault from the self-check
-            raise ValueError(f"fault {name!r} is registered twice ({CATALOGUE[name].patch.__module__} and "
-                             f"{patch.__module__}); name it once, listing every behaviour in breaks=")
+            raise ValueError(
+                f"fault {name!r} is registered twice ({CATALOGUE[name].patch.__module__} and "
+                f"{patch.__module__}); name it once, listing every behaviour in breaks="
+            )
         CATALOGUE[name] = Fault(name, framework, tuple(breaks), description, patch)
         return patch
+
     return deco
 
 

@@ -1,4 +1,5 @@
 """The faults. Each patch replaces public TensorFlow behaviour the way a regression might."""
+
 from __future__ import annotations
 
 from . import fault
@@ -13,8 +14,10 @@ def _set(tf, dotted_names, value):
         setattr(obj, last, value)
 
 
-@fault("stop-gradient-identity",
-       breaks=["straight-through-estimator", "partial-stop-gradient", "per-occurrence-gradients"],
-       description="tf.stop_gradient lets the gradient through (behaves like tf.identity)")
+@fault(
+    "stop-gradient-identity",
+    breaks=["straight-through-estimator", "partial-stop-gradient", "per-occurrence-gradients"],
+    description="tf.stop_gradient lets the gradient through (behaves like tf.identity)",
+)
 def _stop_gradient_identity(tf):
     _set(tf, ["stop_gradient", "compat.v1.stop_gradient"], lambda input, name=None: tf.identity(input, name=name))

@@ -1,4 +1,5 @@
 """Faults for ``control-dependencies``: ordering of variable updates and reads that stops holding."""
+
 from __future__ import annotations
 
 import contextlib
@@ -6,18 +7,25 @@ import contextlib
 from . import fault
 
 
-@fault("control-dependencies-noop", breaks=["control-dependencies", "batch-norm-update-ops"],
-       description="tf.control_dependencies is a no-op context manager: ops built inside get no control inputs")
+@fault(
+    "control-dependencies-noop",
+    breaks=["control-dependencies", "batch-norm-update-ops"],
+    description="tf.control_dependencies is a no-op context manager: ops built inside get no control inputs",
+)
 def _control_dependencies_noop(tf):
     def control_dependencies(control_inputs):
         return contextlib.nullcontext()
+
     tf.control_dependencies = control_dependencies
     tf.compat.v1.control_dependencies = control_dependencies
 
 
-@fault("auto-control-deps-dropped", breaks=["control-dependencies"],
-       description="tf.function adds no automatic control dependencies: stateful ops are neither ordered "
-                   "nor kept when their results are unused")
+@fault(
+    "auto-control-deps-dropped",
+    breaks=["control-dependencies"],
+    description="tf.function adds no automatic control dependencies: stateful ops are neither ordered "
+    "nor kept when their results are unused",
+)
 def _auto_control_deps_dropped(tf):
     from tensorflow.python.framework import auto_control_deps as acd
 
@@ -29,12 +37,15 @@ def _auto_control_deps_dropped(tf):
         self._graph._add_control_dependencies = outer._add_control_dependencies if outer is not None else False
         self._graph.experimental_acd_manager = None
         self.collective_manager_ids_used = {}
+
     acd.AutomaticControlDependencies.__exit__ = __exit__
 
 
-@fault("assign-returns-snapshot", breaks=["control-dependencies"],
-       description="Variable.assign/assign_add/assign_sub return a snapshot of the new value, "
-                   "not the updated variable")
+@fault(
+    "assign-returns-snapshot",
+    breaks=["control-dependencies"],
+    description="Variable.assign/assign_add/assign_sub return a snapshot of the new value, not the updated variable",
+)
 def _assign_returns_snapshot(tf):
     from tensorflow.python.ops import resource_variable_ops as rvo
 
@@ -47,4 +58,5 @@ def _assign_returns_snapshot(tf):
             def method(self, value, use_locking=None, name=None, read_value=True, _original=cls.__dict__[attr]):
                 out = _original(self, value, use_locking=use_locking, name=name, read_value=read_value)
                 return tf.identity(out) if read_value else out
+
             setattr(cls, attr, method)

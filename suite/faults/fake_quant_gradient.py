@@ -3,12 +3,16 @@
 Each replaces the public function (all its export names) with a ``tf.custom_gradient``
 wrapper around the real op, so it runs in every mode (eager, tf.function, XLA, v1 graph).
 """
+
 from __future__ import annotations
 
 from . import fault
 
-_NAMES = ("quantization.fake_quant_with_min_max_vars", "compat.v1.fake_quant_with_min_max_vars",
-          "compat.v1.quantization.fake_quant_with_min_max_vars")
+_NAMES = (
+    "quantization.fake_quant_with_min_max_vars",
+    "compat.v1.fake_quant_with_min_max_vars",
+    "compat.v1.quantization.fake_quant_with_min_max_vars",
+)
 
 
 def _replace(tf, forward, backward):
@@ -23,6 +27,7 @@ def _replace(tf, forward, backward):
         def op(x, lo, hi):
             def grad(dy):
                 return backward(dy, real_grad(dy, x, lo, hi, **kw))
+
             return forward(tf, real, x, lo, hi, kw), grad
 
         return op(*(tf.convert_to_tensor(v, tf.float32) for v in (inputs, min, max)))
@@ -39,23 +44,33 @@ def _real_forward(tf, real, x, lo, hi, kw):
     return real(x, lo, hi, **kw)
 
 
-@fault("fake-quant-no-range-mask", breaks=["fake-quant-gradient"],
-       description="the x-gradient of fake_quant_with_min_max_vars passes dy everywhere (no nudged-range mask)")
+@fault(
+    "fake-quant-no-range-mask",
+    breaks=["fake-quant-gradient"],
+    description="the x-gradient of fake_quant_with_min_max_vars passes dy everywhere (no nudged-range mask)",
+)
 def _no_range_mask(tf):
     _replace(tf, _real_forward, lambda dy, g: (dy, g[1], g[2]))
 
 
-@fault("fake-quant-min-max-grad-dropped", breaks=["fake-quant-gradient"],
-       description="fake_quant_with_min_max_vars gives no gradient to min and max (as if they were attrs)")
+@fault(
+    "fake-quant-min-max-grad-dropped",
+    breaks=["fake-quant-gradient"],
+    description="fake_quant_with_min_max_vars gives no gradient to min and max (as if they were attrs)",
+)
 def _min_max_grad_dropped(tf):
     _replace(tf, _real_forward, lambda dy, g: (g[0], None, None))
 
 
-@fault("fake-quant-no-nudge", breaks=["fake-quant-gradient"],
-       description="fake_quant_with_min_max_vars quantizes [min, max] as given: zero is not nudged onto the grid")
+@fault(
+    "fake-quant-no-nudge",
+    breaks=["fake-quant-gradient"],
+    description="fake_quant_with_min_max_vars quantizes [min, max] as given: zero is not nudged onto the grid",
+)
 def _no_nudge(tf):
     def forward(tf, real, x, lo, hi, kw):
         levels = float(2 ** kw["num_bits"] - 1 - int(kw["narrow_range"]))
         scale = (hi - lo) / levels
         return tf.floor((tf.clip_by_value(x, lo, hi) - lo) / scale + 0.5) * scale + lo
+
     _replace(tf, forward, lambda dy, g: g)

@@ -10,6 +10,7 @@
 Each patch replaces a public function or a registered gradient, so it holds in eager,
 tf.function, XLA and v1 graph mode alike.
 """
+
 from __future__ import annotations
 
 from . import fault
@@ -17,9 +18,12 @@ from .catalogue import _set
 from .straight_through_estimator import reregister
 
 
-@fault("stop-gradient-zeros", breaks=["partial-stop-gradient"],
-       description="tf.stop_gradient gives a zeros gradient instead of None: a wholly stopped source "
-                   "is reported as connected (zeros) rather than unconnected")
+@fault(
+    "stop-gradient-zeros",
+    breaks=["partial-stop-gradient"],
+    description="tf.stop_gradient gives a zeros gradient instead of None: a wholly stopped source "
+    "is reported as connected (zeros) rather than unconnected",
+)
 def _stop_gradient_zeros(tf):
     stop = tf.stop_gradient
 
@@ -39,14 +43,18 @@ def _sum_to(tf, grad, like):
     return tf.reshape(tf.reduce_sum(grad, axis=axes, keepdims=True), tf.shape(like))
 
 
-@fault("where-gradient-unmasked", breaks=["partial-stop-gradient"],
-       description="the gradient of tf.where (SelectV2/Select) sends the whole upstream gradient to both "
-                   "branches instead of masking it by the condition")
+@fault(
+    "where-gradient-unmasked",
+    breaks=["partial-stop-gradient"],
+    description="the gradient of tf.where (SelectV2/Select) sends the whole upstream gradient to both "
+    "branches instead of masking it by the condition",
+)
 def _where_gradient_unmasked(tf):
     def unmasked(original):
         def grad_fn(op, grad):
             _, x, y = op.inputs
             return None, _sum_to(tf, grad, x), _sum_to(tf, grad, y)
+
         return grad_fn
 
     for op_type in ("SelectV2", "Select"):

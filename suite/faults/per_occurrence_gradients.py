@@ -22,6 +22,7 @@ here with ``pywrap_tfe.TFE_Py_RegisterVSpace``), tf.gradients in
 is missing the fault raises instead of silently doing nothing. Tapes inside tf.function
 and XLA-compiled functions use the same vspace, so the fault holds in every mode.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -31,8 +32,10 @@ from . import fault
 
 def _require(tf, fault_name, owner, attr):
     if not hasattr(owner, attr):
-        raise RuntimeError(f"fault {fault_name!r} cannot be applied to TensorFlow {tf.__version__}: "
-                           f"{owner.__name__}.{attr} is missing (the seam it patches has moved)")
+        raise RuntimeError(
+            f"fault {fault_name!r} cannot be applied to TensorFlow {tf.__version__}: "
+            f"{owner.__name__}.{attr} is missing (the seam it patches has moved)"
+        )
     return getattr(owner, attr)
 
 
@@ -50,8 +53,10 @@ def _patch_aggregation(tf, fault_name, combine):
     get_grads = _require(tf, fault_name, gradients_util, "_GetGrads")
     graph_aggregate = _require(tf, fault_name, gradients_util, "_AggregatedGrads")
     if not hasattr(vspace, "_replace") or "aggregate_fn" not in getattr(vspace, "_fields", ()):
-        raise RuntimeError(f"fault {fault_name!r} cannot be applied to TensorFlow {tf.__version__}: "
-                           "backprop._default_vspace has no aggregate_fn field")
+        raise RuntimeError(
+            f"fault {fault_name!r} cannot be applied to TensorFlow {tf.__version__}: "
+            "backprop._default_vspace has no aggregate_fn field"
+        )
     tape_aggregate = vspace.aggregate_fn
 
     def dense(grads):
@@ -76,30 +81,41 @@ def _patch_aggregation(tf, fault_name, combine):
     gradients_util._AggregatedGrads = _AggregatedGrads
 
 
-@fault("occurrence-gradients-keep-last", breaks=["per-occurrence-gradients"],
-       description="GradientTape and tf.gradients keep only the last of a reused tensor's per-use "
-                   "gradients instead of summing them")
+@fault(
+    "occurrence-gradients-keep-last",
+    breaks=["per-occurrence-gradients"],
+    description="GradientTape and tf.gradients keep only the last of a reused tensor's per-use "
+    "gradients instead of summing them",
+)
 def _keep_last(tf):
     _patch_aggregation(tf, "occurrence-gradients-keep-last", lambda grads: grads[-1])
 
 
-@fault("occurrence-gradients-mean", breaks=["per-occurrence-gradients"],
-       description="GradientTape and tf.gradients average a reused tensor's per-use gradients "
-                   "instead of summing them")
+@fault(
+    "occurrence-gradients-mean",
+    breaks=["per-occurrence-gradients"],
+    description="GradientTape and tf.gradients average a reused tensor's per-use gradients instead of summing them",
+)
 def _mean(tf):
-    _patch_aggregation(tf, "occurrence-gradients-mean",
-                       lambda grads: tf.math.add_n(grads) / tf.cast(len(grads), grads[0].dtype))
+    _patch_aggregation(
+        tf, "occurrence-gradients-mean", lambda grads: tf.math.add_n(grads) / tf.cast(len(grads), grads[0].dtype)
+    )
 
 
-@fault("custom-getter-skipped-on-reuse", breaks=["per-occurrence-gradients"],
-       description="tf.compat.v1.variable_scope ignores custom_getter when reuse is True or AUTO_REUSE: "
-                   "a reused scope's variables are returned without the getter (no stop_gradient)")
+@fault(
+    "custom-getter-skipped-on-reuse",
+    breaks=["per-occurrence-gradients"],
+    description="tf.compat.v1.variable_scope ignores custom_getter when reuse is True or AUTO_REUSE: "
+    "a reused scope's variables are returned without the getter (no stop_gradient)",
+)
 def _custom_getter_skipped_on_reuse(tf):
     base = tf.compat.v1.variable_scope
     signature = inspect.signature(base.__init__)
     if "custom_getter" not in signature.parameters or "reuse" not in signature.parameters:
-        raise RuntimeError(f"fault 'custom-getter-skipped-on-reuse' cannot be applied to TensorFlow "
-                           f"{tf.__version__}: variable_scope takes no custom_getter/reuse")
+        raise RuntimeError(
+            f"fault 'custom-getter-skipped-on-reuse' cannot be applied to TensorFlow "
+            f"{tf.__version__}: variable_scope takes no custom_getter/reuse"
+        )
 
     class variable_scope(base):  # noqa: N801  (TensorFlow's name)
         __doc__ = base.__doc__
@@ -118,9 +134,12 @@ def _custom_getter_skipped_on_reuse(tf):
 _BINARY = ("Mul", "AddV2", "Add", "Sub", "MatMul", "BatchMatMulV2", "BatchMatMulV3")
 
 
-@fault("repeated-input-counted-once", breaks=["per-occurrence-gradients"],
-       description="an op that takes the same tensor as two inputs (x * x, x + x, B @ B) credits the gradient "
-                   "to the first input slot only, as if the tape deduplicated an op's inputs")
+@fault(
+    "repeated-input-counted-once",
+    breaks=["per-occurrence-gradients"],
+    description="an op that takes the same tensor as two inputs (x * x, x + x, B @ B) credits the gradient "
+    "to the first input slot only, as if the tape deduplicated an op's inputs",
+)
 def _repeated_input_counted_once(tf):
     from .straight_through_estimator import _gradient_registry, reregister
 
@@ -134,6 +153,7 @@ def _repeated_input_counted_once(tf):
                 if any(inputs[j] is inputs[i] for i in range(j)):
                     out[j] = None  # the repeated slot's share is lost
             return out
+
         return grad_fn
 
     for op_type in _BINARY:
@@ -141,7 +161,9 @@ def _repeated_input_counted_once(tf):
             registry.lookup(op_type)
         except LookupError:
             if op_type in ("Mul", "AddV2", "MatMul"):
-                raise RuntimeError(f"fault 'repeated-input-counted-once': TensorFlow {tf.__version__} "
-                                   f"registers no gradient for {op_type}") from None
+                raise RuntimeError(
+                    f"fault 'repeated-input-counted-once': TensorFlow {tf.__version__} "
+                    f"registers no gradient for {op_type}"
+                ) from None
             continue
         reregister(tf, "repeated-input-counted-once", op_type, once)

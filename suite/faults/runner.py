@@ -6,6 +6,7 @@ only (the oracles still run inside those tests), stopping at the first failure. 
 is *killed* when every behaviour it names has a case that fails under it; a control run
 with no fault must pass first, or a kill would prove nothing.
 """
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -23,7 +24,7 @@ from pathlib import Path
 class Outcome:
     fault: str
     behaviours: tuple
-    killed_by: dict          # behaviour -> first failing test
+    killed_by: dict  # behaviour -> first failing test
     rc: int
     seconds: float
     error: str = ""
@@ -37,8 +38,25 @@ def _pytest(files, env_extra, report_dir, profile, stop_first=True, timeout=1500
     env = dict(os.environ)
     env.pop("AUTODIFF_SEMANTICS_FAULTS", None)
     env.update(env_extra)
-    cmd = [sys.executable, "-m", "pytest", *files, "-p", "suite.plugin", "--profile", profile, "--devices", "cpu",
-           "--report-dir", str(report_dir), "-p", "no:cacheprovider", "-q", "-k", "tensorflow"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *files,
+        "-p",
+        "suite.plugin",
+        "--profile",
+        profile,
+        "--devices",
+        "cpu",
+        "--report-dir",
+        str(report_dir),
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-k",
+        "tensorflow",
+    ]
     if stop_first:
         cmd.append("-x")
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
@@ -109,9 +127,14 @@ def run(names=None, *, jobs=None, profile="ci", with_control=True, out=print) ->
             results.append(o)
             state = "killed" if o.killed else "SURVIVED"
             survivors = [b for b in o.behaviours if b not in o.killed_by]
-            out(f"[{i}/{len(faults)}] {o.fault}: {state} ({o.seconds:.0f}s)"
-                + (f" by {next(iter(o.killed_by.values()))}" if o.killed
-                   else f" (not caught by {', '.join(survivors)}) {o.error[-300:]}"))
+            out(
+                f"[{i}/{len(faults)}] {o.fault}: {state} ({o.seconds:.0f}s)"
+                + (
+                    f" by {next(iter(o.killed_by.values()))}"
+                    if o.killed
+                    else f" (not caught by {', '.join(survivors)}) {o.error[-300:]}"
+                )
+            )
     results.sort(key=lambda o: o.fault)
     for line in matrix(results):
         out(line)

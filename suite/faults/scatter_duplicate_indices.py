@@ -1,5 +1,6 @@
 """Faults for scatter-duplicate-indices: scatter updates that drop repeated indices, or an
 update op that computes the new centers without writing them to the variable."""
+
 from __future__ import annotations
 
 from . import fault
@@ -19,9 +20,11 @@ def _last_only(tf, indices, updates):
     return updates * tf.reshape(tf.cast(keep, updates.dtype), shape)
 
 
-@fault("tensor-scatter-nd-sub-last-wins", breaks=["scatter-duplicate-indices"],
-       description="tf.tensor_scatter_nd_sub keeps only the last update of a repeated index instead of "
-                   "accumulating them")
+@fault(
+    "tensor-scatter-nd-sub-last-wins",
+    breaks=["scatter-duplicate-indices"],
+    description="tf.tensor_scatter_nd_sub keeps only the last update of a repeated index instead of accumulating them",
+)
 def _tensor_scatter_nd_sub_last_wins(tf):
     original = tf.tensor_scatter_nd_sub
 
@@ -31,9 +34,12 @@ def _tensor_scatter_nd_sub_last_wins(tf):
     _set(tf, ["tensor_scatter_nd_sub", "compat.v1.tensor_scatter_nd_sub"], tensor_scatter_nd_sub)
 
 
-@fault("scatter-sub-last-wins", breaks=["scatter-duplicate-indices"],
-       description="tf.compat.v1.scatter_sub and Variable.scatter_sub keep only the last update of a "
-                   "repeated index (as a non-accumulating index_put would)")
+@fault(
+    "scatter-sub-last-wins",
+    breaks=["scatter-duplicate-indices"],
+    description="tf.compat.v1.scatter_sub and Variable.scatter_sub keep only the last update of a "
+    "repeated index (as a non-accumulating index_put would)",
+)
 def _scatter_sub_last_wins(tf):
     from tensorflow.python.ops import resource_variable_ops  # where Variable.scatter_sub lives
 
@@ -45,20 +51,28 @@ def _scatter_sub_last_wins(tf):
 
     def variable_scatter_sub(self, sparse_delta, use_locking=False, name=None):
         values = _last_only(tf, sparse_delta.indices, sparse_delta.values)
-        return method(self, tf.IndexedSlices(values, sparse_delta.indices, sparse_delta.dense_shape),
-                      use_locking=use_locking, name=name)
+        return method(
+            self,
+            tf.IndexedSlices(values, sparse_delta.indices, sparse_delta.dense_shape),
+            use_locking=use_locking,
+            name=name,
+        )
 
     _set(tf, ["compat.v1.scatter_sub"], scatter_sub)
     resource_variable_ops.BaseResourceVariable.scatter_sub = variable_scatter_sub
 
 
-@fault("scatter-sub-not-applied", breaks=["scatter-duplicate-indices"],
-       description="tf.compat.v1.scatter_sub returns the updated value but never writes it to the variable")
+@fault(
+    "scatter-sub-not-applied",
+    breaks=["scatter-duplicate-indices"],
+    description="tf.compat.v1.scatter_sub returns the updated value but never writes it to the variable",
+)
 def _scatter_sub_not_applied(tf):
     def scatter_sub(ref, indices, updates, use_locking=False, name=None):
         value = tf.convert_to_tensor(ref)
         idx = tf.convert_to_tensor(indices)
-        return tf.tensor_scatter_nd_sub(value, tf.expand_dims(idx, -1), tf.convert_to_tensor(updates, value.dtype),
-                                        name=name)
+        return tf.tensor_scatter_nd_sub(
+            value, tf.expand_dims(idx, -1), tf.convert_to_tensor(updates, value.dtype), name=name
+        )
 
     _set(tf, ["compat.v1.scatter_sub"], scatter_sub)

@@ -10,6 +10,7 @@
   results that an enclosing tape / a second ``tf.gradients`` treats as constants (as if
   the backward pass ran with recording paused), so double backprop sees no dependence.
 """
+
 from __future__ import annotations
 
 from . import fault
@@ -23,8 +24,11 @@ def _reregister(tf, op_type, fn):
     tf.RegisterGradient(op_type)(fn)
 
 
-@fault("tanh-grad-grad-halved", breaks=["second-order-gradients"],
-       description="the registered gradient of TanhGrad drops the factor 2: d2/dx2 tanh(x) = -tanh*sech^2")
+@fault(
+    "tanh-grad-grad-halved",
+    breaks=["second-order-gradients"],
+    description="the registered gradient of TanhGrad drops the factor 2: d2/dx2 tanh(x) = -tanh*sech^2",
+)
 def _tanh_grad_grad_halved(tf):
     def tanh_grad_grad(op, grad):
         y, dy = op.inputs  # TanhGrad(y, dy) = dy * (1 - y^2)
@@ -33,8 +37,11 @@ def _tanh_grad_grad_halved(tf):
     _reregister(tf, "TanhGrad", tanh_grad_grad)
 
 
-@fault("tanh-grad-grad-unconnected", breaks=["second-order-gradients"],
-       description="the registered gradient of TanhGrad returns None for y: tanh's curvature is lost")
+@fault(
+    "tanh-grad-grad-unconnected",
+    breaks=["second-order-gradients"],
+    description="the registered gradient of TanhGrad returns None for y: tanh's curvature is lost",
+)
 def _tanh_grad_grad_unconnected(tf):
     def tanh_grad_grad(op, grad):
         y, _ = op.inputs
@@ -43,9 +50,12 @@ def _tanh_grad_grad_unconnected(tf):
     _reregister(tf, "TanhGrad", tanh_grad_grad)
 
 
-@fault("inner-gradient-constant", breaks=["second-order-gradients"],
-       description="GradientTape.gradient / tf.gradients results are not differentiable by an outer "
-                   "tape or a second tf.gradients (stop_gradient on every result)")
+@fault(
+    "inner-gradient-constant",
+    breaks=["second-order-gradients"],
+    description="GradientTape.gradient / tf.gradients results are not differentiable by an outer "
+    "tape or a second tf.gradients (stop_gradient on every result)",
+)
 def _inner_gradient_constant(tf):
     def freeze(g):
         if g is None:
@@ -63,6 +73,8 @@ def _inner_gradient_constant(tf):
 
     tf.GradientTape.gradient = gradient
     for owner in (tf, tf.compat.v1):
+
         def patched(ys, xs, *args, _orig=owner.gradients, **kwargs):
             return freeze(_orig(ys, xs, *args, **kwargs))
+
         owner.gradients = patched

@@ -13,12 +13,13 @@
 Every patch replaces a public function or a registered gradient, so it holds in eager,
 tf.function, XLA and v1 graph mode alike.
 """
+
 from __future__ import annotations
 
 from . import fault
 from .catalogue import _set
 
-LEAK = 2.0 ** -10
+LEAK = 2.0**-10
 
 
 def _gradient_registry(tf, fault_name):
@@ -29,8 +30,10 @@ def _gradient_registry(tf, fault_name):
         raise RuntimeError(f"fault {fault_name!r} cannot be applied to TensorFlow {tf.__version__}: {e}") from e
     registry = getattr(ops, "gradient_registry", None) or getattr(ops, "_gradient_registry", None)
     if registry is None or not hasattr(registry, "_registry") or not hasattr(registry, "lookup"):
-        raise RuntimeError(f"fault {fault_name!r} cannot be applied to TensorFlow {tf.__version__}: "
-                           "tensorflow.python.framework.ops has no gradient registry")
+        raise RuntimeError(
+            f"fault {fault_name!r} cannot be applied to TensorFlow {tf.__version__}: "
+            "tensorflow.python.framework.ops has no gradient registry"
+        )
     return registry
 
 
@@ -41,15 +44,19 @@ def reregister(tf, fault_name, op_type, make):
     try:
         original = registry.lookup(op_type)
     except LookupError as e:
-        raise RuntimeError(f"fault {fault_name!r}: TensorFlow {tf.__version__} registers no gradient "
-                           f"for {op_type}") from e
+        raise RuntimeError(
+            f"fault {fault_name!r}: TensorFlow {tf.__version__} registers no gradient for {op_type}"
+        ) from e
     registry._registry.pop(op_type, None)  # noqa: SLF001
     tf.RegisterGradient(op_type)(make(original))
 
 
-@fault("round-half-away-from-zero", breaks=["straight-through-estimator"],
-       description="tf.round rounds half-way points away from zero (0.5 -> 1, 2.5 -> 3, -1.5 -> -2) "
-                   "instead of to even; the gradient stays None")
+@fault(
+    "round-half-away-from-zero",
+    breaks=["straight-through-estimator"],
+    description="tf.round rounds half-way points away from zero (0.5 -> 1, 2.5 -> 3, -1.5 -> -2) "
+    "instead of to even; the gradient stays None",
+)
 def _round_half_away_from_zero(tf):
     original, stop = tf.round, tf.stop_gradient
 
@@ -67,16 +74,21 @@ def _round_half_away_from_zero(tf):
     _set(tf, ["round", "math.round"], round_)
 
 
-@fault("round-gradient-straight-through", breaks=["straight-through-estimator"],
-       description="the registered gradient of Round passes the upstream gradient through "
-                   "(a built-in straight-through estimator) instead of None")
+@fault(
+    "round-gradient-straight-through",
+    breaks=["straight-through-estimator"],
+    description="the registered gradient of Round passes the upstream gradient through "
+    "(a built-in straight-through estimator) instead of None",
+)
 def _round_gradient_straight_through(tf):
-    reregister(tf, "round-gradient-straight-through", "Round", lambda original: (lambda op, grad: grad))
+    reregister(tf, "round-gradient-straight-through", "Round", lambda original: lambda op, grad: grad)
 
 
-@fault("stop-gradient-leaks-fraction",
-       breaks=["straight-through-estimator", "partial-stop-gradient", "per-occurrence-gradients"],
-       description="tf.stop_gradient passes 1/1024 of the upstream gradient through instead of none")
+@fault(
+    "stop-gradient-leaks-fraction",
+    breaks=["straight-through-estimator", "partial-stop-gradient", "per-occurrence-gradients"],
+    description="tf.stop_gradient passes 1/1024 of the upstream gradient through instead of none",
+)
 def _stop_gradient_leaks_fraction(tf):
     stop = tf.stop_gradient
 

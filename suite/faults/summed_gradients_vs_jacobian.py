@@ -1,5 +1,6 @@
 """Faults for summed-gradients-vs-jacobian: Jacobians that collapse to the summed gradient,
 tf.gradients that returns one entry per target, and a non-scalar target seeded with its mean."""
+
 from __future__ import annotations
 
 from . import fault
@@ -7,27 +8,45 @@ from . import fault
 BEHAVIOUR = "summed-gradients-vs-jacobian"
 
 
-@fault("jacobian-summed-gradient", breaks=[BEHAVIOUR],
-       description="GradientTape.jacobian and batch_jacobian return tape.gradient(target, sources), "
-                   "the column sum of the Jacobian, for both pfor and the while loop")
+@fault(
+    "jacobian-summed-gradient",
+    breaks=[BEHAVIOUR],
+    description="GradientTape.jacobian and batch_jacobian return tape.gradient(target, sources), "
+    "the column sum of the Jacobian, for both pfor and the while loop",
+)
 def _jacobian_summed_gradient(tf):
     tape = tf.GradientTape
 
-    def jacobian(self, target, sources, unconnected_gradients=tf.UnconnectedGradients.NONE,
-                 parallel_iterations=None, experimental_use_pfor=True):
+    def jacobian(
+        self,
+        target,
+        sources,
+        unconnected_gradients=tf.UnconnectedGradients.NONE,
+        parallel_iterations=None,
+        experimental_use_pfor=True,
+    ):
         return self.gradient(target, sources, unconnected_gradients=unconnected_gradients)
 
-    def batch_jacobian(self, target, source, unconnected_gradients=tf.UnconnectedGradients.NONE,
-                       parallel_iterations=None, experimental_use_pfor=True):
+    def batch_jacobian(
+        self,
+        target,
+        source,
+        unconnected_gradients=tf.UnconnectedGradients.NONE,
+        parallel_iterations=None,
+        experimental_use_pfor=True,
+    ):
         return self.gradient(target, source, unconnected_gradients=unconnected_gradients)
 
     tape.jacobian = jacobian
     tape.batch_jacobian = batch_jacobian
 
 
-@fault("gradients-per-target", breaks=[BEHAVIOUR],
-       description="tf.gradients(ys, xs) with a list of targets returns len(ys) tensors, each "
-                   "sum over xs of dy/dx (what the seed's asker believed), instead of len(xs)")
+@fault(
+    "gradients-per-target",
+    breaks=[BEHAVIOUR],
+    description="tf.gradients(ys, xs) with a list of targets returns len(ys) tensors, each "
+    "sum over xs of dy/dx (what the seed's asker believed), instead of len(xs)",
+)
 def _gradients_per_target(tf):
     original = tf.gradients
 
@@ -45,9 +64,12 @@ def _gradients_per_target(tf):
     tf.compat.v1.gradients = gradients
 
 
-@fault("nonscalar-gradient-mean", breaks=[BEHAVIOUR],
-       description="GradientTape.gradient and tf.gradients seed a non-scalar target with "
-                   "ones / size (the gradient of its mean) instead of ones (its sum)")
+@fault(
+    "nonscalar-gradient-mean",
+    breaks=[BEHAVIOUR],
+    description="GradientTape.gradient and tf.gradients seed a non-scalar target with "
+    "ones / size (the gradient of its mean) instead of ones (its sum)",
+)
 def _nonscalar_gradient_mean(tf):
     def mean_seed(target):
         return tf.nest.map_structure(lambda t: tf.ones_like(t) / tf.cast(tf.size(t), t.dtype), target)

@@ -1,4 +1,5 @@
 """Faults for ``unconnected-gradients``: the policy lost, the default flipped, a None turned to zeros."""
+
 from __future__ import annotations
 
 from . import fault
@@ -10,8 +11,13 @@ def _patch_policy(tf, choose):
     tape_gradient = tf.GradientTape.gradient
 
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients=NONE):
-        return tape_gradient(self, target, sources, output_gradients=output_gradients,
-                             unconnected_gradients=choose(unconnected_gradients))
+        return tape_gradient(
+            self,
+            target,
+            sources,
+            output_gradients=output_gradients,
+            unconnected_gradients=choose(unconnected_gradients),
+        )
 
     tf.GradientTape.gradient = gradient
     for ns in (tf, tf.compat.v1):
@@ -23,21 +29,30 @@ def _patch_policy(tf, choose):
         ns.gradients = gradients
 
 
-@fault("unconnected-zero-ignored", breaks=["unconnected-gradients"],
-       description="GradientTape.gradient and tf.gradients drop unconnected_gradients: ZERO gives None")
+@fault(
+    "unconnected-zero-ignored",
+    breaks=["unconnected-gradients"],
+    description="GradientTape.gradient and tf.gradients drop unconnected_gradients: ZERO gives None",
+)
 def _zero_ignored(tf):
     _patch_policy(tf, lambda policy: tf.UnconnectedGradients.NONE)
 
 
-@fault("unconnected-none-gives-zeros", breaks=["unconnected-gradients"],
-       description="GradientTape.gradient and tf.gradients zero-fill unconnected sources by default "
-                   "(NONE behaves as ZERO): zeros where None is the contract")
+@fault(
+    "unconnected-none-gives-zeros",
+    breaks=["unconnected-gradients"],
+    description="GradientTape.gradient and tf.gradients zero-fill unconnected sources by default "
+    "(NONE behaves as ZERO): zeros where None is the contract",
+)
 def _none_gives_zeros(tf):
     _patch_policy(tf, lambda policy: tf.UnconnectedGradients.ZERO)
 
 
-@fault("round-gradient-zeros", breaks=["unconnected-gradients", "straight-through-estimator"],
-       description="tf.round gets a zeros gradient (as tf.sign has) instead of its registered None")
+@fault(
+    "round-gradient-zeros",
+    breaks=["unconnected-gradients", "straight-through-estimator"],
+    description="tf.round gets a zeros gradient (as tf.sign has) instead of its registered None",
+)
 def _round_gradient_zeros(tf):
     original = tf.round
 

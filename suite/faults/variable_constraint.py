@@ -1,5 +1,6 @@
 """Faults for ``variable-constraint``: optimizers that stop projecting constrained variables, and
 an ``assign`` that starts projecting."""
+
 from __future__ import annotations
 
 import functools
@@ -17,12 +18,16 @@ def _without_constraints(variables):
     def restore():
         for v, c in saved:
             v._constraint = c
+
     return restore
 
 
-@fault("keras-optimizer-skips-constraints", breaks=["variable-constraint"],
-       description="Keras optimizers' apply/apply_gradients update the variables but no longer run "
-                   "variable.constraint afterwards")
+@fault(
+    "keras-optimizer-skips-constraints",
+    breaks=["variable-constraint"],
+    description="Keras optimizers' apply/apply_gradients update the variables but no longer run "
+    "variable.constraint afterwards",
+)
 def _keras_optimizer_skips_constraints(tf):
     from keras.src.optimizers import base_optimizer
 
@@ -31,19 +36,26 @@ def _keras_optimizer_skips_constraints(tf):
 
     @functools.wraps(original)
     def apply(self, grads, trainable_variables=None):
-        variables = list(trainable_variables) if trainable_variables is not None else list(
-            getattr(self, "_trainable_variables", []))
+        variables = (
+            list(trainable_variables)
+            if trainable_variables is not None
+            else list(getattr(self, "_trainable_variables", []))
+        )
         restore = _without_constraints(variables)
         try:
             return original(self, grads, variables if trainable_variables is not None else None)
         finally:
             restore()
+
     cls.apply = apply
 
 
-@fault("v1-optimizer-skips-constraints", breaks=["variable-constraint"],
-       description="tf.compat.v1.train optimizers' apply_gradients/minimize update the variables but no "
-                   "longer assign var.constraint(var) afterwards (nor refuse sparse gradients)")
+@fault(
+    "v1-optimizer-skips-constraints",
+    breaks=["variable-constraint"],
+    description="tf.compat.v1.train optimizers' apply_gradients/minimize update the variables but no "
+    "longer assign var.constraint(var) afterwards (nor refuse sparse gradients)",
+)
 def _v1_optimizer_skips_constraints(tf):
     from tensorflow.python.training import optimizer as v1
 
@@ -59,20 +71,27 @@ def _v1_optimizer_skips_constraints(tf):
                     return original(self, optimizer, g)
                 finally:
                     restore()
+
             return update_op
+
         cls.update_op = make(original)
 
 
-@fault("assign-applies-constraint", breaks=["variable-constraint"],
-       description="tf.Variable.assign/assign_add/assign_sub project the written value through the "
-                   "variable's constraint (the docs say only optimizers do)")
+@fault(
+    "assign-applies-constraint",
+    breaks=["variable-constraint"],
+    description="tf.Variable.assign/assign_add/assign_sub project the written value through the "
+    "variable's constraint (the docs say only optimizers do)",
+)
 def _assign_applies_constraint(tf):
     from tensorflow.python.ops import resource_variable_ops as rvo
 
     raw_assign = rvo.BaseResourceVariable.__dict__["assign"]  # the unpatched write
-    combines = {"assign": lambda v, x: x,
-                "assign_add": lambda v, x: v.read_value() + x,
-                "assign_sub": lambda v, x: v.read_value() - x}
+    combines = {
+        "assign": lambda v, x: x,
+        "assign_add": lambda v, x: v.read_value() + x,
+        "assign_sub": lambda v, x: v.read_value() - x,
+    }
 
     def make(original, combine):
         @functools.wraps(original)
@@ -81,6 +100,7 @@ def _assign_applies_constraint(tf):
                 return original(self, value, use_locking=use_locking, name=name, read_value=read_value)
             target = self.constraint(combine(self, tf.convert_to_tensor(value, dtype=self.dtype)))
             return raw_assign(self, target, use_locking=use_locking, name=name, read_value=read_value)
+
         return method
 
     # ResourceVariable shadows these with its own wrappers (weak_tensor_ops.py): patch both classes.

@@ -1,4 +1,5 @@
 """Faults for ``variable-copy``: a copy between variables that stops being a copy."""
+
 from __future__ import annotations
 
 import functools
@@ -20,8 +21,11 @@ def _share_storage(dst, src):
     dst._cached_value = None
 
 
-@fault("variable-assign-noop", breaks=["variable-copy"],
-       description="tf.Variable.assign writes nothing: the variable keeps its old value")
+@fault(
+    "variable-assign-noop",
+    breaks=["variable-copy"],
+    description="tf.Variable.assign writes nothing: the variable keeps its old value",
+)
 def _variable_assign_noop(tf):
     from tensorflow.python.ops import resource_variable_ops as rvo
 
@@ -29,13 +33,17 @@ def _variable_assign_noop(tf):
         @functools.wraps(original)
         def assign(self, value, use_locking=None, name=None, read_value=True):
             return self if read_value else None
+
         return assign
+
     _patch_assign(rvo, make)
 
 
-@fault("assign-from-variable-aliases", breaks=["variable-copy"],
-       description="v2.assign(v1) makes v2 a reference to v1's storage (the seed's claim), not a copy "
-                   "of v1's value")
+@fault(
+    "assign-from-variable-aliases",
+    breaks=["variable-copy"],
+    description="v2.assign(v1) makes v2 a reference to v1's storage (the seed's claim), not a copy of v1's value",
+)
 def _assign_from_variable_aliases(tf):
     from tensorflow.python.ops import resource_variable_ops as rvo
 
@@ -46,13 +54,17 @@ def _assign_from_variable_aliases(tf):
                 _share_storage(self, value)
                 return self if read_value else None
             return original(self, value, use_locking=use_locking, name=name, read_value=read_value)
+
         return assign
+
     _patch_assign(rvo, make)
 
 
-@fault("variable-from-variable-aliases", breaks=["variable-copy"],
-       description="tf.Variable(initial_value=v) shares v's handle instead of starting from a copy of "
-                   "v's value")
+@fault(
+    "variable-from-variable-aliases",
+    breaks=["variable-copy"],
+    description="tf.Variable(initial_value=v) shares v's handle instead of starting from a copy of v's value",
+)
 def _variable_from_variable_aliases(tf):
     from tensorflow.python.ops import resource_variable_ops as rvo
 
@@ -64,4 +76,5 @@ def _variable_from_variable_aliases(tf):
         initial_value = kwargs.get("initial_value", args[0] if args else None)
         if isinstance(initial_value, rvo.BaseResourceVariable):
             _share_storage(self, initial_value)
+
     rvo.ResourceVariable.__init__ = __init__

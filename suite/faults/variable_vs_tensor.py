@@ -1,14 +1,18 @@
 """Faults for variable-vs-tensor: a scatter update that computes the new value without writing it,
 arithmetic on a Variable that writes into it, and ``v += d`` that silently rebinds."""
+
 from __future__ import annotations
 
 from . import fault
 from .catalogue import _set
 
 
-@fault("scatter-update-not-applied", breaks=["variable-vs-tensor"],
-       description="Variable.scatter_update and tf.compat.v1.scatter_update return the scattered value as a "
-                   "new tensor but never assign it to the variable")
+@fault(
+    "scatter-update-not-applied",
+    breaks=["variable-vs-tensor"],
+    description="Variable.scatter_update and tf.compat.v1.scatter_update return the scattered value as a "
+    "new tensor but never assign it to the variable",
+)
 def _scatter_update_not_applied(tf):
     from tensorflow.python.ops import resource_variable_ops  # where Variable.scatter_update lives
 
@@ -27,9 +31,12 @@ def _scatter_update_not_applied(tf):
     resource_variable_ops.BaseResourceVariable.scatter_update = variable_scatter_update
 
 
-@fault("variable-add-mutates", breaks=["variable-vs-tensor"],
-       description="Variable.__add__ assigns v + other to the variable (an in-place add) and returns the sum, "
-                   "so a = a + 1 changes the original Variable")
+@fault(
+    "variable-add-mutates",
+    breaks=["variable-vs-tensor"],
+    description="Variable.__add__ assigns v + other to the variable (an in-place add) and returns the sum, "
+    "so a = a + 1 changes the original Variable",
+)
 def _variable_add_mutates(tf):
     from tensorflow.python.ops import variables  # Variable.__add__ is overloaded on the base class
 
@@ -39,9 +46,12 @@ def _variable_add_mutates(tf):
     variables.Variable.__add__ = add
 
 
-@fault("variable-iadd-rebinds", breaks=["variable-vs-tensor"],
-       description="ResourceVariable += returns variable + value (a new Tensor) instead of raising RuntimeError, "
-                   "as TF1 ref variables did")
+@fault(
+    "variable-iadd-rebinds",
+    breaks=["variable-vs-tensor"],
+    description="ResourceVariable += returns variable + value (a new Tensor) instead of raising RuntimeError, "
+    "as TF1 ref variables did",
+)
 def _variable_iadd_rebinds(tf):
     from tensorflow.python.ops import resource_variable_ops
 

@@ -9,6 +9,7 @@ TF32 off, GPU memory growth, quiet logs, JAX x64) happens once, in :func:`hygien
 >>> [r.id for r in frameworks.runners(frameworks=["tensorflow"], modes=["eager"])]
 ['tensorflow-eager-cpu', 'tensorflow-eager-gpu']
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,12 +31,12 @@ DEVICES = ("cpu", "gpu")
 REFERENCE_MODE = {"jax": "jit", "torch": "eager"}
 
 _ENV = {
-    "TF_CPP_MIN_LOG_LEVEL": "2",          # quiet the TF C++ logs
+    "TF_CPP_MIN_LOG_LEVEL": "2",  # quiet the TF C++ logs
     "TF_FORCE_GPU_ALLOW_GROWTH": "true",  # TF must not grab the whole GPU
     "XLA_PYTHON_CLIENT_PREALLOCATE": "false",  # nor JAX
-    "JAX_ENABLE_X64": "1",                # float64 inputs stay float64
-    "NVIDIA_TF32_OVERRIDE": "0",          # TF32 off in cuBLAS/cuDNN for every framework
-    "TF_ENABLE_ONEDNN_OPTS": "0",         # reproducible CPU numerics across TF builds
+    "JAX_ENABLE_X64": "1",  # float64 inputs stay float64
+    "NVIDIA_TF32_OVERRIDE": "0",  # TF32 off in cuBLAS/cuDNN for every framework
+    "TF_ENABLE_ONEDNN_OPTS": "0",  # reproducible CPU numerics across TF builds
     "GRPC_VERBOSITY": "ERROR",
 }
 
@@ -140,8 +141,11 @@ def environment() -> dict:
 
 
 def python_environment() -> dict:
-    return {"python": platform.python_version(), "platform": f"{platform.system()}-{platform.machine()}",
-            "executable": sys.executable}
+    return {
+        "python": platform.python_version(),
+        "platform": f"{platform.system()}-{platform.machine()}",
+        "executable": sys.executable,
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,7 +185,9 @@ def runner(spec: Spec):
         raise Unavailable(fw.error)
     if spec.device not in fw.devices:
         raise Unavailable(f"no {spec.device.upper()} visible to {spec.framework} {fw.version}")
-    module = importlib.import_module(f"suite.frameworks.{'tf' if spec.framework == 'tensorflow' else spec.framework}_runner")
+    module = importlib.import_module(
+        f"suite.frameworks.{'tf' if spec.framework == 'tensorflow' else spec.framework}_runner"
+    )
     r = module.make(fw, spec)
     _runners[spec] = r
     return r

@@ -1,4 +1,5 @@
 """The runner interface shared by every framework (plumbing only; see package docstring)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -3,6 +3,7 @@
 Builders get ``(jax, *arrays, **static)``; use ``jax.numpy`` and ``jax.lax`` from the
 module passed in. x64 is on (process hygiene), so float64 stays float64.
 """
+
 from __future__ import annotations
 
 import functools
@@ -39,6 +40,7 @@ class JaxRunner(Runner):
         def call(*arrays):
             args = [jax.device_put(np.asarray(a), self.jax_device) for a in arrays]
             return nest_map(self.numpy, fn(*args))
+
         return call
 
     def vjp_builder(self):

@@ -21,6 +21,7 @@ built once per test, and are emptied with the rest.
 >>> h.closed
 True
 """
+
 from __future__ import annotations
 
 import weakref

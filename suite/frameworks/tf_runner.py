@@ -7,8 +7,10 @@ fed, so a property test does not build a graph per example. Variables a builder 
 in ``graph`` mode are re-initialised before every call (with the inputs fed, so they may
 be initialised from them), as in eager each call starts fresh. A builder marked
 ``builder.exact_shapes = True`` gets placeholders of the exact input shapes (one graph
-per shape), for APIs such as ``get_variable`` that need a static shape. ``in_v1_graph()`` tells a builder it is being built for a Session.
+per shape), for APIs such as ``get_variable`` that need a static shape.
+``in_v1_graph()`` tells a builder it is being built for a Session.
 """
+
 from __future__ import annotations
 
 import functools
@@ -53,10 +55,12 @@ class TFRunner(Runner):
     def _build(self, builder, static):
         tf = self.tf
         if self.mode == "eager":
+
             def call(*arrays):
                 with tf.device(self.device_name):
                     out = builder(tf, *[tf.constant(a) for a in arrays], **static)
                 return nest_map(self.numpy, out)
+
             return call
         if self.mode in ("function", "xla"):
             fns = {}  # one tf.function per number of arrays: a traced function keeps its arity
@@ -66,11 +70,13 @@ class TFRunner(Runner):
                 if fn is None:
                     # A partial, not a lambda: TF <= 2.15's AutoGraph caches a converted lambda by
                     # its code object and can call another builder's closure (measured on 2.15).
-                    fn = fns[len(arrays)] = tf.function(functools.partial(builder, tf, **static),
-                                                        reduce_retracing=True, jit_compile=self.mode == "xla")
+                    fn = fns[len(arrays)] = tf.function(
+                        functools.partial(builder, tf, **static), reduce_retracing=True, jit_compile=self.mode == "xla"
+                    )
                 with tf.device(self.device_name):
                     out = fn(*[tf.constant(a) for a in arrays])
                 return nest_map(self.numpy, out)
+
             call.tf_functions = fns
             return call
         if self.mode == "graph":
@@ -91,6 +97,7 @@ class TFRunner(Runner):
                 for t in nest_flatten(template):
                     flat.append(None if t is None else self.numpy(next(it)) if not _is_py(t) else t)
                 return nest_pack(template, flat)
+
             return call
         raise ValueError(f"unknown TensorFlow mode {self.mode!r}")
 
@@ -99,8 +106,12 @@ class TFRunner(Runner):
         exact = getattr(static.get("fn", builder), "exact_shapes", False)
         g = tf.Graph()
         with g.as_default(), tf.device(self.device_name):
-            phs = [tf.compat.v1.placeholder(tf.as_dtype(a.dtype), shape=list(a.shape) if exact else [None] * a.ndim, name=f"arg{i}")
-                   for i, a in enumerate(arrays)]
+            phs = [
+                tf.compat.v1.placeholder(
+                    tf.as_dtype(a.dtype), shape=list(a.shape) if exact else [None] * a.ndim, name=f"arg{i}"
+                )
+                for i, a in enumerate(arrays)
+            ]
             _V1_GRAPH[0] = True
             try:
                 template = builder(tf, *phs, **static)

@@ -3,6 +3,7 @@
 Builders get ``(torch, *tensors, **static)``; float inputs arrive with
 ``requires_grad=True`` only inside :func:`torch_vjp`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,6 +37,7 @@ class TorchRunner(Runner):
     def _build(self, builder, static):
         def call(*arrays):
             return nest_map(self.numpy, builder(self.torch, *[self.tensor(a) for a in arrays], **static))
+
         return call
 
     def vjp_builder(self):

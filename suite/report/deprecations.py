@@ -16,6 +16,7 @@ same deprecation reads the same in every checkout.
 >>> normalise("From /x/y.py:12: calling foo (from tensorflow.python.ops) is deprecated\\nInstructions: ...")
 'calling foo (from tensorflow.python.ops) is deprecated'
 """
+
 from __future__ import annotations
 
 import logging

@@ -8,6 +8,7 @@ or crash, passing rows that disappeared, and TensorFlow rows that became skipped
 The Markdown puts what an upgrade check reads first: changed observations, newly
 failing, newly skipped, new deprecations.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,8 +39,12 @@ class Changelog:
     def regressions(self) -> list:
         """Rows that fail now, passing rows that are gone, and TensorFlow rows that no longer
         run (a subject that went missing is not a green upgrade)."""
-        return [c for c in self.changes if c.kind in ("newly failing", "disappeared")
-                or (c.kind == "newly skipped" and c.subject.startswith("tensorflow-"))]
+        return [
+            c
+            for c in self.changes
+            if c.kind in ("newly failing", "disappeared")
+            or (c.kind == "newly skipped" and c.subject.startswith("tensorflow-"))
+        ]
 
     def by_kind(self, kind) -> list:
         return [c for c in self.changes if c.kind == kind]
@@ -85,8 +90,17 @@ def diff(old: dict, new: dict, old_path="OLD", new_path="NEW") -> Changelog:
             if av is not None and bv is not None and _canonical(av) != _canonical(bv):
                 changes.append(Change("observation changed", a["behaviour"], subj, test, av, bv, key))
             elif whole and (av is None) != (bv is None):
-                changes.append(Change("observation changed", a["behaviour"], subj, test,
-                                      NOT_OBSERVED if av is None else av, NOT_OBSERVED if bv is None else bv, key))
+                changes.append(
+                    Change(
+                        "observation changed",
+                        a["behaviour"],
+                        subj,
+                        test,
+                        NOT_OBSERVED if av is None else av,
+                        NOT_OBSERVED if bv is None else bv,
+                        key,
+                    )
+                )
     for test, b in n.items():
         if test not in o:
             kind = "newly failing" if b["outcome"] in BAD else "new"
@@ -121,9 +135,15 @@ def markdown(log: Changelog) -> str:
     out.append("")
     obs = log.by_kind("observation changed")
     if obs:
-        out += ["### Observations that changed", "", "| behaviour | subject | test | key | old | new |",
-                "|---|---|---|---|---|---|"]
-        out += [f"| {c.behaviour} | {c.subject} | `{_short(c.test)}` | {c.detail} | `{c.old}` | `{c.new}` |" for c in obs]
+        out += [
+            "### Observations that changed",
+            "",
+            "| behaviour | subject | test | key | old | new |",
+            "|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {c.behaviour} | {c.subject} | `{_short(c.test)}` | {c.detail} | `{c.old}` | `{c.new}` |" for c in obs
+        ]
         out.append("")
         per_b = {}
         for c in obs:
@@ -131,8 +151,17 @@ def markdown(log: Changelog) -> str:
         out += ["Behaviours whose observations changed:", ""]
         out += [f"- **{b}**: " + "; ".join(sorted(v)) for b, v in sorted(per_b.items())]
         out.append("")
-    for kind in ("newly failing", "newly skipped", "new deprecation", "disappeared", "newly passing",
-                 "newly running", "new", "removed", "deprecation gone"):
+    for kind in (
+        "newly failing",
+        "newly skipped",
+        "new deprecation",
+        "disappeared",
+        "newly passing",
+        "newly running",
+        "new",
+        "removed",
+        "deprecation gone",
+    ):
         cs = log.by_kind(kind)
         if not cs:
             continue
@@ -141,9 +170,16 @@ def markdown(log: Changelog) -> str:
             out += [f"- **{c.behaviour}**: `{c.detail}`" for c in cs]
             out.append("")
             continue
-        out += [f"### {kind.capitalize()} ({len(cs)})", "", "| behaviour | subject | test | old | new | detail |",
-                "|---|---|---|---|---|---|"]
-        out += [f"| {c.behaviour} | {c.subject} | `{_short(c.test)}` | {c.old} | {c.new} | "
-                f"{str(c.detail).replace('|', '/').splitlines()[0][:160] if c.detail else ''} |" for c in cs]
+        out += [
+            f"### {kind.capitalize()} ({len(cs)})",
+            "",
+            "| behaviour | subject | test | old | new | detail |",
+            "|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {c.behaviour} | {c.subject} | `{_short(c.test)}` | {c.old} | {c.new} | "
+            f"{str(c.detail).replace('|', '/').splitlines()[0][:160] if c.detail else ''} |"
+            for c in cs
+        ]
         out.append("")
     return "\n".join(out)

@@ -9,6 +9,7 @@ observations changed are marked), what changed per behaviour with old and new va
 the changelog between consecutive releases, and a link to each release's own page.
 Benchmark results, when given, are plotted as inline SVG bars.
 """
+
 from __future__ import annotations
 
 import collections
@@ -57,18 +58,27 @@ def _anchor(*parts) -> str:
 
 
 def _row_html(r) -> str:
-    parts = [f"<div class='row'><b>{_e(r['test'].split('::', 1)[-1])}</b> <span class='{_e(r['outcome'])}'>"
-             f"{_e(r['outcome'])}</span> <small>{r.get('examples', 0)} examples, {r.get('duration_s', 0)} s</small>"]
+    parts = [
+        f"<div class='row'><b>{_e(r['test'].split('::', 1)[-1])}</b> <span class='{_e(r['outcome'])}'>"
+        f"{_e(r['outcome'])}</span> <small>{r.get('examples', 0)} examples, {r.get('duration_s', 0)} s</small>"
+    ]
     if r.get("observed"):
-        parts.append("<div>observed: " + ", ".join(f"<code>{_e(k)} = {_e(render.value_text(v, 300))}</code>"
-                                                   for k, v in r["observed"].items()) + "</div>")
+        parts.append(
+            "<div>observed: "
+            + ", ".join(f"<code>{_e(k)} = {_e(render.value_text(v, 300))}</code>" for k, v in r["observed"].items())
+            + "</div>"
+        )
     if r.get("expected"):
         parts.append(f"<div>expected: <code>{_e(json.dumps(r['expected']))}</code></div>")
     for key, d in (r.get("declared") or {}).items():
-        parts.append(f"<div>declared divergence <code>{_e(key)}</code>: {_e(d.get('reason'))} "
-                     f"<a href='{_e(d.get('link'))}'>{_e(d.get('link'))}</a></div>")
+        parts.append(
+            f"<div>declared divergence <code>{_e(key)}</code>: {_e(d.get('reason'))} "
+            f"<a href='{_e(d.get('link'))}'>{_e(d.get('link'))}</a></div>"
+        )
     if r.get("max_rel_err"):
-        parts.append("<div>max rel err: " + ", ".join(f"{_e(k)} {v:.1e}" for k, v in r["max_rel_err"].items()) + "</div>")
+        parts.append(
+            "<div>max rel err: " + ", ".join(f"{_e(k)} {v:.1e}" for k, v in r["max_rel_err"].items()) + "</div>"
+        )
     if r.get("reason"):
         parts.append(f"<div>reason: {_e(r['reason'])}</div>")
     if r.get("error"):
@@ -88,8 +98,11 @@ def failures_html(report) -> str:
     bad = render.failures(report)
     if not bad:
         return ""
-    return (f"<h2>Failures ({len(bad)})</h2><ol class='failures'>"
-            + "".join(f"<li id='{_anchor('fail', i)}'>{_row_html(r)}</li>" for i, r in enumerate(bad)) + "</ol>")
+    return (
+        f"<h2>Failures ({len(bad)})</h2><ol class='failures'>"
+        + "".join(f"<li id='{_anchor('fail', i)}'>{_row_html(r)}</li>" for i, r in enumerate(bad))
+        + "</ol>"
+    )
 
 
 def matrix_html(report) -> str:
@@ -108,7 +121,9 @@ def matrix_html(report) -> str:
                 out.append("<td></td>")
                 continue
             cnt = collections.Counter(r["outcome"] for r in rows)
-            out.append(f"<td class='cell {_worst(cnt)}'><a href='#{_anchor(b, c)}'>{_e(render.cell_text(cnt))}</a></td>")
+            out.append(
+                f"<td class='cell {_worst(cnt)}'><a href='#{_anchor(b, c)}'>{_e(render.cell_text(cnt))}</a></td>"
+            )
         out.append("</tr>")
     out.append("</table>")
     out += [f"<p class='note'>{_e(n)}</p>" for n in notes]
@@ -119,8 +134,11 @@ def matrix_html(report) -> str:
             rows = rows_by.get((b, c), [])
             if rows:
                 cnt = collections.Counter(r["outcome"] for r in rows)
-                out.append(f"<details id='{_anchor(b, c)}'><summary>{_e(c)}: {_e(render.cell_text(cnt))}</summary>"
-                           + "".join(_row_html(r) for r in rows) + "</details>")
+                out.append(
+                    f"<details id='{_anchor(b, c)}'><summary>{_e(c)}: {_e(render.cell_text(cnt))}</summary>"
+                    + "".join(_row_html(r) for r in rows)
+                    + "</details>"
+                )
     return "".join(out)
 
 
@@ -133,8 +151,10 @@ def version_matrix_html(reports, details=None) -> str:
         for i, changed in enumerate(render.changed_since_previous(e["values"])):
             if changed:
                 moved[(e["behaviour"], versions[i])].add(e["key"])
-    heads = [f"<a href='{_e(d)}'>TF {_e(v)}</a>" if d else f"TF {_e(v)}"
-             for v, d in zip(versions, details or [None] * len(versions))]
+    heads = [
+        f"<a href='{_e(d)}'>TF {_e(v)}</a>" if d else f"TF {_e(v)}"
+        for v, d in zip(versions, details or [None] * len(versions))
+    ]
     out = ["<table class='versions'><tr><th>behaviour</th>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr>"]
     for b in bs:
         out.append(f"<tr><th>{_e(b)}</th>")
@@ -144,11 +164,12 @@ def version_matrix_html(reports, details=None) -> str:
                 out.append("<td></td>")
                 continue
             keys = moved.get((b, v))
-            mark = (f" moved' title='changed since the release before: {_e(', '.join(sorted(keys)))}"
-                    if keys else "")
+            mark = f" moved' title='changed since the release before: {_e(', '.join(sorted(keys)))}" if keys else ""
             extra = f" <b>Δ{len(keys)}</b>" if keys else ""
             link = f"<a href='#{_anchor('changes', b)}'>" if keys else ""
-            out.append(f"<td class='{_worst(cnt)}{mark}'>{link}{_e(render.cell_text(cnt))}{extra}{'</a>' if link else ''}</td>")
+            out.append(
+                f"<td class='{_worst(cnt)}{mark}'>{link}{_e(render.cell_text(cnt))}{extra}{'</a>' if link else ''}</td>"
+            )
         out.append("</tr>")
     out.append("</table>")
     return "".join(out)
@@ -163,8 +184,10 @@ def observation_changes_html(reports) -> str:
         return "<p>No TensorFlow observation differs between these releases.</p>"
     out = []
     for b, entries in by_b.items():
-        out.append(f"<h3 id='{_anchor('changes', b)}'>{_e(b)}</h3><table class='changes'><tr><th>test: key</th>"
-                   "<th>modes</th>" + "".join(f"<th>{_e(v)}</th>" for v in versions) + "</tr>")
+        out.append(
+            f"<h3 id='{_anchor('changes', b)}'>{_e(b)}</h3><table class='changes'><tr><th>test: key</th>"
+            "<th>modes</th>" + "".join(f"<th>{_e(v)}</th>" for v in versions) + "</tr>"
+        )
         for e in entries:
             out.append(f"<tr><td>{_e(e['test'])}: <code>{_e(e['key'])}</code></td><td>{_e(', '.join(e['modes']))}</td>")
             for i, changed in enumerate(render.changed_since_previous(e["values"])):
@@ -173,8 +196,10 @@ def observation_changes_html(reports) -> str:
                     out.append(f"<td><code>{_e(render.value_text(v, 80))}</code></td>")
                 elif changed:
                     old = e["values"][i - 1] if e["values"][i - 1] is not None else "(not observed)"
-                    out.append(f"<td class='changed' title='{_e(old)} -> {_e(v)}'><code>{_e(render.value_text(old, 60))}"
-                               f"</code> → <code>{_e(render.value_text(v, 60))}</code></td>")
+                    out.append(
+                        f"<td class='changed' title='{_e(old)} -> {_e(v)}'><code>{_e(render.value_text(old, 60))}"
+                        f"</code> → <code>{_e(render.value_text(v, 60))}</code></td>"
+                    )
                 else:
                     out.append("<td class='same' title='same as the release before'>·</td>")
             out.append("</tr>")
@@ -198,11 +223,16 @@ def _header(rep, label) -> str:
     fws = env.get("frameworks", {})
     out = [f"<h2>{_e(label)}</h2>"]
     if rep.get("partial"):
-        out.append("<p class='partial'>PARTIAL REPORT: the run was interrupted; these rows are what it "
-                   "measured before it stopped.</p>")
-    out.append(f"<p><small>created {_e(rep.get('created'))}; Python {_e(env.get('python'))} on "
-               f"{_e(env.get('platform'))}; " + "; ".join(_e(render.framework_label(k, v)) for k, v in fws.items())
-               + f"; profile {_e(env.get('hypothesis', {}).get('profile'))}</small></p>")
+        out.append(
+            "<p class='partial'>PARTIAL REPORT: the run was interrupted; these rows are what it "
+            "measured before it stopped.</p>"
+        )
+    out.append(
+        f"<p><small>created {_e(rep.get('created'))}; Python {_e(env.get('python'))} on "
+        f"{_e(env.get('platform'))}; "
+        + "; ".join(_e(render.framework_label(k, v)) for k, v in fws.items())
+        + f"; profile {_e(env.get('hypothesis', {}).get('profile'))}</small></p>"
+    )
     out += [f"<p>{_e(n)}</p>" for n in render.header_notes(rep)]
     cnt = collections.Counter(r["outcome"] for r in rep["results"])
     out.append("<p>" + ", ".join(f"{_e(k)}: {v}" for k, v in sorted(cnt.items())) + "</p>")
@@ -213,27 +243,44 @@ def _speed(rep) -> str:
     sp = render.speed(rep)
     if not sp:
         return ""
-    return ("<details><summary>speed (examples per second per subject)</summary><table><tr><th>subject</th>"
-            "<th>examples</th><th>test s</th><th>examples/s</th></tr>" + "".join(
-                f"<tr><td>{_e(s['column'])}</td><td>{s['examples']}</td><td>{s['test_s']}</td>"
-                f"<td>{s['examples_per_s']}</td></tr>" for s in sp) + "</table></details>")
+    return (
+        "<details><summary>speed (examples per second per subject)</summary><table><tr><th>subject</th>"
+        "<th>examples</th><th>test s</th><th>examples/s</th></tr>"
+        + "".join(
+            f"<tr><td>{_e(s['column'])}</td><td>{s['examples']}</td><td>{s['test_s']}</td>"
+            f"<td>{s['examples_per_s']}</td></tr>"
+            for s in sp
+        )
+        + "</table></details>"
+    )
 
 
 def _start(title) -> list[str]:
-    return ["<!doctype html><html><head><meta charset='utf-8'><title>autodiff-semantics " + _e(title) + "</title>",
-            f"<style>{CSS}</style></head><body><h1>autodiff-semantics {_e(title)}</h1>",
-            "<p class='legend'>" + "".join(f"<span class='{o}'>{o}</span>" for o in
-                                          ("passed", "failed", "error", "crashed", "unavailable", "skipped")) + "</p>"]
+    return [
+        "<!doctype html><html><head><meta charset='utf-8'><title>autodiff-semantics " + _e(title) + "</title>",
+        f"<style>{CSS}</style></head><body><h1>autodiff-semantics {_e(title)}</h1>",
+        "<p class='legend'>"
+        + "".join(
+            f"<span class='{o}'>{o}</span>" for o in ("passed", "failed", "error", "crashed", "unavailable", "skipped")
+        )
+        + "</p>",
+    ]
 
 
-def page(reports: list[dict], labels: list[str], bench: list[dict] | None = None, details=None,
-         upgrade: str | None = None) -> str:
+def page(
+    reports: list[dict], labels: list[str], bench: list[dict] | None = None, details=None, upgrade: str | None = None
+) -> str:
     """One report's page, or (several reports) the version matrix page. ``details``: a link
     per report to its own page; ``upgrade``: the changelog Markdown of a two-release check."""
     if len(reports) == 1:
         rep = reports[0]
-        out = _start("report") + [_header(rep, labels[0]), failures_html(rep), "<h2>Matrix</h2>", matrix_html(rep),
-                                  _speed(rep)]
+        out = _start("report") + [
+            _header(rep, labels[0]),
+            failures_html(rep),
+            "<h2>Matrix</h2>",
+            matrix_html(rep),
+            _speed(rep),
+        ]
     else:
         out = _start("version matrix")
         if upgrade is not None:
@@ -247,8 +294,9 @@ def page(reports: list[dict], labels: list[str], bench: list[dict] | None = None
                 out.append(_header(rep, label) + failures_html(rep))
     if bench:
         machines = sorted({b["machine"] for b in bench if b.get("machine")})
-        out.append("<h2>Benchmarks</h2>" + "".join(f"<p><small>{_e(m)}</small></p>" for m in machines)
-                   + bench_svg(bench))
+        out.append(
+            "<h2>Benchmarks</h2>" + "".join(f"<p><small>{_e(m)}</small></p>" for m in machines) + bench_svg(bench)
+        )
     out.append("</body></html>")
     return "\n".join(out)
 
@@ -269,13 +317,20 @@ def bench_svg(bench: list[dict], width=640) -> str:
         for i, b in enumerate(items):
             w = (width - 260) * (b.get("gbps") or 0) / scale
             y = 18 * i + 4
-            bars.append(f"<text x='0' y='{y + 12}' font-size='11'>{_e(b.get('subject'))}</text>"
-                        f"<rect x='200' y='{y}' width='{w:.1f}' height='14' fill='#4a8'/>"
-                        f"<text x='{205 + w:.1f}' y='{y + 12}' font-size='11'>{(b.get('gbps') or 0):.2f} GB/s</text>")
+            bars.append(
+                f"<text x='0' y='{y + 12}' font-size='11'>{_e(b.get('subject'))}</text>"
+                f"<rect x='200' y='{y}' width='{w:.1f}' height='14' fill='#4a8'/>"
+                f"<text x='{205 + w:.1f}' y='{y + 12}' font-size='11'>{(b.get('gbps') or 0):.2f} GB/s</text>"
+            )
         if ceiling:
             x = 200 + (width - 260) * ceiling / scale
-            bars.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='0' y2='{h - 20}' stroke='#c33' stroke-dasharray='4'/>"
-                        f"<text x='{x - 60:.1f}' y='{h - 6}' font-size='11' fill='#c33'>ceiling {ceiling:.1f} GB/s</text>")
-        out.append(f"<h3>{_e(path)}</h3><svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{h}'>"
-                   + "".join(bars) + "</svg>")
+            bars.append(
+                f"<line x1='{x:.1f}' x2='{x:.1f}' y1='0' y2='{h - 20}' stroke='#c33' stroke-dasharray='4'/>"
+                f"<text x='{x - 60:.1f}' y='{h - 6}' font-size='11' fill='#c33'>ceiling {ceiling:.1f} GB/s</text>"
+            )
+        out.append(
+            f"<h3>{_e(path)}</h3><svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{h}'>"
+            + "".join(bars)
+            + "</svg>"
+        )
     return "".join(out)

@@ -5,6 +5,7 @@ Rows stream to ``<report-dir>/latest.jsonl`` as tests finish (a header line firs
 footer line last), so an interrupted or crashed run keeps what it measured; at the end
 ``latest.json`` and ``latest.md`` are written and the terminal shows the matrix.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,8 +37,15 @@ _SUPPRESS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 def register_profiles() -> None:
     """The Hypothesis profiles of ``suite.options.PROFILES`` (registered when a session runs cases)."""
     settings.register_profile("dev", max_examples=20, deadline=None, suppress_health_check=_SUPPRESS)
-    settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True, print_blob=True,
-                              suppress_health_check=_SUPPRESS, database=None)
+    settings.register_profile(
+        "ci",
+        max_examples=25,
+        deadline=None,
+        derandomize=True,
+        print_blob=True,
+        suppress_health_check=_SUPPRESS,
+        database=None,
+    )
     settings.register_profile("thorough", max_examples=300, deadline=None, suppress_health_check=_SUPPRESS)
 
 
@@ -57,8 +65,12 @@ def example_budget(item):
     budget = REFERENCE_SUBJECT_EXAMPLES.get(settings.get_current_profile_name())
     spec = getattr(getattr(item, "callspec", None), "params", {}).get("subject")
     own = getattr(test, "_hypothesis_internal_use_settings", None)
-    if (budget is None or own is None or getattr(test, "full_examples", False)
-            or getattr(spec, "framework", "tensorflow") == "tensorflow"):
+    if (
+        budget is None
+        or own is None
+        or getattr(test, "full_examples", False)
+        or getattr(spec, "framework", "tensorflow") == "tensorflow"
+    ):
         yield
         return
     test._hypothesis_internal_use_settings = settings(own, max_examples=min(own.max_examples, budget))
@@ -109,8 +121,13 @@ def record(subject, request):
 # ---------------------------------------------------------------- report writer
 def _git_sha() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=Path(__file__).resolve().parent)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).resolve().parent,
+        )
         return out.stdout.strip() if out.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         return None
@@ -139,7 +156,7 @@ def _behaviour_of(nodeid: str) -> str | None:
     name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
     if not name.startswith("test_") or not name.endswith(".py") or "::" not in nodeid:
         return None
-    return name[len("test_"):-len(".py")].replace("_", "-")
+    return name[len("test_") : -len(".py")].replace("_", "-")
 
 
 def _raise_interrupt(signum, frame):
@@ -173,12 +190,18 @@ class ReportWriter:
         env = frameworks.python_environment()
         env.pop("executable", None)
         env["frameworks"] = frameworks.environment()
-        env["hypothesis"] = {"profile": settings.get_current_profile_name(), "seed": self.config.getoption("hypothesis_seed", None)}
+        env["hypothesis"] = {
+            "profile": settings.get_current_profile_name(),
+            "seed": self.config.getoption("hypothesis_seed", None),
+        }
         env["suite_revision"] = _git_sha()
         env["options"] = {k: self.config.getoption(k) for k in ("frameworks", "modes", "devices")}
-        self.header = {"kind": "header", "schema_version": schema.SCHEMA_VERSION,
-                       "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                       "environment": env}
+        self.header = {
+            "kind": "header",
+            "schema_version": schema.SCHEMA_VERSION,
+            "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "environment": env,
+        }
         append = self.config.getoption("report_append")
         self._fh = open(self.dir / "latest.jsonl", "a" if append else "w", encoding="utf-8")
         self._write(self.header)
@@ -189,8 +212,11 @@ class ReportWriter:
             self._write({"kind": "start", "test": nodeid})
 
     def pytest_warning_recorded(self, warning_message, when, nodeid, location):
-        if (nodeid and issubclass(warning_message.category, deprecations.CATEGORIES)
-                and deprecations.from_framework(warning_message.filename)):
+        if (
+            nodeid
+            and issubclass(warning_message.category, deprecations.CATEGORIES)
+            and deprecations.from_framework(warning_message.filename)
+        ):
             self._deprecation(nodeid, deprecations.normalise(warning_message.message))
 
     def _deprecation(self, nodeid, message):
@@ -240,7 +266,9 @@ class ReportWriter:
             outcome, reason = "error", _short_error(setup)
         elif call is not None and call.skipped:
             outcome = "skipped"
-            reason = re.sub(r"^Skipped: ", "", call.longrepr[2] if isinstance(call.longrepr, tuple) else str(call.longrepr))
+            reason = re.sub(
+                r"^Skipped: ", "", call.longrepr[2] if isinstance(call.longrepr, tuple) else str(call.longrepr)
+            )
         elif call is not None and call.failed:
             outcome, reason = "failed", _short_error(call)
         elif teardown is not None and teardown.failed:
@@ -249,11 +277,19 @@ class ReportWriter:
             outcome, reason = "passed", None
         rec = getattr(item, "_adsem_record", None)
         duration = sum(r.duration for r in reps.values())
-        row = {"behaviour": b.id, "test": item.nodeid,
-               "framework": spec.framework if spec else "none", "mode": spec.mode if spec else "none",
-               "device": spec.device if spec else "cpu", "outcome": outcome,
-               "observed": {}, "expected": {}, "max_rel_err": {}, "examples": 0,
-               "duration_s": round(duration, 4)}
+        row = {
+            "behaviour": b.id,
+            "test": item.nodeid,
+            "framework": spec.framework if spec else "none",
+            "mode": spec.mode if spec else "none",
+            "device": spec.device if spec else "cpu",
+            "outcome": outcome,
+            "observed": {},
+            "expected": {},
+            "max_rel_err": {},
+            "examples": 0,
+            "duration_s": round(duration, 4),
+        }
         if rec is not None:
             row.update(rec.row_fields(failed=outcome in ("failed", "error")))
         call_time = call.duration if call is not None else 0.0
@@ -265,8 +301,7 @@ class ReportWriter:
         return row
 
     def _reproducer(self, item, rec, call) -> str:
-        lines = [f"# reproduces {item.nodeid}",
-                 f"#   autodiff-semantics run -- '{item.nodeid}'"]
+        lines = [f"# reproduces {item.nodeid}", f"#   autodiff-semantics run -- '{item.nodeid}'"]
         fals = _falsifying(call) if call is not None else ""
         if fals:
             lines.append("# falsifying example: " + fals.replace("\n", "\n#   "))
@@ -278,9 +313,13 @@ class ReportWriter:
         if self._fh is None:
             return
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-        footer = {"kind": "footer", "finished": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                  "exitstatus": int(exitstatus), "interrupted": interrupted,
-                  "wall_s": round(time.time() - self.started, 2)}
+        footer = {
+            "kind": "footer",
+            "finished": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "exitstatus": int(exitstatus),
+            "interrupted": interrupted,
+            "wall_s": round(time.time() - self.started, 2),
+        }
         self._write(footer)
         self._fh.close()
         self._fh = None

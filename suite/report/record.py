@@ -5,6 +5,7 @@ examples (that is the point: the row summarises every example). A property test 
 ``record.example(**inputs)`` first in each example; the last inputs become the row's
 reproducer when the test fails.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -99,8 +100,11 @@ class Record:
         try:
             err = cmp.assert_close(name=name, out=out, ref=ref, who=self.who, oracle=oracle, tol=tol, dtype=dtype)
         except AssertionError:
-            self.max_rel_err[key] = float("inf") if out is None or ref is None else max(
-                self.max_rel_err.get(key, 0.0), cmp.rel_err(out, ref))
+            self.max_rel_err[key] = (
+                float("inf")
+                if out is None or ref is None
+                else max(self.max_rel_err.get(key, 0.0), cmp.rel_err(out, ref))
+            )
             raise
         self.max_rel_err[key] = max(self.max_rel_err.get(key, 0.0), err)
         return err
@@ -123,12 +127,18 @@ class Record:
             # Several values over the examples: sorted, so the order examples ran in is not a change.
             observed = {k: (v[0] if len(v) == 1 else sorted(v, key=_order)) for k, v in self.observed.items()}
         expected = {k: v for k, v in self.expected.items() if not failed or k in observed}
-        out = {"observed": observed, "expected": expected, "max_rel_err": dict(self.max_rel_err),
-               "examples": self.examples}
+        out = {
+            "observed": observed,
+            "expected": expected,
+            "max_rel_err": dict(self.max_rel_err),
+            "examples": self.examples,
+        }
         if self.declared:
             out["declared"] = dict(self.declared)
-        notes = list(self.notes) + [f"racy (recorded, not compared): {k} = {', '.join(map(str, sorted(v, key=_order)))}"
-                                    for k, v in self.racy.items()]
+        notes = list(self.notes) + [
+            f"racy (recorded, not compared): {k} = {', '.join(map(str, sorted(v, key=_order)))}"
+            for k, v in self.racy.items()
+        ]
         if notes:
             out["notes"] = notes
         return out

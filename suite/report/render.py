@@ -1,10 +1,18 @@
 """Renderings of a report: terminal matrix, speed lines, Markdown."""
+
 from __future__ import annotations
 
 import collections
 
-SYMBOL = {"passed": "ok", "failed": "FAIL", "error": "ERR", "skipped": "skip", "crashed": "CRASH",
-          "unavailable": "n/a", "xfailed": "xfail"}
+SYMBOL = {
+    "passed": "ok",
+    "failed": "FAIL",
+    "error": "ERR",
+    "skipped": "skip",
+    "crashed": "CRASH",
+    "unavailable": "n/a",
+    "xfailed": "xfail",
+}
 ORDER = ("crashed", "error", "failed", "unavailable", "passed", "xfailed", "skipped")
 
 
@@ -54,8 +62,9 @@ def terminal_matrix(report) -> list[str]:
     for b in bs:
         lines.append("  ".join([b.ljust(w0)] + [cell_text(c.get((b, col))).ljust(w) for col, w in zip(cols, widths)]))
     if skipped:
-        reasons = sorted({r.get("reason", "") for r in report["results"]
-                          if f"{r['framework']}-{r['mode']}-{r['device']}" in skipped})
+        reasons = sorted(
+            {r.get("reason", "") for r in report["results"] if f"{r['framework']}-{r['mode']}-{r['device']}" in skipped}
+        )
         lines.append(f"skipped throughout: {', '.join(skipped)} ({'; '.join(x for x in reasons if x)[:300]})")
     return lines
 
@@ -69,8 +78,10 @@ def speed(report) -> list[dict]:
         col = f"{r['framework']}-{r['mode']}-{r['device']}"
         agg[col][0] += r.get("examples") or 0
         agg[col][1] += r.get("duration_s") or 0.0
-    return [{"column": k, "examples": n, "test_s": round(t, 2), "examples_per_s": round(n / t, 1) if t else None}
-            for k, (n, t, _) in agg.items()]
+    return [
+        {"column": k, "examples": n, "test_s": round(t, 2), "examples_per_s": round(n / t, 1) if t else None}
+        for k, (n, t, _) in agg.items()
+    ]
 
 
 def slowest(report, n=5) -> list[dict]:
@@ -90,8 +101,10 @@ def framework_label(name: str, info: dict) -> str:
 
 def speed_lines(report) -> list[str]:
     total = test_time(report)
-    lines = [f"test time {total:.1f}s; examples per second by mode: " +
-             ", ".join(f"{s['column']} {s['examples_per_s']}" for s in speed(report))]
+    lines = [
+        f"test time {total:.1f}s; examples per second by mode: "
+        + ", ".join(f"{s['column']} {s['examples_per_s']}" for s in speed(report))
+    ]
     for r in slowest(report, 3):
         lines.append(f"  slow: {r['duration_s']:.2f}s {r['test']}")
     return lines
@@ -189,8 +202,10 @@ def markdown(report) -> str:
     out = ["# autodiff-semantics report", ""]
     if report.get("partial"):
         out += ["**PARTIAL REPORT**: the run was interrupted; rows below are what it measured before it stopped.", ""]
-    out.append(f"Created {report.get('created')}; Python {env.get('python')} on {env.get('platform')}; "
-               f"Hypothesis profile {env.get('hypothesis', {}).get('profile')}; suite {env.get('suite_revision')}.")
+    out.append(
+        f"Created {report.get('created')}; Python {env.get('python')} on {env.get('platform')}; "
+        f"Hypothesis profile {env.get('hypothesis', {}).get('profile')}; suite {env.get('suite_revision')}."
+    )
     out.append("Frameworks: " + "; ".join(framework_label(k, v) for k, v in fws.items()) + ".")
     for line in header_notes(report):
         out.append(line)
@@ -203,8 +218,11 @@ def markdown(report) -> str:
         for r in bad:
             out += [f"### `{r['test']}`", "", f"{r['outcome']}:", "", "```", r.get("error", ""), "```", ""]
             if r.get("observed"):
-                out += ["Observed in the failing example: " + ", ".join(
-                    f"`{k} = {value_text(v)}`" for k, v in r["observed"].items()), ""]
+                out += [
+                    "Observed in the failing example: "
+                    + ", ".join(f"`{k} = {value_text(v)}`" for k, v in r["observed"].items()),
+                    "",
+                ]
             if r.get("reproducer"):
                 out += ["```python", r["reproducer"], "```", ""]
     cols, notes = absent_columns(report)
@@ -219,8 +237,13 @@ def markdown(report) -> str:
     out += [f"- {n}" for n in notes] + ([""] if notes else [])
     lists = observation_lists(report)
     if lists:
-        out += ["## Observations", "", "Per behaviour and test: `key = value` and the subjects that saw it "
-                "(passed rows), then the largest relative error against each oracle.", ""]
+        out += [
+            "## Observations",
+            "",
+            "Per behaviour and test: `key = value` and the subjects that saw it "
+            "(passed rows), then the largest relative error against each oracle.",
+            "",
+        ]
         for b, tests in lists.items():
             out += [f"### {b}", ""]
             for test, t in tests.items():
@@ -230,8 +253,10 @@ def markdown(report) -> str:
                     d = f" (declared divergence, [why]({decl.get('link')}))" if decl else ""
                     out.append(f"- `{key}` = `{_md_escape(value_text(v, 160))}`: {subjects_text(subj)}{d}")
                 if t["errors"]:
-                    out.append("- compared with: " + ", ".join(f"{o} (max rel err {e:.1e})"
-                                                              for o, e in sorted(t["errors"].items())))
+                    out.append(
+                        "- compared with: "
+                        + ", ".join(f"{o} (max rel err {e:.1e})" for o, e in sorted(t["errors"].items()))
+                    )
                 out.append("")
     deps = report.get("deprecations") or {}
     if deps:
@@ -241,17 +266,26 @@ def markdown(report) -> str:
         out.append("")
     decl = report.get("declared") or []
     if decl:
-        out += ["## Declared divergences", "", "| key | where | observed | matched rows | reason | link |",
-                "|---|---|---|---|---|---|"]
+        out += [
+            "## Declared divergences",
+            "",
+            "| key | where | observed | matched rows | reason | link |",
+            "|---|---|---|---|---|---|",
+        ]
         for d in decl:
             where = "-".join(x or "*" for x in (d.get("framework"), d.get("mode"), d.get("device")))
             if d.get("versions"):
                 where += f" {d['versions']}"
-            out.append(f"| {d['key']} | {where} | {_md_escape(d['observed'])} | {d.get('matched', 0)} | "
-                       f"{_md_escape(d['reason'])} | {d['link']} |")
+            out.append(
+                f"| {d['key']} | {where} | {_md_escape(d['observed'])} | {d.get('matched', 0)} | "
+                f"{_md_escape(d['reason'])} | {d['link']} |"
+            )
         stale = [d for d in decl if not d.get("matched")]
         if stale:
-            out += ["", f"{len(stale)} declared divergence(s) matched no row in this run (stale, or their rows did not run)."]
+            out += [
+                "",
+                f"{len(stale)} declared divergence(s) matched no row in this run (stale, or their rows did not run).",
+            ]
         out.append("")
     sp = speed(report)
     if sp:
@@ -306,8 +340,10 @@ def observation_changes(reports) -> list[dict]:
         if len(set(vals)) > 1:
             label = mode if dev == "cpu" else f"{mode} ({dev})"
             merged.setdefault((b, test, key, tuple(vals)), []).append(label)
-    out = [{"behaviour": b, "test": test, "key": key, "modes": modes, "values": list(vals)}
-           for (b, test, key, vals), modes in merged.items()]
+    out = [
+        {"behaviour": b, "test": test, "key": key, "modes": modes, "values": list(vals)}
+        for (b, test, key, vals), modes in merged.items()
+    ]
     return sorted(out, key=lambda e: (e["behaviour"], e["test"], e["key"], e["modes"]))
 
 
@@ -348,8 +384,12 @@ def observation_changes_md(reports, limit=48) -> list[str]:
         return ["No TensorFlow observation differs between these releases."]
     out = []
     for b, entries in by_b.items():
-        out += [f"### {b}", "", "| test: key | modes | " + " | ".join(versions) + " |",
-                "|---|---|" + "---|" * len(versions)]
+        out += [
+            f"### {b}",
+            "",
+            "| test: key | modes | " + " | ".join(versions) + " |",
+            "|---|---|" + "---|" * len(versions),
+        ]
         for e in entries:
             cells_ = []
             for i, changed in enumerate(changed_since_previous(e["values"])):
@@ -358,12 +398,15 @@ def observation_changes_md(reports, limit=48) -> list[str]:
                 if i == 0:
                     cells_.append(f"`{shown}`")
                 elif changed:
-                    old = _md_escape(value_text(e["values"][i - 1] if e["values"][i - 1] is not None
-                                                else "(not observed)", limit))
+                    old = _md_escape(
+                        value_text(e["values"][i - 1] if e["values"][i - 1] is not None else "(not observed)", limit)
+                    )
                     cells_.append(f"**`{old}` → `{shown}`**")
                 else:
                     cells_.append("·")
-            out.append(f"| {e['test']}: `{_md_escape(e['key'])}` | {', '.join(e['modes'])} | " + " | ".join(cells_) + " |")
+            out.append(
+                f"| {e['test']}: `{_md_escape(e['key'])}` | {', '.join(e['modes'])} | " + " | ".join(cells_) + " |"
+            )
         out.append("")
     return out
 
@@ -373,9 +416,13 @@ def matrix_markdown(reports, details: list[str] | None = None) -> str:
     behaviour with old and new values, the consecutive changelog; per-release detail is a
     link (``details``: one path per report), not pasted inline."""
     versions = [tf_version(r) for r in reports]
-    out = ["# autodiff-semantics version matrix", "",
-           f"{len(reports)} reports, TensorFlow {', '.join(versions)} (TensorFlow rows; `ok n/m` = passed rows of m; "
-           "**Δk**: k observation keys changed since the release to the left).", ""]
+    out = [
+        "# autodiff-semantics version matrix",
+        "",
+        f"{len(reports)} reports, TensorFlow {', '.join(versions)} (TensorFlow rows; `ok n/m` = passed rows of m; "
+        "**Δk**: k observation keys changed since the release to the left).",
+        "",
+    ]
     if details:
         out += ["Per-release detail: " + ", ".join(f"[TF {v}]({d})" for v, d in zip(versions, details)), ""]
     out += ["## Outcomes", ""] + version_matrix_md(reports) + [""]
@@ -392,8 +439,11 @@ def consecutive_changes_md(reports) -> list[str]:
     for old, new in zip(reports, reports[1:]):
         log = diff.diff(old, new)
         obs = [c for c in log.changes if c.kind == "observation changed" and c.subject.startswith("tensorflow")]
-        outs = [c for c in log.changes if c.kind in ("newly failing", "newly passing")
-                and c.subject.startswith("tensorflow")]
+        outs = [
+            c
+            for c in log.changes
+            if c.kind in ("newly failing", "newly passing") and c.subject.startswith("tensorflow")
+        ]
         deps = log.by_kind("new deprecation")
         head = f"- **TF {tf_version(old)} -> {tf_version(new)}**: "
         if not obs and not outs and not deps:
@@ -414,8 +464,10 @@ def consecutive_changes_md(reports) -> list[str]:
             more = f" and {len(vals) - 3} more" if len(vals) > 3 else ""
             parts.append(f"{b} {how} ({', '.join(sorted(modes))}): {shown}{more}")
         if outs:
-            parts.append(f"{len(outs)} row(s) changed outcome: " + ", ".join(
-                sorted({f"{c.behaviour} {c.old}->{c.new}" for c in outs})))
+            parts.append(
+                f"{len(outs)} row(s) changed outcome: "
+                + ", ".join(sorted({f"{c.behaviour} {c.old}->{c.new}" for c in outs}))
+            )
         if deps:
             parts.append("new deprecations: " + "; ".join(f"{c.behaviour} `{c.detail}`" for c in deps))
         lines.append(head + "; ".join(parts))

@@ -4,6 +4,7 @@ A report is ``latest.json`` (complete run) or ``latest.jsonl`` (streamed: a head
 one line per row, a footer line when the run finished). Loading either gives the same
 dict; a JSONL without its footer loads as ``partial: true``.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,18 @@ import tempfile
 from pathlib import Path
 
 SCHEMA_VERSION = 1
-ROW_KEYS = ("behaviour", "test", "framework", "mode", "device", "outcome", "observed", "expected",
-            "max_rel_err", "duration_s")
+ROW_KEYS = (
+    "behaviour",
+    "test",
+    "framework",
+    "mode",
+    "device",
+    "outcome",
+    "observed",
+    "expected",
+    "max_rel_err",
+    "duration_s",
+)
 OUTCOMES = ("passed", "failed", "skipped", "error", "crashed", "unavailable", "xfailed")
 
 
@@ -24,8 +35,12 @@ class ReportError(ValueError):
 def assemble(header: dict, rows: list[dict], footer: dict | None, deprecations: dict | None = None) -> dict:
     from suite.expectations import all_declared
 
-    report = {"schema_version": SCHEMA_VERSION, "created": header["created"],
-              "environment": header["environment"], "results": rows}
+    report = {
+        "schema_version": SCHEMA_VERSION,
+        "created": header["created"],
+        "environment": header["environment"],
+        "results": rows,
+    }
     if deprecations:
         report["deprecations"] = deprecations
     if footer is None or footer.get("interrupted"):
@@ -88,7 +103,9 @@ def load(path) -> dict:
     try:
         report = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ReportError(f"{path}: not valid JSON (truncated or corrupt?): {e.msg} at line {e.lineno} column {e.colno}") from None
+        raise ReportError(
+            f"{path}: not valid JSON (truncated or corrupt?): {e.msg} at line {e.lineno} column {e.colno}"
+        ) from None
     return _validate(report, path)
 
 
@@ -119,8 +136,12 @@ def _load_jsonl(text, path) -> dict:
             raise ReportError(f"{path}: line {n} has unknown kind {kind!r}")
     if header is None:
         raise ReportError(f"{path}: no header line (not a streamed report?)")
-    report = {"schema_version": header.get("schema_version"), "created": header.get("created"),
-              "environment": header.get("environment", {}), "results": rows}
+    report = {
+        "schema_version": header.get("schema_version"),
+        "created": header.get("created"),
+        "environment": header.get("environment", {}),
+        "results": rows,
+    }
     if deps:
         report["deprecations"] = {b: sorted(m) for b, m in sorted(deps.items())}
     if footer is None or footer.get("interrupted"):
