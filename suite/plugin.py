@@ -89,6 +89,17 @@ def pytest_configure(config):
     config.pluginmanager.register(config._adsem_writer, "adsem-report")
 
 
+def pytest_unconfigure(config):
+    """Before the interpreter shuts down: close what is still open and collect the reference
+    cycles that may hold tf.data iterators, so ``Py_FinalizeEx`` has nothing to wait for."""
+    import gc
+
+    from suite.frameworks import resources
+
+    resources.release()
+    gc.collect()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_pyfunc_call(pyfuncitem):
     """JAX and PyTorch subject rows get the profile's reference budget (suite.report.plugin)."""
@@ -128,6 +139,8 @@ def pytest_generate_tests(metafunc):
     modes = [m for m in cfg.getoption("modes") if (b is None or m in b.modes) and (only is None or m in only)]
     wanted = getattr(metafunc.function, "frameworks", None)  # @on("tensorflow") restricts a test
     fws = [f for f in cfg.getoption("frameworks") if wanted is None or f in wanted]
+    if not modes:  # no TensorFlow mode of this test was asked for: no TensorFlow row (not every mode)
+        fws = [f for f in fws if f != "tensorflow"]
     params = []
     for spec in frameworks.specs(frameworks=fws, modes=modes, devices=cfg.getoption("devices")):
         marks = [pytest.mark.gpu] if spec.device == "gpu" else []

@@ -102,7 +102,7 @@ def make_step(subject, fns: dict, *arrays, **static):
     the timed region; a compile failure is a skip).
     """
     fw = subject.framework
-    fn = fns[fw]
+    fn = fns.of(fw) if hasattr(fns, "of") else fns[fw]  # a suite.program.Program or a dict by framework
     if fw == "tensorflow":
         tf = subject.tf
         with tf.device(subject.device_name):

@@ -9,7 +9,8 @@ from . import fault
 
 
 def _replace_epsilon(cls, arg: str, value_of):
-    """Wrap ``cls.__init__`` so that its ``arg`` (epsilon) becomes ``value_of(given, defaults)``."""
+    """Wrap ``cls.__init__`` so that its ``arg`` (epsilon) becomes
+    ``value_of(given, default, arguments)`` (``arguments``: every bound constructor argument)."""
     init = cls.__init__
     sig = inspect.signature(init)
 
@@ -17,7 +18,7 @@ def _replace_epsilon(cls, arg: str, value_of):
     def __init__(self, *args, **kwargs):
         bound = sig.bind(self, *args, **kwargs)
         bound.apply_defaults()
-        bound.arguments[arg] = value_of(bound.arguments[arg], sig.parameters[arg].default)
+        bound.arguments[arg] = value_of(bound.arguments[arg], sig.parameters[arg].default, bound.arguments)
         init(*bound.args, **bound.kwargs)
 
     cls.__init__ = __init__
@@ -30,7 +31,7 @@ def _replace_epsilon(cls, arg: str, value_of):
     "(the seed's epsilon=0.1 silently becomes 1e-8)",
 )
 def _v1_adam_epsilon_ignored(tf):
-    _replace_epsilon(tf.compat.v1.train.AdamOptimizer, "epsilon", lambda given, default: default)
+    _replace_epsilon(tf.compat.v1.train.AdamOptimizer, "epsilon", lambda given, default, arguments: default)
 
 
 @fault(
@@ -39,7 +40,7 @@ def _v1_adam_epsilon_ignored(tf):
     description="tf.keras.optimizers.Adam ignores epsilon= and keeps its 1e-7 default",
 )
 def _keras_adam_epsilon_default(tf):
-    _replace_epsilon(tf.keras.optimizers.Adam, "epsilon", lambda given, default: default)
+    _replace_epsilon(tf.keras.optimizers.Adam, "epsilon", lambda given, default, arguments: default)
 
 
 @fault(
@@ -49,15 +50,8 @@ def _keras_adam_epsilon_default(tf):
     "half-way 'fix' towards PyTorch's Algorithm-1 epsilon, exact at step 1 only)",
 )
 def _keras_adam_epsilon_unhatted(tf):
-    cls = tf.keras.optimizers.Adam
-    init = cls.__init__
-    sig = inspect.signature(init)
-
-    @functools.wraps(init)
-    def __init__(self, *args, **kwargs):
-        bound = sig.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        bound.arguments["epsilon"] = bound.arguments["epsilon"] * (1 - bound.arguments["beta_2"]) ** 0.5
-        init(*bound.args, **bound.kwargs)
-
-    cls.__init__ = __init__
+    _replace_epsilon(
+        tf.keras.optimizers.Adam,
+        "epsilon",
+        lambda given, default, arguments: given * (1 - arguments["beta_2"]) ** 0.5,
+    )

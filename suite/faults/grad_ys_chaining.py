@@ -7,29 +7,35 @@ import functools
 from . import fault
 
 
+def _wrap_cotangent(owner, attr, rewrite, position):
+    """Replace ``owner.attr`` (a gradient function) with one whose cotangent argument, the
+    ``position``-th after ``(target, sources)``, is ``rewrite(target, cotangent)``."""
+    original = getattr(owner, attr)
+
+    name = "grad_ys" if attr == "gradients" else "output_gradients"
+
+    @functools.wraps(original)
+    def wrapped(*args, **kwargs):
+        args = list(args)
+        if name in kwargs:
+            kwargs[name] = rewrite(args[position - 2], kwargs[name])
+        else:
+            args += [None] * max(0, position + 1 - len(args))
+            args[position] = rewrite(args[position - 2], args[position])
+        return original(*args, **kwargs)
+
+    setattr(owner, attr, wrapped)
+
+
 def _wrap_gradients(tf, rewrite):
-    """Replace tf.gradients and tf.compat.v1.gradients with versions whose grad_ys is
-    ``rewrite(ys, grad_ys)`` (both accept grad_ys as the third positional argument)."""
+    """tf.gradients and tf.compat.v1.gradients with grad_ys = ``rewrite(ys, grad_ys)``."""
     for owner in (tf, tf.compat.v1):
-        original = owner.gradients
-
-        @functools.wraps(original)
-        def gradients(ys, xs, grad_ys=None, *args, _original=original, **kwargs):
-            return _original(ys, xs, rewrite(ys, grad_ys), *args, **kwargs)
-
-        owner.gradients = gradients
+        _wrap_cotangent(owner, "gradients", rewrite, 2)
 
 
 def _wrap_tape(tf, rewrite):
-    """Replace GradientTape.gradient with a version whose output_gradients is
-    ``rewrite(target, output_gradients)``."""
-    original = tf.GradientTape.gradient
-
-    @functools.wraps(original)
-    def gradient(self, target, sources, output_gradients=None, *args, **kwargs):
-        return original(self, target, sources, rewrite(target, output_gradients), *args, **kwargs)
-
-    tf.GradientTape.gradient = gradient
+    """GradientTape.gradient with output_gradients = ``rewrite(target, output_gradients)``."""
+    _wrap_cotangent(tf.GradientTape, "gradient", rewrite, 3)
 
 
 @fault(

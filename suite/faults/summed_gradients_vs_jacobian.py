@@ -15,30 +15,11 @@ BEHAVIOUR = "summed-gradients-vs-jacobian"
     "the column sum of the Jacobian, for both pfor and the while loop",
 )
 def _jacobian_summed_gradient(tf):
-    tape = tf.GradientTape
-
-    def jacobian(
-        self,
-        target,
-        sources,
-        unconnected_gradients=tf.UnconnectedGradients.NONE,
-        parallel_iterations=None,
-        experimental_use_pfor=True,
-    ):
+    def summed(self, target, sources, unconnected_gradients=tf.UnconnectedGradients.NONE, *_, **__):
+        """jacobian / batch_jacobian (parallel_iterations, experimental_use_pfor ignored)."""
         return self.gradient(target, sources, unconnected_gradients=unconnected_gradients)
 
-    def batch_jacobian(
-        self,
-        target,
-        source,
-        unconnected_gradients=tf.UnconnectedGradients.NONE,
-        parallel_iterations=None,
-        experimental_use_pfor=True,
-    ):
-        return self.gradient(target, source, unconnected_gradients=unconnected_gradients)
-
-    tape.jacobian = jacobian
-    tape.batch_jacobian = batch_jacobian
+    tf.GradientTape.jacobian = tf.GradientTape.batch_jacobian = summed
 
 
 @fault(

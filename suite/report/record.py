@@ -109,6 +109,41 @@ class Record:
         self.max_rel_err[key] = max(self.max_rel_err.get(key, 0.0), err)
         return err
 
+    def against(
+        self, oracles, program, *arrays, got: dict, via: str = "vjp", cotangent=None, tol=cmp.GRAD, **static
+    ) -> list:
+        """Run ``program`` on each oracle the way the subject ran it and compare, name by name.
+
+        ``via="vjp"``: each oracle computes ``(value, grads)`` with its native reverse mode
+        (``cotangent`` as for ``Runner.vjp``); its outputs, in order, are the value then each
+        gradient. ``via="run"``: its outputs are what the program returns (a tuple is
+        spread). ``got`` maps a name to the subject's result for the output in the same
+        position; a name mapped to ``...`` is not compared. ``tol`` is one tolerance or a
+        dict by name. Returns each oracle's raw result, for checks of their own.
+
+        >>> record.against(oracles, RoundThrough, x, cotangent=w, got={"value": out, "grad": grad},
+        ...                tol=cmp.EXACT)   # doctest: +SKIP
+        """
+        __tracebackhide__ = True
+        results = []
+        for o in oracles:
+            fn = program.of(o) if hasattr(program, "of") else program[o.framework]
+            if via == "vjp":
+                raw = o.vjp(fn, *arrays, cotangent=cotangent, **static)
+                refs = [raw[0], *raw[1]]
+            elif via == "run":
+                raw = o.run(fn, *arrays, **static)
+                refs = list(raw) if isinstance(raw, (tuple, list)) and len(got) > 1 else [raw]
+            else:
+                raise ValueError(f"via={via!r}: 'vjp' or 'run'")
+            for (name, out), ref in zip(got.items(), refs):
+                if out is ...:
+                    continue
+                t = tol.get(name, cmp.GRAD) if isinstance(tol, dict) else tol
+                self.close(name=name, out=out, ref=ref, oracle=o.id, tol=t)
+            results.append(raw)
+        return results
+
     def equal(self, *, name: str, out, ref, oracle: str) -> None:
         __tracebackhide__ = True
         key = "numpy" if oracle in ("closed-form", "numpy") else oracle.split("-")[0]
