@@ -8,7 +8,10 @@ grad, m, v; write param, m, v (7 x 4 bytes per element).
 
 import pytest
 
+from cases.test_adam_epsilon import AdamOptimizer, Hyper
 from suite import bench
+
+HP = Hyper(lr=1e-3, b1=0.9, b2=0.999, eps=1e-7)  # the Keras defaults but epsilon
 
 
 def _tf_step(subject, p0, g0):
@@ -16,7 +19,7 @@ def _tf_step(subject, p0, g0):
     with tf.device(subject.device_name):
         var = tf.Variable(p0)
         g = tf.constant(g0)
-        opt = tf.keras.optimizers.Adam(learning_rate=1e-3, epsilon=1e-7)
+        opt = AdamOptimizer.tensorflow(tf, hp=HP)
         opt.build([var])
 
         def apply():
@@ -36,7 +39,7 @@ def _jax_step(subject, p0, g0):
     import optax
 
     jax = subject.jax
-    opt = optax.adam(1e-3, eps=1e-7)
+    opt = AdamOptimizer.jax(jax, hp=HP)
     p = jax.device_put(p0, subject.jax_device)
     g = jax.device_put(g0, subject.jax_device)
     state = [p, opt.init(p)]
@@ -57,7 +60,7 @@ def _torch_step(subject, p0, g0):
     torch = subject.torch
     p = torch.nn.Parameter(subject.tensor(p0))
     p.grad = subject.tensor(g0)
-    opt = torch.optim.Adam([p], lr=1e-3, eps=1e-7, foreach=True)
+    opt = AdamOptimizer.torch(torch, [p], hp=HP, foreach=True)
 
     def adam_step():
         opt.step()

@@ -8,22 +8,8 @@ aborts the process.
 import numpy as np
 import pytest
 
+from cases.test_gather_out_of_range import Gather
 from suite import bench
-
-
-def tensorflow(tf, params, idx):
-    return tf.gather(params, idx)
-
-
-def jax(jax, params, idx):
-    return params[idx]
-
-
-def torch(torch, params, idx):
-    return params[idx]
-
-
-FNS = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
 
 
 @pytest.mark.benchmark(group="gather-fwd-bwd")
@@ -43,7 +29,7 @@ def test_gather_fwd_bwd(benchmark, bench_subject, size, ceiling, indices):
                 "bounds check throws inside its OpenMP kernel); eager raises IndexError"
             )
     try:
-        step = bench.make_step(bench_subject, FNS, params, idx)
+        step = bench.make_step(bench_subject, Gather, params, idx)
     except Exception as e:  # CPU TensorFlow and PyTorch raise on out-of-range indices
         pytest.skip(f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
     benchmark.pedantic(step, rounds=10, iterations=1, warmup_rounds=1)

@@ -2,15 +2,23 @@
 
 y = tanh(W x) for an n x n W: GradientTape.jacobian with pfor and with a while loop,
 jax.jacrev and jax.jacfwd, torch.func.jacrev (vmap) and torch.autograd.functional.jacobian
-(a Python loop over rows), each also under torch.compile for the torch-compile subject.
-n from 16 to 1024 (quick: 16 and 128). The compute ceiling is the matmul rate measured
-in this run; bytes: W read once, the n x n Jacobian written.
+(a Python loop over rows), each also under torch.compile for the torch-compile subject;
+the programs are the case's ``Jacobian`` and ``TanhAx``. n from 16 to 1024 (quick: 16
+and 128). The compute ceiling is the matmul rate measured in this run; bytes: W read
+once, the n x n Jacobian written.
 """
+
+import functools
 
 import numpy as np
 import pytest
 
+from cases.test_summed_gradients_vs_jacobian import Jacobian, TanhAx
 from suite import bench
+
+# method -> the case Jacobian's ``how``: TF's pfor / while loop, JAX's and PyTorch's jacrev / jacfwd
+TF_HOW = {"reverse-vectorised": "pfor", "reverse-loop": "while"}
+HOW = {"reverse-vectorised": "jacrev", "forward": "jacfwd"}
 
 
 def _ns(config):
@@ -37,14 +45,8 @@ def test_jacobian(benchmark, bench_subject, n, method, ceiling, matmul):
         tf = bench_subject.tf
         with tf.device(bench_subject.device_name):
             W, X = tf.constant(w), tf.constant(x)
-
-        def jac(W, X):
-            # a while-loop Jacobian in eager needs a persistent tape (TF raises otherwise)
-            with tf.GradientTape(persistent=method == "reverse-loop") as tape:
-                tape.watch(X)
-                y = tf.tanh(tf.linalg.matvec(W, X))
-            return tape.jacobian(y, X, experimental_use_pfor=method == "reverse-vectorised")
-
+        # the case's while-loop Jacobian uses a persistent tape (eager raises otherwise)
+        jac = functools.partial(Jacobian.tensorflow, tf, how=TF_HOW[method])
         f = jac if bench_subject.mode == "eager" else tf.function(jac, jit_compile=bench_subject.mode == "xla")
 
         def step():
@@ -53,23 +55,19 @@ def test_jacobian(benchmark, bench_subject, n, method, ceiling, matmul):
     elif fw == "jax":
         jax = bench_subject.jax
         W, X = (jax.device_put(a, bench_subject.jax_device) for a in (w, x))
-        g = lambda X: jax.numpy.tanh(W @ X)  # noqa: E731
         if method == "reverse-loop":
             pytest.skip("JAX's jacrev is always vectorised (vmap)")
-        f = jax.jit(jax.jacrev(g) if method == "reverse-vectorised" else jax.jacfwd(g))
+        f = jax.jit(lambda X: Jacobian.jax(jax, W, X, how=HOW[method]))  # W: a constant of the program
 
         def step():
             return f(X).block_until_ready()
     else:
         torch = bench_subject.torch
         W, X = bench_subject.tensor(w), bench_subject.tensor(x)
-        g = lambda X: torch.tanh(W @ X)  # noqa: E731
-        if method == "reverse-vectorised":
-            f = torch.func.jacrev(g)
-        elif method == "forward":
-            f = torch.func.jacfwd(g)
+        if method == "reverse-loop":
+            f = lambda X: torch.autograd.functional.jacobian(lambda X: TanhAx.torch(torch, W, X), X)  # noqa: E731
         else:
-            f = lambda X: torch.autograd.functional.jacobian(g, X)  # noqa: E731
+            f = lambda X: Jacobian.torch(torch, W, X, how=HOW[method])  # noqa: E731
         f = bench.compiled(bench_subject, f)
 
         def step():

@@ -5,37 +5,28 @@ epsilon=0.1)``, then ``compute_gradients``/``apply_gradients`` in a Session; see
 repeats it). Given a gradient sequence g_1..g_n, m_t = b1 m + (1-b1) g_t, v_t = b2 v +
 (1-b2) g_t^2 and two update rules exist:
 
-* ``eps-hat`` (TF ``AdamOptimizer`` and ``tf.keras.optimizers.Adam``, the formula just
-  before Sec. 2.1 of Kingma & Ba): x -= lr sqrt(1-b2^t)/(1-b1^t) m_t / (sqrt(v_t) + eps);
-* ``eps-outside-bias-correction`` (``torch.optim.Adam``, ``optax.adam`` with eps_root=0,
-  Algorithm 1): x -= lr m_hat / (sqrt(v_hat) + eps), m_hat = m/(1-b1^t), v_hat = v/(1-b2^t).
+* ``eps-hat`` (the formula just before Sec. 2.1 of Kingma & Ba):
+  x -= lr sqrt(1-b2^t)/(1-b1^t) m_t / (sqrt(v_t) + eps);
+* ``eps-outside-bias-correction`` (Algorithm 1): x -= lr m_hat / (sqrt(v_hat) + eps),
+  m_hat = m/(1-b1^t), v_hat = v/(1-b2^t).
 
-Both are the same update with eps_t = eps / sqrt(1-b2^t) in the second: TF's eps is
-31.6x larger than PyTorch's at step 1 and 14.1x at step 5 for b2 = 0.999. Measured (TF
-2.21 / Keras 3.15, optax 0.2.8, torch 2.13, CPU): TF's v1 optimizer (eager, tf.function,
-XLA and Session) and Keras Adam (eager, tf.function, XLA) follow eps-hat; PyTorch and optax
-(eager, jit) follow eps-outside. With the seed's hyper-parameters and gradients of 1e-3 the
-first step differs by 96.8% (TF moves lr*3.2e-4, PyTorch lr*9.9e-3) and the fifth by 94.6%
-(``test_seed_small_gradients_one_and_five_steps``); on the seed's own model (its Session
-code, truncated-normal init with op seeds 1 and 2) eps-outside would move the parameters
-8.7x further after one step and 5.5x after five (relative differences 0.885 and 0.820,
-``test_seed_001_model_as_written``). TF and the oracles agree (max rel err 7e-5 in float32,
-8e-6 in float64, in units of lr) once the oracles get eps_t = eps/sqrt(1-b2^t) per step
-(PyTorch ``param_groups[0]["eps"]``, ``optax.inject_hyperparams``).
+Both are the same update with eps_t = eps / sqrt(1-b2^t) in the second. Gradients are fed
+to the optimizers (the parameter value does not enter Adam's update) and trajectories are
+compared as displacement from x0 in units of lr; tf.function/XLA rows build the variable
+and optimizer once per dtype outside the function and reset them inside it (``_TFState``).
 
-Also measured: for float64 variables TF does not keep the hyper-parameters in float64. The
-v1 optimizer converts lr, beta1, beta2 and epsilon to float32 tensors and accumulates
-beta1^t, beta2^t in float32 variables (model ``float32-all``: 1 - f32(0.999) is off by
-1.3e-5 relative); Keras 3 keeps the learning rate in a float32 variable and casts beta_1,
-beta_2 through float32 before the power (``float32-lr-beta-powers``), while m, v and
-epsilon stay float64. Each model reproduces its API's float64 runs to 1e-13 in every mode
-(with b1=0.8, b2=0.99, not tested here, XLA's v1 float32 power chain is one ulp off at step
-5). PyTorch and optax stay in float64. Keras 3 Adam in a v1 Session: apply_gradients returns
-the ``iterations`` keras.Variable, which Session.run and control_dependencies reject
-(``raises:TypeError``). Gradients are fed to the optimizers (the parameter value does not
-enter Adam's update) and trajectories are compared as displacement from x0 in units of lr.
-tf.function/XLA rows build the variable and optimizer once per dtype outside the function
-and reset them by assignment inside it (see ``_TFState``).
+Declared surprises:
+
+* TF's Adam (the v1 ``AdamOptimizer`` and Keras ``Adam``) follows eps-hat, where
+  ``torch.optim.Adam`` and ``optax.adam`` follow eps-outside-bias-correction.
+* So with identical hyper-parameters TF's trajectory differs from PyTorch's and optax's; it
+  matches them once they get eps_t = eps/sqrt(1-b2^t) per step.
+* Keras Adam in a v1 Session cannot step: Keras 3's ``apply_gradients`` returns a
+  keras.Variable that ``Session.run`` rejects (``raises:TypeError``), Keras 2's op steps nothing.
+* For float64 variables Keras 3 keeps the learning rate in float32 and casts the betas
+  through float32 before the power (model ``float32-lr-beta-powers``).
+* For float64 variables the v1 ``AdamOptimizer`` converts lr, betas and epsilon to float32 and
+  accumulates the beta powers in float32 (model ``float32-all``).
 """
 
 import dataclasses
@@ -44,10 +35,11 @@ import math
 import numpy as np
 from hypothesis import assume, given, strategies as st
 
-from suite import compare as cmp, strategies as ss
+from suite import compare as cmp, optimizers, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 from suite.frameworks.tf_runner import in_v1_graph
+from suite.program import Program
 
 V1_DOC = "https://www.tensorflow.org/api_docs/python/tf/compat/v1/train/AdamOptimizer"
 KERAS_DOC = "https://keras.io/api/optimizers/adam/"
@@ -242,123 +234,6 @@ def separated(x0, grads, hp) -> bool:
     return cmp.rel_err(a, b) > 5 * TRAJ_TOL.of(np.float32)
 
 
-# ---------------------------------------------------------------- the native functions
-# Each returns the parameters after every step, shape (steps, *x0.shape).
-def keras_adam(tf, hp):
-    return tf.keras.optimizers.Adam(hp.lr, beta_1=hp.b1, beta_2=hp.b2, epsilon=hp.eps)
-
-
-def v1_adam(tf, hp):
-    """seeds/001: tf.train.AdamOptimizer(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=0.1)."""
-    return tf.compat.v1.train.AdamOptimizer(learning_rate=hp.lr, beta1=hp.b1, beta2=hp.b2, epsilon=hp.eps)
-
-
-TF_OPTIMIZERS = {"keras": keras_adam, "v1": v1_adam}
-
-
-def tensorflow(tf, x0, grads, *, api, hp, state=None):
-    """``api`` ("keras" or "v1") Adam, one apply_gradients per fed gradient; ``state``: see _TFState."""
-    if state is None:
-        var, opt = tf.Variable(x0), TF_OPTIMIZERS[api](tf, hp)
-    else:
-        var, opt = state.var, state.opt
-        var.assign(x0)
-    outs, after = [], []
-    for t in range(grads.shape[0]):
-        if in_v1_graph():  # a Session runs only what is fetched: chain step t after step t-1
-            with tf.control_dependencies(after):
-                train_op = opt.apply_gradients([(grads[t], var)])
-            with tf.control_dependencies([train_op]):
-                after = [var.read_value()]
-            outs.append(after[0])
-        else:
-            opt.apply_gradients([(grads[t], var)])
-            outs.append(var.read_value())
-    out = tf.stack(outs)
-    if state is not None:
-        state.reset(tf)
-    return out
-
-
-tensorflow.exact_shapes = True  # the step count is the static grads.shape[0]
-
-
-def jax(jax, x0, grads, *, hp, rescale=False):
-    """optax.adam (eps_root=0); ``rescale``: eps_t = eps/sqrt(1-b2^t) via inject_hyperparams."""
-    import optax
-
-    if rescale:
-        opt = optax.inject_hyperparams(optax.adam)(learning_rate=hp.lr, b1=hp.b1, b2=hp.b2, eps=hp.eps)
-    else:
-        opt = optax.adam(hp.lr, b1=hp.b1, b2=hp.b2, eps=hp.eps)
-    state, x, out = opt.init(x0), x0, []
-    for t in range(grads.shape[0]):
-        if rescale:
-            state.hyperparams["eps"] = hp.eps / math.sqrt(1 - hp.b2 ** (t + 1))
-        updates, state = opt.update(grads[t], state, x)
-        x = optax.apply_updates(x, updates)
-        out.append(x)
-    return jax.numpy.stack(out)
-
-
-def torch(torch, x0, grads, *, hp, rescale=False):
-    """torch.optim.Adam; ``rescale``: eps_t = eps/sqrt(1-b2^t) set in param_groups before step t."""
-    p = torch.nn.Parameter(x0.clone())
-    opt = torch.optim.Adam([p], lr=hp.lr, betas=(hp.b1, hp.b2), eps=hp.eps)
-    out = []
-    for t, g in enumerate(grads, 1):
-        if rescale:
-            opt.param_groups[0]["eps"] = hp.eps / math.sqrt(1 - hp.b2**t)
-        p.grad = g.clone()
-        opt.step()
-        out.append(p.detach().clone())
-    return torch.stack(out)
-
-
-NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
-
-
-class _TFState:
-    """The variable and optimizer of a tf.function/XLA row, one per (subject, API, dtype,
-    shape), built eagerly outside the function. ``reset``, traced at the end of the step,
-    assigns the freshly built values back: each example starts from a fresh optimizer while
-    the function is traced once."""
-
-    def __init__(self, tf, api, dtype, shape, hp):
-        self.var = tf.Variable(tf.zeros(shape, dtype))
-        self.opt = TF_OPTIMIZERS[api](tf, hp)
-        if api == "keras":  # v1 slots are made by the first apply_gradients (in an init_scope)
-            self.opt.build([self.var])
-        self.initial = None
-
-    def reset(self, tf):
-        variables = self.opt.variables() if callable(self.opt.variables) else list(self.opt.variables)
-        if self.initial is None:  # traced before anything ran: these are the fresh values
-            with tf.init_scope():
-                self.initial = [v.numpy() for v in variables]
-        for v, value in zip(variables, self.initial):
-            v.assign(value)
-
-
-_STATES: dict = {}
-
-
-def run_adam(subject, x0, grads, hp, *, api=None):
-    """The subject's native Adam; for TensorFlow ``api`` (default: Keras Adam in TF2 modes and
-    the seed's v1 optimizer in a Session)."""
-    if subject.framework != "tensorflow":
-        return subject.run(NATIVE[subject.framework], x0, grads, hp=hp)
-    api = api or ("v1" if subject.mode == "graph" else "keras")
-    state = None  # eager and graph build fresh objects per call
-    if subject.mode in ("function", "xla"):
-        key = (subject.id, api, x0.dtype.str, x0.shape, hp)
-        if key not in _STATES:
-            with subject.module.device(subject.device_name):
-                _STATES[key] = _TFState(subject.module, api, x0.dtype, x0.shape, hp)
-        state = _STATES[key]
-    return subject.run(tensorflow, x0, grads, api=api, hp=hp, state=state)
-
-
 # ---------------------------------------------------------------- strategies
 @dataclasses.dataclass(frozen=True)
 class AdamProblem:
@@ -379,6 +254,131 @@ def adam_problems(draw):
     return AdamProblem(x0=x0, grads=(g * dtype.type(scale)).astype(dtype), hp=SEED)
 
 
+# ---------------------------------------------------------------- the programs
+def keras_adam(tf, hp):
+    return tf.keras.optimizers.Adam(hp.lr, beta_1=hp.b1, beta_2=hp.b2, epsilon=hp.eps)
+
+
+def v1_adam(tf, hp):
+    """seeds/001: tf.train.AdamOptimizer(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=0.1)."""
+    return tf.compat.v1.train.AdamOptimizer(learning_rate=hp.lr, beta1=hp.b1, beta2=hp.b2, epsilon=hp.eps)
+
+
+TF_OPTIMIZERS = {"keras": keras_adam, "v1": v1_adam}
+
+
+class AdamOptimizer(Program):
+    """Each framework's own Adam optimizer with hyper-parameters ``hp`` (also the benchmark's)."""
+
+    def tensorflow(tf, *, hp, api="keras"):
+        """``api``: "keras" (tf.keras.optimizers.Adam) or "v1" (the seed's AdamOptimizer)."""
+        return TF_OPTIMIZERS[api](tf, hp)
+
+    def jax(jax, *, hp, rescale=False):
+        """optax.adam (eps_root=0); ``rescale``: wrapped by inject_hyperparams, so eps can be set per step."""
+        import optax
+
+        if rescale:
+            return optax.inject_hyperparams(optax.adam)(learning_rate=hp.lr, b1=hp.b1, b2=hp.b2, eps=hp.eps)
+        return optax.adam(hp.lr, b1=hp.b1, b2=hp.b2, eps=hp.eps)
+
+    def torch(torch, params, *, hp, foreach=None):
+        return torch.optim.Adam(params, lr=hp.lr, betas=(hp.b1, hp.b2), eps=hp.eps, foreach=foreach)
+
+
+class Adam(Program):
+    """Adam over the fed gradients: the parameters after every step, shape (steps, *x0.shape)."""
+
+    def tensorflow(tf, x0, grads, *, api, hp, state=None):
+        """``api`` ("keras" or "v1") Adam, one apply_gradients per fed gradient; ``state``: see _TFState."""
+        if state is None:
+            var, opt = tf.Variable(x0), AdamOptimizer.tensorflow(tf, hp=hp, api=api)
+        else:
+            var, opt = state.var, state.opt
+            var.assign(x0)
+        outs, after = [], []
+        for t in range(grads.shape[0]):
+            if in_v1_graph():  # a Session runs only what is fetched: chain step t after step t-1
+                with tf.control_dependencies(after):
+                    train_op = opt.apply_gradients([(grads[t], var)])
+                with tf.control_dependencies([train_op]):
+                    after = [var.read_value()]
+                outs.append(after[0])
+            else:
+                opt.apply_gradients([(grads[t], var)])
+                outs.append(var.read_value())
+        out = tf.stack(outs)
+        if state is not None:
+            state.reset(tf)
+        return out
+
+    tensorflow.exact_shapes = True  # the step count is the static grads.shape[0]
+
+    def jax(jax, x0, grads, *, hp, rescale=False):
+        """optax.adam; ``rescale``: eps_t = eps/sqrt(1-b2^t) via inject_hyperparams."""
+        import optax
+
+        opt = AdamOptimizer.jax(jax, hp=hp, rescale=rescale)
+        state, x, out = opt.init(x0), x0, []
+        for t in range(grads.shape[0]):
+            if rescale:
+                state.hyperparams["eps"] = hp.eps / math.sqrt(1 - hp.b2 ** (t + 1))
+            updates, state = opt.update(grads[t], state, x)
+            x = optax.apply_updates(x, updates)
+            out.append(x)
+        return jax.numpy.stack(out)
+
+    def torch(torch, x0, grads, *, hp, rescale=False):
+        """torch.optim.Adam; ``rescale``: eps_t = eps/sqrt(1-b2^t) set in param_groups before step t."""
+        p = torch.nn.Parameter(x0.clone())
+        opt = AdamOptimizer.torch(torch, [p], hp=hp)
+        out = []
+        for t, g in enumerate(grads, 1):
+            if rescale:
+                opt.param_groups[0]["eps"] = hp.eps / math.sqrt(1 - hp.b2**t)
+            p.grad = g.clone()
+            opt.step()
+            out.append(p.detach().clone())
+        return torch.stack(out)
+
+
+class _TFState:
+    """The variable and optimizer of a tf.function/XLA row, one per (subject, API, dtype,
+    shape), built eagerly outside the function. ``reset``, traced at the end of the step,
+    assigns the freshly built values back: each example starts from a fresh optimizer while
+    the function is traced once."""
+
+    def __init__(self, tf, api, dtype, shape, hp):
+        self.var = tf.Variable(tf.zeros(shape, dtype))
+        self.opt = AdamOptimizer.tensorflow(tf, hp=hp, api=api)
+        if api == "keras":  # v1 slots are made by the first apply_gradients (in an init_scope)
+            self.opt.build([self.var])
+        self.initial = None
+
+    def reset(self, tf):
+        self.initial = optimizers.reset_slots(tf, self.opt, self.initial)
+
+
+_STATES: dict = {}
+
+
+def run_adam(subject, x0, grads, hp, *, api=None):
+    """The subject's native Adam; for TensorFlow ``api`` (default: Keras Adam in TF2 modes and
+    the seed's v1 optimizer in a Session)."""
+    if subject.framework != "tensorflow":
+        return subject.run(Adam.of(subject), x0, grads, hp=hp)
+    api = api or ("v1" if subject.mode == "graph" else "keras")
+    state = None  # eager and graph build fresh objects per call
+    if subject.mode in ("function", "xla"):
+        key = (subject.id, api, x0.dtype.str, x0.shape, hp)
+        if key not in _STATES:
+            with subject.module.device(subject.device_name):
+                _STATES[key] = _TFState(subject.module, api, x0.dtype, x0.shape, hp)
+        state = _STATES[key]
+    return subject.run(Adam.of(subject), x0, grads, api=api, hp=hp, state=state)
+
+
+# ---------------------------------------------------------------- properties
 def check_fit(record, p, traj, *, precision_key):
     """Observe the update rule (and float64 hyper-parameter precision) and hold the
     trajectory to the closed form it should follow."""
@@ -397,7 +397,6 @@ def check_fit(record, p, traj, *, precision_key):
     )
 
 
-# ---------------------------------------------------------------- properties
 @given(p=adam_problems())
 def test_native_adam_matches_its_closed_form(subject, record, p):
     """Keras Adam / optax.adam / torch.optim.Adam over five fed gradients follow their
@@ -442,11 +441,11 @@ def test_identical_hyperparameters_across_frameworks(subject, oracles, record, p
     traj = run_adam(subject, p.x0, p.grads, p.hp)
     out = displacement(p.x0, traj, p.hp.lr)
     for o in oracles:
-        ref = displacement(p.x0, o.run(NATIVE[o.framework], p.x0, p.grads, hp=p.hp), p.hp.lr)
+        ref = displacement(p.x0, o.run(Adam.of(o), p.x0, p.grads, hp=p.hp), p.hp.lr)
         same = cmp.rel_err(out, ref) <= XFW_TOL.of(p.x0.dtype)
         record.check(EXPECT, identical_hparams="agree" if same else "differ")
         if subject.framework == "tensorflow":
-            ref = displacement(p.x0, o.run(NATIVE[o.framework], p.x0, p.grads, hp=p.hp, rescale=True), p.hp.lr)
+            ref = displacement(p.x0, o.run(Adam.of(o), p.x0, p.grads, hp=p.hp, rescale=True), p.hp.lr)
             record.close(
                 name="displacement[oracle with eps_t=eps/sqrt(1-b2^t)]",
                 out=out,
@@ -479,7 +478,7 @@ def test_seed_small_gradients_one_and_five_steps(subject, oracles, record, p):
     hat, outside = (displacement(p.x0, closed_form(p.x0, p.grads, p.hp, rule=r), p.hp.lr) for r in RULES)
     check_fit(record, p, traj, precision_key=None)  # float32 only
     for o in oracles:
-        ref = displacement(p.x0, o.run(NATIVE[o.framework], p.x0, p.grads, hp=p.hp), p.hp.lr)
+        ref = displacement(p.x0, o.run(Adam.of(o), p.x0, p.grads, hp=p.hp), p.hp.lr)
         record.check(EXPECT, identical_hparams="agree" if cmp.rel_err(out, ref) <= XFW_TOL.of(np.float32) else "differ")
         diffs = [relative_difference(out[k], ref[k]) for k in (0, STEPS - 1)]
         ours, theirs = (hat, outside) if subject.framework == "tensorflow" else (outside, outside)
@@ -515,31 +514,32 @@ def seed_model_gradient(data, onehot):
     return grad
 
 
-def _seed_001_graph(tf, labels, data, *, steps):
+class SeedModel(Program):
     """seeds/001 as written (placeholders, truncated_normal variables, AdamOptimizer(0.001, 0.9,
     0.999, 0.1), compute_gradients/apply_gradients), ``steps`` train ops chained in one run."""
-    stddev = 1e-1
-    # op seeds (the seed has none) keep the init, and so the observed numbers, fixed across runs
-    c = tf.Variable(tf.random.truncated_normal(shape=[2], stddev=stddev, seed=1))
-    k = tf.Variable(tf.random.truncated_normal(shape=[2], stddev=stddev, seed=2))
-    start = tf.concat([c.read_value(), k.read_value()], 0)
-    opt = tf.compat.v1.train.AdamOptimizer(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=0.1)
-    after, traj = [start], []
-    for _ in range(steps):
-        with tf.control_dependencies(after):
-            d = tf.add(data, c)
-            e = tf.add(c, k)
-            a = tf.multiply(d, e)
-            loss = tf.compat.v1.losses.softmax_cross_entropy(logits=a, onehot_labels=labels)
-            grads = opt.compute_gradients(loss, tf.compat.v1.trainable_variables())
-            train_op = opt.apply_gradients(grads_and_vars=list(grads))
-        with tf.control_dependencies([train_op]):
-            after = [tf.concat([c.read_value(), k.read_value()], 0)]
-        traj.append(after[0])
-    return start, tf.stack(traj)
 
+    def tensorflow(tf, labels, data, *, steps):
+        stddev = 1e-1
+        # op seeds (the seed has none) keep the init, and so the observed numbers, fixed across runs
+        c = tf.Variable(tf.random.truncated_normal(shape=[2], stddev=stddev, seed=1))
+        k = tf.Variable(tf.random.truncated_normal(shape=[2], stddev=stddev, seed=2))
+        start = tf.concat([c.read_value(), k.read_value()], 0)
+        opt = tf.compat.v1.train.AdamOptimizer(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=0.1)
+        after, traj = [start], []
+        for _ in range(steps):
+            with tf.control_dependencies(after):
+                d = tf.add(data, c)
+                e = tf.add(c, k)
+                a = tf.multiply(d, e)
+                loss = tf.compat.v1.losses.softmax_cross_entropy(logits=a, onehot_labels=labels)
+                grads = opt.compute_gradients(loss, tf.compat.v1.trainable_variables())
+                train_op = opt.apply_gradients(grads_and_vars=list(grads))
+            with tf.control_dependencies([train_op]):
+                after = [tf.concat([c.read_value(), k.read_value()], 0)]
+            traj.append(after[0])
+        return start, tf.stack(traj)
 
-_seed_001_graph.exact_shapes = True
+    tensorflow.exact_shapes = True
 
 
 @on("tensorflow", modes=("graph",))
@@ -550,7 +550,7 @@ def test_seed_001_model_as_written(subject, record, v):
     further after 1 step and 5.5x after 5 (relative differences observed)."""
     labels, data = v
     record.example(labels=labels, data=data)
-    start, traj = subject.run(_seed_001_graph, labels, data, steps=STEPS)
+    start, traj = subject.run(SeedModel.of(subject), labels, data, steps=STEPS)
     grad = seed_model_gradient(data.astype(np.float64), labels.astype(np.float64))
     rules = {r: closed_form(start, grad, SEED, rule=r) for r in RULES}
     out = displacement(start, traj, SEED.lr)

@@ -6,29 +6,25 @@ runs them; ``with tf.control_dependencies(get_collection(UPDATE_OPS)): train_op 
 ``sess.run([train_op, extra_update_ops])`` does. Each update is the exponential moving
 average ``moving = momentum * moving + (1 - momentum) * batch_stat`` (Keras' convention;
 PyTorch's ``momentum=m`` means ``(1 - m) * moving + m * batch``, so the oracle gets
-``1 - momentum``), compared here with its closed form over a few steps.
+``1 - momentum``), compared here with its closed form over a few steps. Keras
+``BatchNormalization`` is called with ``training=True``, ``training=False``,
+``trainable=False`` and without ``training``; the seed's pattern is built by hand
+(``assign`` ops in ``UPDATE_OPS``, an SGD train op) and run three ways: train op only, with
+control_dependencies, fetched together.
 
-Measured (TF 2.21, Keras 3.15, torch 2.13): Keras ``BatchNormalization(training=True)``
-updates in eager, ``tf.function`` and XLA; ``training=False``, ``trainable=False`` (Keras 3:
-inference mode) and a call without ``training`` do not. In a v1 graph Keras 3 builds the
-``assign`` ops but neither adds them to ``UPDATE_OPS`` (0 there) nor makes the output
-depend on them: running the output leaves the statistics unchanged (``not-updated``).
-``tf.compat.v1.layers.batch_normalization`` is gone with Keras 3 (``AttributeError:
-`batch_normalization` is not available with Keras 3.``): ``unavailable``. The seed's pattern,
-built by hand (``assign`` ops in ``UPDATE_OPS``): train op only -> ``not-updated`` in a
-Session, ``updated`` with control_dependencies or fetched together; eager/``tf.function``/XLA
-run the unfetched update anyway (automatic control dependencies). PyTorch stores the
-*unbiased* batch variance in ``running_var`` where Keras (and the seed's Algorithm 1) use the
-biased one: with batch 4 the update term differs by 4/3. PyTorch has no ``trainable`` flag:
-``requires_grad_(False)`` freezes the affine parameters but the running statistics still
-move, and a fresh module is in training mode, so a bare call updates.
+Declared surprises:
 
-Measured on Keras 2 (TF 2.12, 2.15): the same observations but two. In a v1 graph Keras 2
-builds a v1 layer whose update ops go to ``layer.updates`` (still 0 in ``UPDATE_OPS``, still
-``not-updated``), and ``tf.compat.v1.layers.batch_normalization`` exists and updates. Keras 2
-weights the batch statistic with ``1 - momentum`` made a float32 tensor and cast to the layer's
-dtype, so a float64 layer's EMA is about 1e-8 relative off the float64 closed form (``EMA
-decay``: ``float32``); the closed form with that rounding matches it within ``STAT_TOL``.
+* In a v1 graph Keras ``BatchNormalization(training=True)`` puts its update ops neither in
+  ``UPDATE_OPS`` nor among the output's control inputs: running the output leaves the statistics.
+* Keras 2 weights the batch statistic with 1 - momentum rounded to float32, so a float64 layer's
+  EMA is about 1e-8 relative off the float64 one (``EMA decay``: ``float32``).
+* PyTorch stores the unbiased batch variance in ``running_var``; Keras the biased one.
+* PyTorch has no ``trainable`` flag: ``requires_grad_(False)`` freezes the affine parameters
+  but the running statistics still move.
+* A fresh PyTorch module is in training mode, so a bare call updates the running statistics.
+* Eager and ``tf.function``/XLA run an unfetched update anyway (automatic control
+  dependencies): the train op alone updates outside a Session.
+* ``tf.compat.v1.layers.batch_normalization`` is gone with Keras 3 (``unavailable``).
 
 Variables: in TF2 modes one Keras layer (or set of variables) per (features, dtype,
 momentum) is created eagerly by the test, before any ``tf.function`` traces, and reset with
@@ -47,6 +43,7 @@ from suite.behaviours import behaviour, full_examples, on
 from suite.expectations import expect, expectations
 from suite.frameworks import resources
 from suite.frameworks.tf_runner import in_v1_graph
+from suite.program import Program
 
 KERAS_BN = "https://keras.io/api/layers/normalization_layers/batch_normalization/"
 KERAS_BN_SOURCE = (
@@ -181,7 +178,26 @@ CALLS = {
 REFUSALS = (AttributeError, ImportError, NotImplementedError)
 
 
-# ---------------------------------------------------------------- the native functions
+# ---------------------------------------------------------------- strategies
+@dataclasses.dataclass(frozen=True)
+class Batches:
+    xs: np.ndarray  # (steps, batch, features) in [-3, 3]
+    mean0: np.ndarray  # (features,) in [5, 10]: never a batch mean, so an update always shows
+    var0: np.ndarray  # (features,) in [20, 30]: above any batch variance here (at most 18)
+    momentum: float  # Keras convention
+
+
+@st.composite
+def batches(draw, *, shapes=SHAPES, momenta=MOMENTA) -> Batches:
+    dtype = draw(ss.float_dtypes())
+    steps, n, features = draw(st.sampled_from(shapes), label="steps, batch, features")
+    xs = draw(ss.float_arrays(dtype=dtype, shape=(steps, n, features), min_value=-3, max_value=3), label="xs")
+    mean0 = draw(ss.float_arrays(dtype=dtype, shape=(features,), min_value=5, max_value=10), label="mean0")
+    var0 = draw(ss.float_arrays(dtype=dtype, shape=(features,), min_value=20, max_value=30), label="var0")
+    return Batches(xs, mean0, var0, draw(st.sampled_from(momenta), label="momentum"))
+
+
+# ---------------------------------------------------------------- the programs
 def _keras_call(layer, x, call):
     return layer(x) if call == "default" else layer(x, training=call != "infer")
 
@@ -214,61 +230,58 @@ def keras_layer(tf, *, features, dtype, momentum, frozen):
     return _LAYERS[key]
 
 
-def tensorflow(tf, xs, mean0, var0, *, momentum, call="train", features):
-    """Keras BatchNormalization over the steps xs[0], xs[1], ...; returns the moving statistics
-    (and, in a v1 graph, how many ops the layer put in UPDATE_OPS)."""
-    frozen = call == "frozen"
-    if in_v1_graph():
-        layer = tf.keras.layers.BatchNormalization(
-            momentum=momentum,
-            trainable=not frozen,
-            dtype=xs.dtype.name,
-            moving_mean_initializer=lambda shape, dtype=None: mean0,
-            moving_variance_initializer=lambda shape, dtype=None: var0,
-        )
-        _LAYERS.clear()  # Keras 2: a layer made in a v1 graph invalidates those made eagerly
-        outs = [_keras_call(layer, x, call) for x in tf.unstack(xs)]
-        with tf.control_dependencies(outs):  # read after the steps, as a later sess.run would
-            return (
-                _read(tf, layer.moving_mean),
-                _read(tf, layer.moving_variance),
-                len(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)),
+class MovingStats(Program):
+    """Batch norm over the steps xs[0], xs[1], ...: the moving statistics (and, for TF in a v1
+    graph, how many ops the layer put in UPDATE_OPS). ``call``: train, infer, frozen or default."""
+
+    def tensorflow(tf, xs, mean0, var0, *, momentum, call="train", features):
+        """Keras BatchNormalization: the cached layer, reset to mean0/var0; in a v1 graph a new one."""
+        frozen = call == "frozen"
+        if in_v1_graph():
+            layer = tf.keras.layers.BatchNormalization(
+                momentum=momentum,
+                trainable=not frozen,
+                dtype=xs.dtype.name,
+                moving_mean_initializer=lambda shape, dtype=None: mean0,
+                moving_variance_initializer=lambda shape, dtype=None: var0,
             )
-    layer = keras_layer(tf, features=features, dtype=xs.dtype.name, momentum=momentum, frozen=frozen)
-    layer.moving_mean.assign(mean0)
-    layer.moving_variance.assign(var0)
-    for x in xs:
-        _keras_call(layer, x, call)
-    return _read(tf, layer.moving_mean), _read(tf, layer.moving_variance), None
+            _LAYERS.clear()  # Keras 2: a layer made in a v1 graph invalidates those made eagerly
+            outs = [_keras_call(layer, x, call) for x in tf.unstack(xs)]
+            with tf.control_dependencies(outs):  # read after the steps, as a later sess.run would
+                return (
+                    _read(tf, layer.moving_mean),
+                    _read(tf, layer.moving_variance),
+                    len(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)),
+                )
+        layer = keras_layer(tf, features=features, dtype=xs.dtype.name, momentum=momentum, frozen=frozen)
+        layer.moving_mean.assign(mean0)
+        layer.moving_variance.assign(var0)
+        for x in xs:
+            _keras_call(layer, x, call)
+        return _read(tf, layer.moving_mean), _read(tf, layer.moving_variance), None
 
+    tensorflow.exact_shapes = True  # the v1-graph layer's variables are initialised from mean0/var0
 
-tensorflow.exact_shapes = True  # the v1-graph layer's variables are initialised from mean0/var0
+    def jax(jax, xs, mean0, var0, *, momentum, call="train", features):
+        """No stateful batch norm in core JAX: the EMA spelled in jnp (jnp.var is biased)."""
+        jnp = jax.numpy
+        mean, var = mean0, var0
+        for x in xs:
+            mean = momentum * mean + (1 - momentum) * jnp.mean(x, axis=0)
+            var = momentum * var + (1 - momentum) * jnp.var(x, axis=0)
+        return mean, var, None
 
-
-def jax(jax, xs, mean0, var0, *, momentum, call="train", features):
-    """No stateful batch norm in core JAX: the EMA spelled in jnp (jnp.var is biased)."""
-    jnp = jax.numpy
-    mean, var = mean0, var0
-    for x in xs:
-        mean = momentum * mean + (1 - momentum) * jnp.mean(x, axis=0)
-        var = momentum * var + (1 - momentum) * jnp.var(x, axis=0)
-    return mean, var, None
-
-
-def torch(torch, xs, mean0, var0, *, momentum, call="train", features):
-    bn = torch.nn.BatchNorm1d(features, momentum=1.0 - momentum, dtype=xs.dtype)  # torch convention
-    with torch.no_grad():
-        bn.running_mean.copy_(mean0)
-        bn.running_var.copy_(var0)
-    if call != "default":
-        bn.train(call != "infer")
-    bn.requires_grad_(call != "frozen")
-    for x in xs:
-        bn(x)
-    return bn.running_mean, bn.running_var, None
-
-
-NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
+    def torch(torch, xs, mean0, var0, *, momentum, call="train", features):
+        bn = torch.nn.BatchNorm1d(features, momentum=1.0 - momentum, dtype=xs.dtype)  # torch convention
+        with torch.no_grad():
+            bn.running_mean.copy_(mean0)
+            bn.running_var.copy_(var0)
+        if call != "default":
+            bn.train(call != "infer")
+        bn.requires_grad_(call != "frozen")
+        for x in xs:
+            bn(x)
+        return bn.running_mean, bn.running_var, None
 
 
 # The seed's pattern by hand: y = gamma * (x - mean) / sqrt(var + eps) + beta with the batch
@@ -297,26 +310,28 @@ def v1_variables(tf, *, features, dtype):
     return _VARIABLES[key]
 
 
-def tensorflow_update_ops(tf, xs, mean0, var0, momentum, *, variant, features):
+class UpdateOps(Program):
     """TF2 modes: the seed's step per batch; ``variant`` says how the update meets the train op.
     Returns the moving statistics and beta (the train op moves it: dL/dbeta = -2 at beta = 0)."""
-    mm, mv, gamma, beta = variables = v1_variables(tf, features=features, dtype=xs.dtype.name)
-    for v, init in zip(variables, (mean0, var0, tf.ones_like(mean0), tf.zeros_like(mean0))):
-        v.assign(init)
-    opt = tf.compat.v1.train.GradientDescentOptimizer(LR)
-    for x in xs:
-        with tf.GradientTape() as tape:
-            mean, var, loss = _moments_and_loss(tf, x, gamma, beta)
-        grads = tape.gradient(loss, [gamma, beta])
-        update_ops = _ema_assigns(tf, mm, mv, mean, var, momentum)
-        if variant == "control_dependencies":
-            with tf.control_dependencies(update_ops):
+
+    def tensorflow(tf, xs, mean0, var0, momentum, *, variant, features):
+        mm, mv, gamma, beta = variables = v1_variables(tf, features=features, dtype=xs.dtype.name)
+        for v, init in zip(variables, (mean0, var0, tf.ones_like(mean0), tf.zeros_like(mean0))):
+            v.assign(init)
+        opt = tf.compat.v1.train.GradientDescentOptimizer(LR)
+        for x in xs:
+            with tf.GradientTape() as tape:
+                mean, var, loss = _moments_and_loss(tf, x, gamma, beta)
+            grads = tape.gradient(loss, [gamma, beta])
+            update_ops = _ema_assigns(tf, mm, mv, mean, var, momentum)
+            if variant == "control_dependencies":
+                with tf.control_dependencies(update_ops):
+                    opt.apply_gradients(zip(grads, [gamma, beta]))
+            elif variant == "fetched":
+                tf.group(opt.apply_gradients(zip(grads, [gamma, beta])), *update_ops)
+            else:
                 opt.apply_gradients(zip(grads, [gamma, beta]))
-        elif variant == "fetched":
-            tf.group(opt.apply_gradients(zip(grads, [gamma, beta])), *update_ops)
-        else:
-            opt.apply_gradients(zip(grads, [gamma, beta]))
-    return tf.identity(mm), tf.identity(mv), tf.identity(beta)
+        return tf.identity(mm), tf.identity(mv), tf.identity(beta)
 
 
 _SESSIONS = resources.PerTest()  # one Session per test and variant, closed when the test ends
@@ -359,19 +374,20 @@ def tensorflow_v1_session(subject, xs, mean0, var0, momentum, *, variant):
     return sess.run(stats)
 
 
-def tensorflow_v1_layers(tf, x, *, momentum):
+class V1Layers(Program):
     """The seed-era layer: its update ops in UPDATE_OPS, grouped with control_dependencies."""
-    _LAYERS.clear()  # Keras 2: its legacy layer subclasses the Keras one (see keras_layer)
-    y = tf.compat.v1.layers.batch_normalization(x, momentum=momentum, training=True)
-    update_ops = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
-    with tf.control_dependencies(update_ops):
-        train_op = tf.compat.v1.train.GradientDescentOptimizer(LR).minimize(tf.reduce_mean(tf.square(y - 1)))
-    mm, mv = (v for v in tf.compat.v1.global_variables() if "moving_" in v.name)
-    with tf.control_dependencies([train_op]):
-        return tf.identity(mm), tf.identity(mv)
 
+    def tensorflow(tf, x, *, momentum):
+        _LAYERS.clear()  # Keras 2: its legacy layer subclasses the Keras one (see keras_layer)
+        y = tf.compat.v1.layers.batch_normalization(x, momentum=momentum, training=True)
+        update_ops = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
+        with tf.control_dependencies(update_ops):
+            train_op = tf.compat.v1.train.GradientDescentOptimizer(LR).minimize(tf.reduce_mean(tf.square(y - 1)))
+        mm, mv = (v for v in tf.compat.v1.global_variables() if "moving_" in v.name)
+        with tf.control_dependencies([train_op]):
+            return tf.identity(mm), tf.identity(mv)
 
-tensorflow_v1_layers.exact_shapes = True  # the layer needs the static feature dimension
+    tensorflow.exact_shapes = True  # the layer needs the static feature dimension
 
 
 # ---------------------------------------------------------------- closed forms, classifiers
@@ -438,25 +454,7 @@ def refusal(record, e) -> str:
     return "unavailable" if isinstance(e, REFUSALS) else cmp.error_name(e)
 
 
-# ---------------------------------------------------------------- strategies
-@dataclasses.dataclass(frozen=True)
-class Batches:
-    xs: np.ndarray  # (steps, batch, features) in [-3, 3]
-    mean0: np.ndarray  # (features,) in [5, 10]: never a batch mean, so an update always shows
-    var0: np.ndarray  # (features,) in [20, 30]: above any batch variance here (at most 18)
-    momentum: float  # Keras convention
-
-
-@st.composite
-def batches(draw, *, shapes=SHAPES, momenta=MOMENTA) -> Batches:
-    dtype = draw(ss.float_dtypes())
-    steps, n, features = draw(st.sampled_from(shapes), label="steps, batch, features")
-    xs = draw(ss.float_arrays(dtype=dtype, shape=(steps, n, features), min_value=-3, max_value=3), label="xs")
-    mean0 = draw(ss.float_arrays(dtype=dtype, shape=(features,), min_value=5, max_value=10), label="mean0")
-    var0 = draw(ss.float_arrays(dtype=dtype, shape=(features,), min_value=20, max_value=30), label="var0")
-    return Batches(xs, mean0, var0, draw(st.sampled_from(momenta), label="momentum"))
-
-
+# ---------------------------------------------------------------- properties
 def _stats(runner, b, call):
     if runner.framework == "tensorflow" and runner.mode != "graph":
         with runner.module.device(runner.device_name):
@@ -468,7 +466,7 @@ def _stats(runner, b, call):
                 frozen=call == "frozen",
             )
     return runner.run(
-        NATIVE[runner.framework], b.xs, b.mean0, b.var0, momentum=b.momentum, call=call, features=b.xs.shape[-1]
+        MovingStats.of(runner), b.xs, b.mean0, b.var0, momentum=b.momentum, call=call, features=b.xs.shape[-1]
     )
 
 
@@ -476,7 +474,6 @@ def _example(record, b):
     record.example(xs=b.xs, mean0=b.mean0, var0=b.var0, momentum=b.momentum)
 
 
-# ---------------------------------------------------------------- properties
 @full_examples  # the reference rows see the EMA decay only in draws where its two roundings differ
 @given(b=batches())
 def test_training_updates_moving_statistics_to_the_ema(subject, oracles, record, b):
@@ -551,7 +548,7 @@ def _check_variants(subject, record, b):
             with subject.module.device(subject.device_name):
                 v1_variables(subject.module, features=b.xs.shape[-1], dtype=b.xs.dtype.name)
             mean, var, beta = subject.run(
-                tensorflow_update_ops, b.xs, b.mean0, b.var0, momentum, variant=variant, features=b.xs.shape[-1]
+                UpdateOps.of(subject), b.xs, b.mean0, b.var0, momentum, variant=variant, features=b.xs.shape[-1]
             )
         kind = update_kind(mean, var, b)
         record.check(EXPECT, **{"train op": "not-run" if np.array_equal(beta, 0 * beta) else "ran", key: kind})
@@ -627,7 +624,7 @@ def test_v1_layers_batch_normalization_is_declared(subject, record, x):
     only): where it exists, its UPDATE_OPS grouped by control_dependencies move (0, 1) to the EMA."""
     record.example(x=x)
     try:
-        mean, var = subject.run(tensorflow_v1_layers, x, momentum=0.99)
+        mean, var = subject.run(V1Layers.of(subject), x, momentum=0.99)
     except Exception as e:  # the framework's refusal is the observation
         record.check(EXPECT, **{V1_LAYERS: refusal(record, e)})
         return

@@ -6,32 +6,24 @@ Source: seeds/001 ("Control dependencies. What will be printed?"). The v1 puzzle
 op inside the context, and fetching the variable runs the read built with the variable,
 which does not wait for (or trigger) the ``assign_add``. The seed's two solutions,
 ``y = tf.identity(x)`` (an op built inside the context) and ``y = x_plus_1``, print
-1, 2, 3, 4, 5.
-
-Measured (TF 2.21, CPU), the puzzle as written in a v1 Session (``graph`` mode): ``tf.Variable``
-in a Graph is a ``ResourceVariable`` in TF2 and still prints 0, 0, 0, 0, 0 (read op built at
-creation, no control input), the solutions 1..5; with ``tf.compat.v1.Variable(...,
-use_resource=False)`` (a ``RefVariable``, the seed's 2019 kind) the same three sequences:
-no difference between the kinds. Sequential Python (``x += 1; y = x``) prints 1..5, so
-``y = x`` in a Session is a declared divergence. Run in TF2 modes (variable created outside
-the step, reset, five calls) all three spellings print 1..5 in eager, ``tf.function`` and XLA:
-eager runs each op when called and ``tf.function`` adds automatic control dependencies.
+1, 2, 3, 4, 5. The puzzle runs as written in a v1 Session (``graph`` mode), with
+``tf.Variable`` and with the seed's 2019 ``RefVariable`` (``use_resource=False``), and in
+the TF2 modes as five calls of one step on a variable created outside it.
 
 Random programs (hypothesis) of ``assign``/``assign_add``/``assign_sub`` (method or
 ``tf.compat.v1`` function; the result used through ``tf.identity`` or never used) and
 reads (``read_value()``/``tf.identity(v)``) on 1-3 variables, ended by an unused
-``assign_add(v0, 1000)`` and a read of v0: eager, ``tf.function`` and XLA give exactly the
-sequential Python values, and the variables hold the sequential final state after the call
-(unused updates ran). A v1 Session fetching the reads (TF2 resource variables; automatic
-control dependencies are not added to v1 graphs) runs only the fetched ops: unused updates
-never run, the tail read never sees +1000, and reads race with fetched updates (measured
-with 8 programs of 6 steps on 2 variables, 200 runs each: those with a fetched update gave 2
-to 7 distinct results each). What is asserted there is the
-weaker, deterministic property that the reads are *some* order of the fetched ops with
-unused updates skipped (``fetched-only-any-order``), declared with the
-``tf.compat.v1.wrap_function`` docs. ``Variable.assign_add`` returns "the updated variable"
-itself, not a snapshot: reading the result after a later ``assign`` sees the later value in
-eager, tf.function and XLA, as PyTorch's ``add_`` returns ``self``.
+``assign_add(v0, 1000)`` and a read of v0, are compared with sequential Python: the reads,
+and the variables' state after the call (did the unused updates run?). Reading the result
+of ``Variable.assign_add`` after a later ``assign`` tells whether it is "the updated
+variable" itself or a snapshot (PyTorch's ``add_`` returns ``self``).
+
+Declared surprises:
+
+- In a v1 Session ``y = x`` prints only zeros, for ResourceVariable and RefVariable alike.
+- A v1 Session runs only the fetched ops (v1 graphs get no automatic control dependencies):
+  unused updates never run, and fetched reads race with fetched updates, so what is asserted is
+  that the reads are *some* order of the fetched ops (``fetched-only-any-order``).
 
 JAX has no mutable variables (``.at[].add`` returns a new array) and PyTorch eager runs every
 in-place op when called, so the ordering tests are TensorFlow-only (``@on("tensorflow")``);
@@ -50,6 +42,7 @@ from suite import strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 from suite.frameworks.tf_runner import in_v1_graph
+from suite.program import Program
 
 CONTROL_DEPS = "https://www.tensorflow.org/api_docs/python/tf/control_dependencies"
 GRAPH_CONTROL_DEPS = "https://www.tensorflow.org/api_docs/python/tf/Graph#control_dependencies"
@@ -121,7 +114,52 @@ TAIL = 1000  # the tail's unused assign_add: every other value stays below 100 i
 SHAPES = ((), (2,))  # one variable set (and one XLA shape) per dtype x shape
 
 
-# ---------------------------------------------------------------- the native functions
+# ---------------------------------------------------------------- strategies
+@dataclasses.dataclass(frozen=True)
+class UpdateProgram:
+    """A drawn program of variable updates and reads."""
+
+    steps: tuple  # ("read", var, how) | (op, var, const_index, used, how); hashable (static)
+    inits: np.ndarray  # (nvars, *shape)
+    consts: np.ndarray  # (nconsts, *shape)
+
+
+def _ints(dtype, shape):
+    return hnp.arrays(dtype, shape, elements=st.integers(-8, 8).map(float))
+
+
+@st.composite
+def programs(draw, *, max_steps=6) -> UpdateProgram:
+    """1-3 variables, 1-6 steps, then the tail: an unused assign_add(v0, 1000) and a read of v0."""
+    dtype, shape = draw(ss.float_dtypes()), draw(st.sampled_from(SHAPES))
+    nvars = draw(st.integers(1, 3), label="nvars")
+    step = st.one_of(
+        st.tuples(st.just("read"), st.integers(0, nvars - 1), st.sampled_from(["read_value", "identity"])),
+        st.tuples(
+            st.sampled_from(UPDATES),
+            st.integers(0, nvars - 1),
+            st.just(0),
+            st.booleans(),
+            st.sampled_from(["method", "tf.compat.v1"]),
+        ),
+    )
+    body = draw(st.lists(step, min_size=1, max_size=max_steps), label="steps")
+    steps, k = [], 0
+    for s in body:  # one constant per update
+        if s[0] != "read":
+            s, k = (s[0], s[1], k, s[3], s[4]), k + 1
+        steps.append(s)
+    steps += [("assign_add", 0, k, False, "method"), ("read", 0, "read_value")]
+    consts = draw(_ints(dtype, (k,) + shape), label="consts")
+    consts = np.concatenate([consts, np.full((1,) + shape, TAIL, dtype)])
+    return UpdateProgram(tuple(steps), draw(_ints(dtype, (nvars,) + shape), label="inits"), consts)
+
+
+def _sig(subject, arr, nvars):
+    return (arr.dtype.name, tuple(arr.shape[1:]), nvars, subject.device)
+
+
+# ---------------------------------------------------------------- the programs
 _VARIABLES = {}
 
 
@@ -141,44 +179,66 @@ def _variables(tf, inits, *, sig, reset=True):
     return out
 
 
-def tensorflow_program(tf, inits, consts, *, steps, sig):
+class Steps(Program):
     """The drawn program, spelled as a user would; returns the used results in program order."""
-    vs, outs = _variables(tf, inits, sig=sig), []
-    for step in steps:
-        v = vs[step[1]]
-        if step[0] == "read":
-            outs.append(v.read_value() if step[2] == "read_value" else tf.identity(v))
-            continue
-        op, _, k, used, how = step
-        r = getattr(v, op)(consts[k]) if how == "method" else getattr(tf.compat.v1, op)(v, consts[k])
-        if used:
-            outs.append(tf.identity(r))
-    return tuple(outs)
+
+    def tensorflow(tf, inits, consts, *, steps, sig):
+        vs, outs = _variables(tf, inits, sig=sig), []
+        for step in steps:
+            v = vs[step[1]]
+            if step[0] == "read":
+                outs.append(v.read_value() if step[2] == "read_value" else tf.identity(v))
+                continue
+            op, _, k, used, how = step
+            r = getattr(v, op)(consts[k]) if how == "method" else getattr(tf.compat.v1, op)(v, consts[k])
+            if used:
+                outs.append(tf.identity(r))
+        return tuple(outs)
+
+    tensorflow.exact_shapes = True  # a v1 tf.Variable needs a static shape
 
 
-tensorflow_program.exact_shapes = True  # a v1 tf.Variable needs a static shape
-
-
-def tensorflow_state(tf, inits, *, sig):
+class State(Program):
     """The variables as the last program left them (read after, outside that call)."""
-    return tuple(tf.identity(v) for v in _variables(tf, inits, sig=sig, reset=False))
+
+    def tensorflow(tf, inits, *, sig):
+        return tuple(tf.identity(v) for v in _variables(tf, inits, sig=sig, reset=False))
 
 
-def tensorflow_puzzle_reset(tf, zero, *, variant, sig):
-    (x,) = _variables(tf, zero[None], sig=sig + (variant,))
+def _y_is_x(tf, x, x_plus_1):
+    return x
+
+
+def _y_is_identity(tf, x, x_plus_1):
     return tf.identity(x)
 
 
-def tensorflow_puzzle_step(tf, zero, *, variant, sig):
+def _y_is_x_plus_1(tf, x, x_plus_1):
+    return x_plus_1
+
+
+# variant -> what the puzzle's ``y`` is, built inside ``with tf.control_dependencies([x_plus_1])``
+Y = {"y = x": _y_is_x, "y = tf.identity(x)": _y_is_identity, "y = x_plus_1": _y_is_x_plus_1}
+
+
+class PuzzleReset(Program):
+    def tensorflow(tf, zero, *, variant, sig):
+        (x,) = _variables(tf, zero[None], sig=sig + (variant,))
+        return tf.identity(x)
+
+
+class PuzzleStep(Program):
     """seeds/001 puzzle body in a TF2 mode: one call is one ``session.run(y)``."""
-    (x,) = _variables(tf, zero[None], sig=sig + (variant,), reset=False)
-    x_plus_1 = tf.compat.v1.assign_add(x, 1)
-    with tf.control_dependencies([x_plus_1]):
-        y = x if variant == "y = x" else tf.identity(x) if variant == "y = tf.identity(x)" else x_plus_1
-    return y
+
+    def tensorflow(tf, zero, *, variant, sig):
+        (x,) = _variables(tf, zero[None], sig=sig + (variant,), reset=False)
+        x_plus_1 = tf.compat.v1.assign_add(x, 1)
+        with tf.control_dependencies([x_plus_1]):
+            y = Y[variant](tf, x, x_plus_1)
+        return y
 
 
-def tensorflow_v1_puzzle(tf, *, variant, use_resource, device):
+def v1_puzzle(tf, *, variant, use_resource, device):
     """seeds/001 as written (tf.Variable -> tf.compat.v1.Variable, tf.assign_add ->
     tf.compat.v1.assign_add): five ``session.run(y)`` in one Session."""
     with tf.Graph().as_default(), tf.device(device):
@@ -186,7 +246,7 @@ def tensorflow_v1_puzzle(tf, *, variant, use_resource, device):
         x_plus_1 = tf.compat.v1.assign_add(x, 1)
 
         with tf.control_dependencies([x_plus_1]):
-            y = x if variant == "y = x" else tf.identity(x) if variant == "y = tf.identity(x)" else x_plus_1
+            y = Y[variant](tf, x, x_plus_1)
         init = tf.compat.v1.initialize_all_variables()
 
         with tf.compat.v1.Session() as session:
@@ -195,32 +255,24 @@ def tensorflow_v1_puzzle(tf, *, variant, use_resource, device):
     return np.asarray(printed), type(x).__name__
 
 
-def tensorflow_alias(tf, a, c, d, *, sig):
-    (v,) = _variables(tf, a[None], sig=sig)
-    r = v.assign_add(c)
-    v.assign(d)
-    return r
+class Alias(Program):
+    """r = v.assign_add(c); v.assign(d); return r (PyTorch: r = v.add_(c); v.copy_(d))."""
 
+    def tensorflow(tf, a, c, d, *, sig):
+        (v,) = _variables(tf, a[None], sig=sig)
+        r = v.assign_add(c)
+        v.assign(d)
+        return r
 
-def torch_alias(torch, a, c, d):
-    v = a.clone()
-    r = v.add_(c)
-    v.copy_(d)
-    return r
-
-
-ALIAS = {"tensorflow": tensorflow_alias, "torch": torch_alias}
+    def torch(torch, a, c, d):
+        v = a.clone()
+        r = v.add_(c)
+        v.copy_(d)
+        return r
 
 
 # ---------------------------------------------------------------- oracles, classifiers
-@dataclasses.dataclass(frozen=True)
-class Program:
-    steps: tuple  # ("read", var, how) | (op, var, const_index, used, how); hashable (static)
-    inits: np.ndarray  # (nvars, *shape)
-    consts: np.ndarray  # (nconsts, *shape)
-
-
-def sequential(p: Program):
+def sequential(p: UpdateProgram):
     """Python semantics: each step in order. Returns (used results, final state)."""
     state, outs = [x.copy() for x in p.inits], []
     for step in p.steps:
@@ -235,7 +287,7 @@ def sequential(p: Program):
     return outs, state
 
 
-def fetched_only_any_order(p: Program, outs) -> bool:
+def fetched_only_any_order(p: UpdateProgram, outs) -> bool:
     """Are ``outs`` what running only the fetched ops (reads, used updates and their
     snapshots, which follow their update) in *some* order gives, unused updates skipped?
     Variables are independent; per variable, a search over (ops done, value)."""
@@ -275,14 +327,14 @@ def fetched_only_any_order(p: Program, outs) -> bool:
     return True
 
 
-def reads_kind(p: Program, outs) -> str:
+def reads_kind(p: UpdateProgram, outs) -> str:
     ref, _ = sequential(p)
     if len(outs) == len(ref) and all(np.array_equal(o, r) for o, r in zip(outs, ref)):
         return "sequential"
     return "fetched-only-any-order" if fetched_only_any_order(p, outs) else "other"
 
 
-def unused_kind(p: Program, outs) -> str:
+def unused_kind(p: UpdateProgram, outs) -> str:
     """The tail ``assign_add(v0, 1000)`` is never used: did the tail read see it?"""
     ref, _ = sequential(p)
     if np.array_equal(outs[-1], ref[-1]):
@@ -301,70 +353,31 @@ def printed_kind(printed) -> str:
     )
 
 
-# ---------------------------------------------------------------- strategies
-def _ints(dtype, shape):
-    return hnp.arrays(dtype, shape, elements=st.integers(-8, 8).map(float))
-
-
-@st.composite
-def programs(draw, *, max_steps=6) -> Program:
-    """1-3 variables, 1-6 steps, then the tail: an unused assign_add(v0, 1000) and a read of v0."""
-    dtype, shape = draw(ss.float_dtypes()), draw(st.sampled_from(SHAPES))
-    nvars = draw(st.integers(1, 3), label="nvars")
-    step = st.one_of(
-        st.tuples(st.just("read"), st.integers(0, nvars - 1), st.sampled_from(["read_value", "identity"])),
-        st.tuples(
-            st.sampled_from(UPDATES),
-            st.integers(0, nvars - 1),
-            st.just(0),
-            st.booleans(),
-            st.sampled_from(["method", "tf.compat.v1"]),
-        ),
-    )
-    body = draw(st.lists(step, min_size=1, max_size=max_steps), label="steps")
-    steps, k = [], 0
-    for s in body:  # one constant per update
-        if s[0] != "read":
-            s, k = (s[0], s[1], k, s[3], s[4]), k + 1
-        steps.append(s)
-    steps += [("assign_add", 0, k, False, "method"), ("read", 0, "read_value")]
-    consts = draw(_ints(dtype, (k,) + shape), label="consts")
-    consts = np.concatenate([consts, np.full((1,) + shape, TAIL, dtype)])
-    return Program(tuple(steps), draw(_ints(dtype, (nvars,) + shape), label="inits"), consts)
-
-
-def _sig(subject, arr, nvars):
-    return (arr.dtype.name, tuple(arr.shape[1:]), nvars, subject.device)
-
-
 # ---------------------------------------------------------------- properties
-@on("tensorflow")
+@on("tensorflow")  # JAX has no variables, PyTorch eager no deferred ops
 @given(p=programs())
 def test_random_programs_follow_sequential_semantics(subject, record, p):
-    """Reads of a random assign/assign_add/assign_sub program equal sequential Python in eager,
-    tf.function and XLA, and unused updates run; a v1 Session runs only the fetched ops, in some
-    order (declared). TensorFlow only: JAX has no variables, PyTorch eager no deferred ops."""
+    """Reads equal sequential Python and unused updates run; a v1 Session runs only the fetched ops."""
     record.example(inits=p.inits, consts=p.consts, steps=p.steps)
     sig = _sig(subject, p.inits, len(p.inits))
-    outs = subject.run(tensorflow_program, p.inits, p.consts, steps=p.steps, sig=sig)
+    outs = subject.run(Steps.of(subject), p.inits, p.consts, steps=p.steps, sig=sig)
     record.check(EXPECT, reads=reads_kind(p, outs), unused_updates=unused_kind(p, outs))
     if subject.mode != "graph":
         ref, final = sequential(p)
         for j, (o, r) in enumerate(zip(outs, ref)):
             record.equal(name=f"result[{j}]", out=o, ref=r, oracle="closed-form")
-        state = subject.run(tensorflow_state, p.inits, sig=sig)
+        state = subject.run(State.of(subject), p.inits, sig=sig)
         for i, (s, f) in enumerate(zip(state, final)):
             record.equal(name=f"final v{i}", out=s, ref=f, oracle="closed-form")
 
 
-@on("tensorflow", "torch", modes=("eager", "function", "xla"))
+@on("tensorflow", "torch", modes=("eager", "function", "xla"))  # a v1 Session fetching r races with the assign
 @given(a=_ints(np.float32, ()), c=_ints(np.float32, ()), k=st.integers(1, 5))
 def test_assign_result_is_the_updated_variable(subject, record, a, c, k):
-    """r = v.assign_add(c); v.assign(d); r reads d: the result is the variable, not a snapshot
-    (PyTorch add_ returns self). Not in a v1 Session: fetching r with the later assign races."""
+    """r = v.assign_add(c); v.assign(d): r reads d, the variable itself (PyTorch add_ returns self)."""
     d = np.float32(a + c + k)
     record.example(a=a, c=c, d=d)
-    fn = ALIAS[subject.framework]
+    fn = Alias.of(subject)
     static = {"sig": _sig(subject, a[None], 1) + ("alias",)} if subject.framework == "tensorflow" else {}
     out = subject.run(fn, a, c, d, **static)
     record.check(
@@ -374,24 +387,22 @@ def test_assign_result_is_the_updated_variable(subject, record, a, c, k):
 
 
 # ---------------------------------------------------------------- seed examples
-@on("tensorflow")
+@on("tensorflow")  # the puzzle is about TF's graph semantics
 @given(zero=st.just(np.float32(0.0)))
 def test_seed_what_will_be_printed(subject, record, zero):
-    """seeds/001, five steps: y = x prints only zeros in a v1 Session (ResourceVariable and
-    RefVariable alike), y = tf.identity(x) and y = x_plus_1 print 1..5; in eager, tf.function
-    and XLA all three print 1..5. TensorFlow only: the puzzle is about TF's graph semantics."""
+    """seeds/001, five session.run(y): y = x prints zeros in a v1 Session, the two solutions print 1..5."""
     record.example(zero=zero)
     for variant in VARIANTS:
         if subject.mode == "graph":
             for kind, use_resource in KINDS.items():
-                printed, cls = tensorflow_v1_puzzle(
+                printed, cls = v1_puzzle(
                     subject.module, variant=variant, use_resource=use_resource, device=subject.device_name
                 )
                 record.check(EXPECT, **{f"variable kind [{kind}]": cls, f"{variant} [{kind}]": printed_kind(printed)})
                 record.observe(**{f"printed {variant} [{kind}]": printed})
         else:
             sig = _sig(subject, zero[None], 1)
-            subject.run(tensorflow_puzzle_reset, zero, variant=variant, sig=sig)
-            printed = [subject.run(tensorflow_puzzle_step, zero, variant=variant, sig=sig) for _ in range(5)]
+            subject.run(PuzzleReset.of(subject), zero, variant=variant, sig=sig)
+            printed = [subject.run(PuzzleStep.of(subject), zero, variant=variant, sig=sig) for _ in range(5)]
             record.check(EXPECT, **{f"{variant} [tf.Variable]": printed_kind(printed)})
             record.observe(**{f"printed {variant} [tf.Variable]": np.asarray(printed)})

@@ -9,18 +9,20 @@ beta2=0.999, epsilon=0.1) via compute_gradients/apply_gradients. The Bernoulli a
 op (seeds/001, 003) samples a mask forward and multiplies the upstream gradient by the
 other feature map backward.
 
-MEASURED (TF 2.21, CPU). ``tf.custom_gradient`` (with and without variables) is applied
-in every mode under both GradientTape and ``tf.gradients`` (eager: ``tf.gradients`` is
-unavailable). ``gradient_override_map`` is honoured only by ``tf.gradients`` (graph, and
-inside ``tf.function``); GradientTape looks gradients up by op type and ignores it, in
-every mode. ``py_func``/``numpy_function`` have no gradient (None), ``py_function``
-differentiates through the eager ops in its body, giving a *scalar* 0 for an unused input.
-Under XLA every Python op fails to compile (InvalidArgumentError). The seed's backward
-receives dL/de, not the dL/da of its slide's chain rule, and also sends ``e*grad`` into
-``d``; so with c=[.05,-.12], k=[.13,.07] the applied gradients are dL/dc=[0.947,-1.880],
-dL/dk=[0.629,-2.016] where the slide formula ((e+d)dL/da, d dL/da) gives [0.701,-1.044],
-[0.599,-1.072]: TF applies the declared backward exactly; the slide's algebra differs.
-The forward (loss 0.8446) equals the tf.add model's, the seed's own check.
+Every mechanism applies the declared backward exactly (``tf.custom_gradient``, with and
+without variables, under GradientTape and ``tf.gradients``; ``jax.custom_vjp``,
+``jax.custom_jvp``; ``torch.autograd.Function``). Without one, ``py_func`` and
+``numpy_function`` have no gradient (None) and ``py_function`` differentiates the eager
+ops of its body, a scalar 0 for an unused input. The seed's backward receives dL/de, not
+the dL/da of its slide's chain rule, and also sends ``e*grad`` into ``d``, so the applied
+gradients are not the slide's ((e+d) dL/da, d dL/da); the forward equals the tf.add
+model's (the seed's own check).
+
+Declared (TensorFlow): ``tf.gradients`` is unavailable in eager mode (RuntimeError: graph
+or tf.function only). ``gradient_override_map`` is ignored by GradientTape in every mode
+(the tape looks a gradient up by op type; only ``tf.gradients`` reads the override).
+Under XLA every Python op (py_func, py_function, numpy_function) fails to compile
+(InvalidArgumentError).
 """
 
 import concurrent.futures
@@ -34,6 +36,7 @@ from hypothesis.extra import numpy as hnp
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
+from suite.program import Program
 
 BEHAVIOUR = behaviour(
     "custom-backward",
@@ -114,253 +117,6 @@ EXPECT = expectations(
         for a in APIS
     ],
 )
-
-# ---------------------------------------------------------------- the native functions
-# Inputs c, k, d as in the seed: e = custom_add(c, k, d) has the value c + k; d is passed
-# only so that the backward can use it.
-
-
-def forward_func(c, k, d):
-    """seeds/001 forward_func (any float dtype rather than float32 only)."""
-    e = np.add(c, k)
-    return e.astype(c.dtype)
-
-
-def seed_backprop(tf):
-    """seeds/001 backprop_func (``tf`` comes from the runner)."""
-
-    def backprop_func(op, grad):
-        c = op.inputs[0]
-        k = op.inputs[1]
-        d = op.inputs[2]
-        e = tf.add(c, k)
-        return (e + d) * grad, d * grad, e * grad
-
-    return backprop_func
-
-
-_REGISTERED = {}
-
-
-def _override_name(tf):
-    """Register backprop_func once: registering a name twice raises KeyError."""
-    if "seed" not in _REGISTERED:
-        tf.RegisterGradient("CustomBackwardSeed001")(seed_backprop(tf))
-        _REGISTERED["seed"] = "CustomBackwardSeed001"
-    return _REGISTERED["seed"]
-
-
-def _tf_forward(tf, c, k, d, op):
-    if op == "py_func":
-        return tf.compat.v1.py_func(forward_func, [c, k, d], c.dtype)
-    if op == "numpy_function":
-        return tf.numpy_function(forward_func, [c, k, d], c.dtype)
-    if op == "py_function":
-        return tf.py_function(lambda c, k, d: tf.add(c, k), [c, k, d], c.dtype)
-    return tf.add(c, k)
-
-
-def tensorflow(tf, c, k, d, w, *, op, how, api):
-    """e = custom_add(c, k, d) with forward ``op`` and the seed's backward attached by ``how``;
-    returns e and the gradients of sum(w * e) by ``api`` (GradientTape or tf.gradients)."""
-
-    def custom_add(c, k, d):
-        if how == "override_map":
-            with tf.compat.v1.get_default_graph().gradient_override_map(
-                {"EagerPyFunc" if op == "py_function" else "PyFunc": _override_name(tf)}
-            ):
-                return _tf_forward(tf, c, k, d, op)
-        if how == "custom_gradient":
-
-            @tf.custom_gradient
-            def add(c, k, d):
-                def grad(g):
-                    e = tf.add(c, k)
-                    return (e + d) * g, d * g, e * g
-
-                return _tf_forward(tf, c, k, d, op), grad
-
-            return add(c, k, d)
-        return _tf_forward(tf, c, k, d, op)
-
-    xs = [c, k, d]
-    if api == "tf.gradients":
-        e = custom_add(*xs)
-        return e, tf.gradients(e, xs, grad_ys=w)
-    with tf.GradientTape() as tape:
-        tape.watch(xs)
-        e = custom_add(*xs)
-    return e, tape.gradient(e, xs, output_gradients=w)
-
-
-def tensorflow_variables(tf, c, k, d, w, *, api, var_ref=None):
-    """k is a variable read inside the forward: grad_fn(g, variables) returns its gradient."""
-    if var_ref is None:  # v1 graph: the variable lives in the session's graph (initialised from k)
-        var = tf.Variable(k, shape=tf.TensorShape(None))
-    else:  # eager/function/xla: created eagerly by the test, one per dtype x shape
-        var = var_ref.deref()
-        var.assign(k)
-
-    @tf.custom_gradient
-    def add(c, d):
-        e = c + var
-
-        def grad(g, variables=None):
-            return ((e + d) * g, e * g), [d * g for _ in variables]
-
-        return e, grad
-
-    if api == "tf.gradients":
-        e = add(c, d)
-        return e, tf.gradients(e, [c, var, d], grad_ys=w)
-    with tf.GradientTape() as tape:
-        tape.watch([c, d])
-        e = add(c, d)
-    return e, tape.gradient(e, [c, var, d], output_gradients=w)
-
-
-_EAGER_VARS = {}
-
-
-def _eager_variable(tf, k):
-    key = (k.dtype.str, k.shape)
-    if key not in _EAGER_VARS:
-        _EAGER_VARS[key] = tf.Variable(np.zeros_like(k))
-    return _EAGER_VARS[key].ref()
-
-
-_ORACLE_OPS = {}
-
-
-def _jax_ops(jax):
-    """custom_vjp and custom_jvp spellings of the seed's op, built once."""
-    if "vjp" not in _ORACLE_OPS:
-
-        @jax.custom_vjp
-        def add_vjp(c, k, d):
-            return c + k
-
-        def fwd(c, k, d):
-            return c + k, (c, k, d)
-
-        def bwd(res, g):
-            c, k, d = res
-            e = c + k
-            return (e + d) * g, d * g, e * g
-
-        add_vjp.defvjp(fwd, bwd)
-
-        @jax.custom_jvp
-        def add_jvp(c, k, d):
-            return c + k
-
-        @add_jvp.defjvp
-        def _(primals, tangents):  # linear in the tangents, so reverse mode transposes it
-            (c, k, d), (dc, dk, dd) = primals, tangents
-            e = c + k
-            return e, (e + d) * dc + d * dk + e * dd
-
-        @jax.custom_vjp
-        def bernoulli(p, f, seed):
-            return jax.random.bernoulli(jax.random.key(seed), p).astype(p.dtype)
-
-        bernoulli.defvjp(
-            lambda p, f, seed: (bernoulli(p, f, seed), f), lambda f, g: (g * f, jax.numpy.zeros_like(f), None)
-        )
-        _ORACLE_OPS.update(vjp=add_vjp, jvp=add_jvp, bernoulli=bernoulli)
-    return _ORACLE_OPS
-
-
-def _torch_ops(torch):
-    if "torch_add" not in _ORACLE_OPS:
-
-        class CustomAdd(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx, c, k, d):
-                ctx.save_for_backward(c, k, d)
-                return c + k
-
-            @staticmethod
-            def backward(ctx, g):
-                c, k, d = ctx.saved_tensors
-                e = c + k
-                return (e + d) * g, d * g, e * g
-
-        class Bernoulli(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx, p, f, seed):
-                ctx.save_for_backward(f)
-                return torch.bernoulli(p, generator=torch.Generator(p.device).manual_seed(int(seed)))
-
-            @staticmethod
-            def backward(ctx, g):
-                (f,) = ctx.saved_tensors
-                return g * f, torch.zeros_like(f), None
-
-        _ORACLE_OPS.update(torch_add=CustomAdd, torch_bernoulli=Bernoulli)
-    return _ORACLE_OPS
-
-
-def jax(jax, c, k, d, *, how="custom_vjp"):
-    return _jax_ops(jax)["vjp" if how == "custom_vjp" else "jvp"](c, k, d)
-
-
-def torch(torch, c, k, d):
-    return _torch_ops(torch)["torch_add"].apply(c, k, d)
-
-
-def tensorflow_bernoulli(tf, p, f, seed):
-    """seeds/003 attention: forward samples Bernoulli(p); backward upstream * feature map."""
-
-    @tf.custom_gradient
-    def bernoulli(p, f):
-        u = tf.random.stateless_uniform(tf.shape(p), seed=tf.stack([seed, seed]), dtype=p.dtype)
-        return tf.cast(u < p, p.dtype), lambda g: (g * f, tf.zeros_like(f))
-
-    return bernoulli(p, f)
-
-
-def jax_bernoulli(jax, p, f, seed):
-    return _jax_ops(jax)["bernoulli"](p, f, seed)
-
-
-def torch_bernoulli(torch, p, f, seed):
-    return _torch_ops(torch)["torch_bernoulli"].apply(p, f, seed)
-
-
-def tensorflow_seed_model(tf, c, k, data, labels, *, plain=False):
-    """seeds/001 model in TF2 spelling: custom_add by tf.custom_gradient (``plain``: tf.add)."""
-    d = tf.add(data, c)
-    if plain:
-        e = tf.add(c, k)
-    else:
-
-        @tf.custom_gradient
-        def custom_add(c, k, d):
-            e = tf.add(c, k)
-            return e, lambda g: ((e + d) * g, d * g, e * g)
-
-        e = custom_add(c, k, d)
-    a = tf.multiply(d, e)
-    return tf.nn.softmax_cross_entropy_with_logits(labels=tf.cast(labels, a.dtype), logits=a)
-
-
-def jax_seed_model(jax, c, k, data, labels, *, plain=False):
-    d = data + c
-    e = c + k if plain else _jax_ops(jax)["vjp"](c, k, d)
-    return -(labels * jax.nn.log_softmax(d * e)).sum()
-
-
-def torch_seed_model(torch, c, k, data, labels, *, plain=False):
-    d = data + c
-    e = c + k if plain else _torch_ops(torch)["torch_add"].apply(c, k, d)
-    return -(labels.to(d.dtype) * torch.log_softmax(d * e, dim=-1)).sum()
-
-
-NATIVE = {"jax": jax, "torch": torch}
-ORACLE_STATIC = {"jax": {"how": "custom_vjp"}, "torch": {}}  # as the jax-jit row calls it: one compile
-BERNOULLI = {"tensorflow": tensorflow_bernoulli, "jax": jax_bernoulli, "torch": torch_bernoulli}
-SEED_MODEL = {"tensorflow": tensorflow_seed_model, "jax": jax_seed_model, "torch": torch_seed_model}
 
 
 # ---------------------------------------------------------------- closed forms and observations
@@ -456,25 +212,321 @@ small = st.floats(float(np.float32(-0.2)), float(np.float32(0.2)), width=32)
 SEED_DATA, SEED_LABELS = np.array([1, 2], np.float32), np.array([0, 1], np.int32)
 
 
+# ---------------------------------------------------------------- the programs
+# Inputs c, k, d as in the seed: e = custom_add(c, k, d) has the value c + k; d is passed
+# only so that the backward can use it.
+
+
+def forward_func(c, k, d):
+    """seeds/001 forward_func (any float dtype rather than float32 only)."""
+    e = np.add(c, k)
+    return e.astype(c.dtype)
+
+
+def seed_backprop(tf):
+    """seeds/001 backprop_func (``tf`` comes from the runner)."""
+
+    def backprop_func(op, grad):
+        c = op.inputs[0]
+        k = op.inputs[1]
+        d = op.inputs[2]
+        e = tf.add(c, k)
+        return (e + d) * grad, d * grad, e * grad
+
+    return backprop_func
+
+
+_REGISTERED = {}
+
+
+def _override_name(tf):
+    """Register backprop_func once: registering a name twice raises KeyError."""
+    if "seed" not in _REGISTERED:
+        tf.RegisterGradient("CustomBackwardSeed001")(seed_backprop(tf))
+        _REGISTERED["seed"] = "CustomBackwardSeed001"
+    return _REGISTERED["seed"]
+
+
+# forward of custom_add by op: TensorFlow ops, or a Python op (the seed's py_func)
+TF_FORWARDS = {
+    "tf": lambda tf, c, k, d: tf.add(c, k),
+    "py_func": lambda tf, c, k, d: tf.compat.v1.py_func(forward_func, [c, k, d], c.dtype),
+    "numpy_function": lambda tf, c, k, d: tf.numpy_function(forward_func, [c, k, d], c.dtype),
+    "py_function": lambda tf, c, k, d: tf.py_function(lambda c, k, d: tf.add(c, k), [c, k, d], c.dtype),
+}
+
+
+def _gradients(tf, api, forward, watch, sources, w):
+    """``e = forward()`` and the gradients of sum(w * e) w.r.t. ``sources`` by ``api``
+    (GradientTape, watching ``watch``, or tf.gradients)."""
+    if api == "tf.gradients":
+        e = forward()
+        return e, tf.gradients(e, sources, grad_ys=w)
+    with tf.GradientTape() as tape:
+        tape.watch(watch)
+        e = forward()
+    return e, tape.gradient(e, sources, output_gradients=w)
+
+
+_ORACLE_OPS = {}
+
+
+def _jax_ops(jax):
+    """custom_vjp and custom_jvp spellings of the seed's op, built once."""
+    if "vjp" not in _ORACLE_OPS:
+
+        @jax.custom_vjp
+        def add_vjp(c, k, d):
+            return c + k
+
+        def fwd(c, k, d):
+            return c + k, (c, k, d)
+
+        def bwd(res, g):
+            c, k, d = res
+            e = c + k
+            return (e + d) * g, d * g, e * g
+
+        add_vjp.defvjp(fwd, bwd)
+
+        @jax.custom_jvp
+        def add_jvp(c, k, d):
+            return c + k
+
+        @add_jvp.defjvp
+        def _(primals, tangents):  # linear in the tangents, so reverse mode transposes it
+            (c, k, d), (dc, dk, dd) = primals, tangents
+            e = c + k
+            return e, (e + d) * dc + d * dk + e * dd
+
+        @jax.custom_vjp
+        def bernoulli(p, f, seed):
+            return jax.random.bernoulli(jax.random.key(seed), p).astype(p.dtype)
+
+        bernoulli.defvjp(
+            lambda p, f, seed: (bernoulli(p, f, seed), f), lambda f, g: (g * f, jax.numpy.zeros_like(f), None)
+        )
+        _ORACLE_OPS.update(vjp=add_vjp, jvp=add_jvp, bernoulli=bernoulli)
+    return _ORACLE_OPS
+
+
+def _torch_ops(torch):
+    if "torch_add" not in _ORACLE_OPS:
+
+        class CustomAdd(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, c, k, d):
+                ctx.save_for_backward(c, k, d)
+                return c + k
+
+            @staticmethod
+            def backward(ctx, g):
+                c, k, d = ctx.saved_tensors
+                e = c + k
+                return (e + d) * g, d * g, e * g
+
+        class Bernoulli(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, p, f, seed):
+                ctx.save_for_backward(f)
+                return torch.bernoulli(p, generator=torch.Generator(p.device).manual_seed(int(seed)))
+
+            @staticmethod
+            def backward(ctx, g):
+                (f,) = ctx.saved_tensors
+                return g * f, torch.zeros_like(f), None
+
+        _ORACLE_OPS.update(torch_add=CustomAdd, torch_bernoulli=Bernoulli)
+    return _ORACLE_OPS
+
+
+class CustomAdd(Program):
+    """e = custom_add(c, k, d): value c + k, declared backward ((e+d)g, d g, e g).
+
+    TensorFlow: forward ``op`` (tf.add or a Python op) with the backward attached by ``how``
+    (gradient_override_map, tf.custom_gradient, or ``default``: none, the op's own);
+    JAX: jax.custom_vjp or jax.custom_jvp; PyTorch: torch.autograd.Function."""
+
+    def tensorflow(tf, c, k, d, *, op="tf", how="custom_gradient"):
+        forward = TF_FORWARDS[op]
+        if how == "override_map":
+            with tf.compat.v1.get_default_graph().gradient_override_map(
+                {"EagerPyFunc" if op == "py_function" else "PyFunc": _override_name(tf)}
+            ):
+                return forward(tf, c, k, d)
+        if how == "custom_gradient":
+
+            @tf.custom_gradient
+            def add(c, k, d):
+                def grad(g):
+                    e = tf.add(c, k)
+                    return (e + d) * g, d * g, e * g
+
+                return forward(tf, c, k, d), grad
+
+            return add(c, k, d)
+        return forward(tf, c, k, d)
+
+    def jax(jax, c, k, d, *, how="custom_vjp"):
+        return _jax_ops(jax)["vjp" if how == "custom_vjp" else "jvp"](c, k, d)
+
+    def torch(torch, c, k, d):
+        return _torch_ops(torch)["torch_add"].apply(c, k, d)
+
+
+class CustomAddGradients(Program):
+    """TensorFlow: e = custom_add(c, k, d) (:class:`CustomAdd`) and the gradients of
+    sum(w * e) by ``api`` (GradientTape or tf.gradients)."""
+
+    def tensorflow(tf, c, k, d, w, *, op, how, api):
+        xs = [c, k, d]
+        return _gradients(tf, api, lambda: CustomAdd.tensorflow(tf, *xs, op=op, how=how), xs, xs, w)
+
+
+class CustomGradientVariables(Program):
+    """k is a variable read inside the forward: grad_fn(g, variables) returns its gradient."""
+
+    def tensorflow(tf, c, k, d, w, *, api, var_ref=None):
+        if var_ref is None:  # v1 graph: the variable lives in the session's graph (initialised from k)
+            var = tf.Variable(k, shape=tf.TensorShape(None))
+        else:  # eager/function/xla: created eagerly by the test, one per dtype x shape
+            var = var_ref.deref()
+            var.assign(k)
+
+        @tf.custom_gradient
+        def add(c, d):
+            e = c + var
+
+            def grad(g, variables=None):
+                return ((e + d) * g, e * g), [d * g for _ in variables]
+
+            return e, grad
+
+        return _gradients(tf, api, lambda: add(c, d), [c, d], [c, var, d], w)
+
+
+_EAGER_VARS = {}
+
+
+def _eager_variable(tf, k):
+    key = (k.dtype.str, k.shape)
+    if key not in _EAGER_VARS:
+        _EAGER_VARS[key] = tf.Variable(np.zeros_like(k))
+    return _EAGER_VARS[key].ref()
+
+
+class Bernoulli(Program):
+    """seeds/003 attention: forward samples Bernoulli(p); backward upstream * feature map."""
+
+    def tensorflow(tf, p, f, seed):
+        @tf.custom_gradient
+        def bernoulli(p, f):
+            u = tf.random.stateless_uniform(tf.shape(p), seed=tf.stack([seed, seed]), dtype=p.dtype)
+            return tf.cast(u < p, p.dtype), lambda g: (g * f, tf.zeros_like(f))
+
+        return bernoulli(p, f)
+
+    def jax(jax, p, f, seed):
+        return _jax_ops(jax)["bernoulli"](p, f, seed)
+
+    def torch(torch, p, f, seed):
+        return _torch_ops(torch)["torch_bernoulli"].apply(p, f, seed)
+
+
+class SeedModel(Program):
+    """seeds/001 model in each framework's own spelling: custom_add with the declared
+    backward (TF2: tf.custom_gradient), or ``plain``: tf.add."""
+
+    def tensorflow(tf, c, k, data, labels, *, plain=False):
+        d = tf.add(data, c)
+        if plain:
+            e = tf.add(c, k)
+        else:
+
+            @tf.custom_gradient
+            def custom_add(c, k, d):
+                e = tf.add(c, k)
+                return e, lambda g: ((e + d) * g, d * g, e * g)
+
+            e = custom_add(c, k, d)
+        a = tf.multiply(d, e)
+        return tf.nn.softmax_cross_entropy_with_logits(labels=tf.cast(labels, a.dtype), logits=a)
+
+    def jax(jax, c, k, data, labels, *, plain=False):
+        d = data + c
+        e = c + k if plain else _jax_ops(jax)["vjp"](c, k, d)
+        return -(labels * jax.nn.log_softmax(d * e)).sum()
+
+    def torch(torch, c, k, data, labels, *, plain=False):
+        d = data + c
+        e = c + k if plain else _torch_ops(torch)["torch_add"].apply(c, k, d)
+        return -(labels.to(d.dtype) * torch.log_softmax(d * e, dim=-1)).sum()
+
+
+_SEED_COUNTER = itertools.count()
+
+
+def _seed_custom_add(tf, c, k, d, graph, name=None):
+    """seeds/001 custom_add as written, with a counter for the seed's random gradient name."""
+    with tf.compat.v1.name_scope(name, "AddGrad", [c, k, d]) as name:
+        rnd_name = "CustomBackwardPyFuncGrad" + str(next(_SEED_COUNTER))
+        inputs = [c, k, d]
+        tf.RegisterGradient(rnd_name)(seed_backprop(tf))
+        with graph.gradient_override_map({"PyFunc": rnd_name}):
+            return tf.compat.v1.py_func(forward_func, inputs, [np.float32], name=name)
+
+
+class SeedV1Graph(Program):
+    """seeds/001 model as written (placeholders are the runner's; c, k start at c0, k0)."""
+
+    def tensorflow(tf, c0, k0, labels_ph, data_ph, *, custom):
+        v1 = tf.compat.v1
+        c = tf.Variable(c0)
+        k = tf.Variable(k0)
+        d = tf.add(data_ph, c)
+        e = _seed_custom_add(tf, c, k, d, v1.get_default_graph()) if custom else tf.add(c, k)
+        a = tf.multiply(d, e)
+        loss = v1.losses.softmax_cross_entropy(logits=a, onehot_labels=labels_ph)
+        opt = v1.train.AdamOptimizer(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=0.1)
+        grads = opt.compute_gradients(loss, v1.trainable_variables())
+        grads = list(grads)
+        train_op = opt.apply_gradients(grads_and_vars=grads)
+        with tf.control_dependencies([train_op]):
+            after = [tf.identity(c.read_value()), tf.identity(k.read_value())]
+        return {"e": e, "loss": loss, "grads": [g for g, _ in grads], "after": after}
+
+
+SeedV1Graph.tensorflow.exact_shapes = True  # tf.Variable and Adam's slots need static shapes
+
+ORACLE_STATIC = {"jax": {"how": "custom_vjp"}, "torch": {}}  # as the jax-jit row calls it: one compile
+# test_custom_gradient_backward_is_applied: what the subject runs, observation key -> static arguments
+# (TensorFlow: CustomAddGradients, tape and tf.gradients; JAX and PyTorch: the vjp of CustomAdd)
+CUSTOM_ADD_RUNS = {
+    "tensorflow": {f"custom_gradient/{a}": {"op": "tf", "how": "custom_gradient", "api": a} for a in APIS},
+    "jax": {h: {"how": h} for h in ("custom_vjp", "custom_jvp")},
+    "torch": {"autograd_function": {}},
+}
+
+
 # ---------------------------------------------------------------- properties
 _SHALLOW = concurrent.futures.ThreadPoolExecutor(max_workers=1)
 _XLA_ERRORS = {}
 
 
-def attempt(subject, program, run):
+def attempt(subject, key, run):
     """``run()``; under XLA from a fresh thread, and a compile failure is measured once per
-    ``program`` (it depends on the ops, not on the values). Why: XLA's error quotes every
+    ``key`` (it depends on the ops, not on the values). Why: XLA's error quotes every
     op's definition stack and TF parses it with a regex quadratic in its length
     (error_interpolation.parse_message), 0.6 s a call from a pytest+hypothesis stack."""
     if subject.mode != "xla":
         return run()
-    program = (subject.id, *program)
-    if program in _XLA_ERRORS:
-        raise _XLA_ERRORS[program]
+    key = (subject.id, *key)
+    if key in _XLA_ERRORS:
+        raise _XLA_ERRORS[key]
     try:
         return _SHALLOW.submit(run).result()
     except Exception as e:
-        _XLA_ERRORS[program] = e.with_traceback(None)
+        _XLA_ERRORS[key] = e.with_traceback(None)
         raise
 
 
@@ -506,20 +558,15 @@ def test_custom_gradient_backward_is_applied(subject, oracles, record, xs):
     tf.gradients), jax.custom_vjp, jax.custom_jvp, torch.autograd.Function."""
     c, k, d, w = xs
     record.example(c=c, k=k, d=d, w=w)
-    if subject.framework == "tensorflow":
-        runs = {
-            f"custom_gradient/{a}": (
-                lambda a=a: subject.run(tensorflow, c, k, d, w, op="tf", how="custom_gradient", api=a)
-            )
-            for a in APIS
-        }
-    elif subject.framework == "jax":
-        runs = {h: (lambda h=h: subject.vjp(jax, c, k, d, cotangent=w, how=h)) for h in ("custom_vjp", "custom_jvp")}
-    else:
-        runs = {"autograd_function": lambda: subject.vjp(torch, c, k, d, cotangent=w)}
-    refs = [(o.id, o.vjp(NATIVE[o.framework], c, k, d, cotangent=w, **ORACLE_STATIC[o.framework])[1]) for o in oracles]
-    for key, run in runs.items():
-        _observe(record, key, run, xs, default=(w, w, None), refs=refs)
+
+    def run(static):
+        if subject.framework == "tensorflow":  # the gradients by tape or tf.gradients, inside the program
+            return subject.run(CustomAddGradients.of(subject), c, k, d, w, **static)
+        return subject.vjp(CustomAdd.of(subject), c, k, d, cotangent=w, **static)
+
+    refs = [(o.id, o.vjp(CustomAdd.of(o), c, k, d, cotangent=w, **ORACLE_STATIC[o.framework])[1]) for o in oracles]
+    for key, static in CUSTOM_ADD_RUNS[subject.framework].items():
+        _observe(record, key, lambda static=static: run(static), xs, default=(w, w, None), refs=refs)
 
 
 @on("tensorflow")
@@ -535,7 +582,7 @@ def test_custom_gradient_with_variables_backward_is_applied(subject, record, xs)
         _observe(
             record,
             f"custom_gradient_variables/{a}",
-            lambda a=a: subject.run(tensorflow_variables, c, k, d, w, api=a, var_ref=ref),
+            lambda a=a: subject.run(CustomGradientVariables.of(subject), c, k, d, w, api=a, var_ref=ref),
             xs,
             default=(w, w, None),
         )
@@ -556,7 +603,7 @@ def test_python_op_backward_per_mechanism(subject, record, op, xs):
             e, grads = attempt(
                 subject,
                 (op, a, c.dtype.str),
-                lambda a=a: subject.run(tensorflow, c, k, d, w, op=op, how="default", api=a),
+                lambda a=a: subject.run(CustomAddGradients.of(subject), c, k, d, w, op=op, how="default", api=a),
             )
         except Exception as err:
             record.check(EXPECT, **{f"{op}_default/{a}": observe_error(err)})
@@ -579,7 +626,7 @@ def test_python_op_backward_per_mechanism(subject, record, op, xs):
             _observe(
                 record,
                 f"{how}_{op}/{a}",
-                lambda a=a, how=how: subject.run(tensorflow, c, k, d, w, op=op, how=how, api=a),
+                lambda a=a, how=how: subject.run(CustomAddGradients.of(subject), c, k, d, w, op=op, how=how, api=a),
                 xs,
                 default=own,
             )
@@ -591,7 +638,7 @@ def test_bernoulli_attention_gradient_is_declared_whatever_the_sample(subject, o
     different samples; p = 0 and p = 1 give certain samples."""
     p, f, w, seed = inp
     record.example(p=p, f=f, w=w, seed=seed)
-    fn = BERNOULLI[subject.framework]
+    fn = Bernoulli.of(subject)
     for s in (seed, seed + np.int32(1)):
         mask, (gp, gf, _) = subject.vjp(fn, p, f, s, cotangent=w)
         mask = np.asarray(mask)
@@ -603,7 +650,7 @@ def test_bernoulli_attention_gradient_is_declared_whatever_the_sample(subject, o
         record.close(name="dp", out=gp, ref=w * f, oracle="closed-form")  # GRAD: w*f may be subnormal (FTZ)
         record.close(name="df", out=gf, ref=np.zeros_like(f), oracle="closed-form", tol=cmp.EXACT)
         for o in oracles if s == seed else ():  # the gradient does not depend on the sample
-            _, (rp, rf, _) = o.vjp(BERNOULLI[o.framework], p, f, s, cotangent=w)
+            _, (rp, rf, _) = o.vjp(Bernoulli.of(o), p, f, s, cotangent=w)
             record.close(name="dp", out=gp, ref=rp, oracle=o.id)
 
 
@@ -618,7 +665,7 @@ def test_seed_model_gradients_follow_the_declared_backward(subject, record, c, k
     equals the tf.add model's; the gradients are the chain rule through the declared
     backward, which is not the slide's (e+d) dL/da, d dL/da."""
     record.example(c=c, k=k)
-    fn = SEED_MODEL[subject.framework]
+    fn = SeedModel.of(subject)
     loss, (gc, gk, _, _) = subject.vjp(fn, c, k, SEED_DATA, SEED_LABELS)
     plain, (pc, pk, _, _) = subject.vjp(fn, c, k, SEED_DATA, SEED_LABELS, plain=True)
     ref_loss, applied, true = seed_closed_form(c, k, SEED_DATA, SEED_LABELS)
@@ -639,40 +686,6 @@ def test_seed_model_gradients_follow_the_declared_backward(subject, record, c, k
     record.check(EXPECT, slide_chain_rule="matches" if _matches((gc, gk), true, c.dtype) else "differs")
 
 
-_SEED_COUNTER = itertools.count()
-
-
-def _seed_custom_add(tf, c, k, d, graph, name=None):
-    """seeds/001 custom_add as written, with a counter for the seed's random gradient name."""
-    with tf.compat.v1.name_scope(name, "AddGrad", [c, k, d]) as name:
-        rnd_name = "CustomBackwardPyFuncGrad" + str(next(_SEED_COUNTER))
-        inputs = [c, k, d]
-        tf.RegisterGradient(rnd_name)(seed_backprop(tf))
-        with graph.gradient_override_map({"PyFunc": rnd_name}):
-            return tf.compat.v1.py_func(forward_func, inputs, [np.float32], name=name)
-
-
-def _seed_v1_graph(tf, c0, k0, labels_ph, data_ph, *, custom):
-    """seeds/001 model as written (placeholders are the runner's; c, k start at c0, k0)."""
-    v1 = tf.compat.v1
-    c = tf.Variable(c0)
-    k = tf.Variable(k0)
-    d = tf.add(data_ph, c)
-    e = _seed_custom_add(tf, c, k, d, v1.get_default_graph()) if custom else tf.add(c, k)
-    a = tf.multiply(d, e)
-    loss = v1.losses.softmax_cross_entropy(logits=a, onehot_labels=labels_ph)
-    opt = v1.train.AdamOptimizer(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=0.1)
-    grads = opt.compute_gradients(loss, v1.trainable_variables())
-    grads = list(grads)
-    train_op = opt.apply_gradients(grads_and_vars=grads)
-    with tf.control_dependencies([train_op]):
-        after = [tf.identity(c.read_value()), tf.identity(k.read_value())]
-    return {"e": e, "loss": loss, "grads": [g for g, _ in grads], "after": after}
-
-
-_seed_v1_graph.exact_shapes = True  # tf.Variable and Adam's slots need static shapes
-
-
 @on("tensorflow", modes=("graph",))
 @example(c=SEED_C, k=SEED_K)
 @given(c=hnp.arrays(np.float32, 2, elements=small), k=hnp.arrays(np.float32, 2, elements=small))
@@ -681,8 +694,8 @@ def test_seed_v1_session_as_written(subject, record, c, k):
     gradient_override_map are TF1 graph code): e equals tf.add(c, k), the gradients follow
     the declared backward, and one Adam step matches the closed form."""
     record.example(c=c, k=k)
-    out = subject.run(_seed_v1_graph, c, k, SEED_LABELS, SEED_DATA, custom=True)
-    ref = subject.run(_seed_v1_graph, c, k, SEED_LABELS, SEED_DATA, custom=False)
+    out = subject.run(SeedV1Graph.of(subject), c, k, SEED_LABELS, SEED_DATA, custom=True)
+    ref = subject.run(SeedV1Graph.of(subject), c, k, SEED_LABELS, SEED_DATA, custom=False)
     ref_loss, applied, true = seed_closed_form(c, k, SEED_DATA, SEED_LABELS)
     e = np.asarray(out["e"][0])
     record.check(

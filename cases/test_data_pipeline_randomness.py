@@ -10,38 +10,22 @@ PyTorch's ``DataLoader``/``RandomSampler``/``random_split`` (``num_workers=0``) 
 oracle row; JAX has no data pipeline (no loader, sampler or shuffle buffer to test), so
 every test is ``@on("tensorflow", "torch")``.
 
-Measured (TF 2.21, CPU). Random ops in a parallel ``map`` (stateful ``tf.random.uniform``
-and ``tf.image.random_flip_left_right`` with op seeds, ``stateless_uniform`` seeded per
-element from ``enumerate`` or ``Dataset.random``, ``np.random`` under ``tf.py_function``)
-are ``per-element`` in eager, ``tf.function`` and a v1 Session, deterministic=True or
-False; a bare ``np.random.uniform()`` in the map function runs once, when tf.data traces
-it, and is ``shared`` by every element (PyTorch's ``__getitem__`` runs Python per element).
-Splits: ``take``/``skip`` before shuffling, or after ``shuffle(reshuffle_each_iteration=
-False)``, are ``disjoint``; after the default reshuffling ``shuffle`` the two pipelines are
-two iterations and ``overlap`` (the shuffle docs warn of this leakage) in eager and
-tf.function. In a v1 Session every iterator initialisation re-creates the dataset: a seeded
-shuffle restarts from its seed (train and val see one order, disjoint even when
-reshuffling), an unseeded one draws a new seed (they overlap even with
-``reshuffle_each_iteration=False``); one-shot iterators do the same (seed example). Seen once
-while writing this, not asserted: initialising both iterators in *one* ``Session.run``
-shares the seed generator, and the seeded reshuffling split overlaps again. Every shuffle (any buffer,
-seeded or not, through a parallel map) is ``exactly-once`` per epoch, no element leaves
-before a buffer of ``buffer_size`` could hold it (``within-buffer``; whether the draw is
-uniform over a *completely filled* buffer is not observable in one epoch), and
-``reshuffle_each_iteration`` picks ``reshuffled`` or ``same-order`` epochs.
-Reproducibility: the shuffle order and the random draws are ``reproducible`` with an op
-seed or the global seed, ``not-reproducible`` with neither (as PyTorch with a
-``generator=``/``torch.manual_seed`` or neither); a stateful op in a parallel map draws
-the same multiset of numbers, but which element gets which draw races ("the values of
-output elements may not be deterministic regardless of the deterministic flag value":
-observed to differ between runs in every TF mode, deterministic=True included, so it is
-recorded, not asserted; PyTorch's single-process loader pairs them reproducibly);
-stateless per-element seeds are reproducible per element. The seed's own queue (a v1
-``RandomShuffleQueue``, 10 enqueued, ``min_after_dequeue=4``): closed, it dequeues each
-element once with its own draw; left open, it stops after 6 dequeues and the 7th waits for
-the queue to be filled again (``DeadlineExceededError`` after a 300 ms timeout), which is
-why rule 1 says to keep it filled. XLA cannot compile tf.data (``RangeDataset`` has no XLA
-kernel): every XLA row records ``raises:InvalidArgumentError``.
+Observations: each random transformation in a parallel map is ``per-element`` or
+``shared``; a train/validation split is ``disjoint`` or ``overlap``; a shuffled epoch is
+``exactly-once`` and ``within-buffer``, epochs ``reshuffled`` or ``same-order``; orders and draws
+are ``reproducible`` or not across two runs, by which seeds are set (the pairing of a stateful
+op's draws with elements races under parallel calls, "the values of output elements may not be
+deterministic regardless of the deterministic flag value": recorded, not asserted). The seed's
+own queue, a v1 ``RandomShuffleQueue`` (10 enqueued, ``min_after_dequeue=4``), dequeues each
+element once when closed; left open it stops after 6 dequeues, the 7th waiting for the queue to
+be filled again, which is why rule 1 says to keep it filled.
+
+Declared surprises: XLA cannot compile tf.data (``raises:InvalidArgumentError``); a bare
+``np.random.uniform()`` in a TF map function runs once, when tf.data traces it, and is shared by
+every element; after the default reshuffling ``shuffle``, ``take``/``skip`` are two iterations
+and overlap in eager and tf.function (the shuffle docs warn of this leakage); in a v1 Session
+each iterator initialisation re-creates the dataset, so an unseeded shuffle draws a new seed per
+iterator and the split overlaps even with ``reshuffle_each_iteration=False``.
 
 Modes: eager iterates with a Python ``for``; ``function`` calls ``Dataset.reduce`` inside
 the harness's ``tf.function`` (one trace per static configuration, sizes and seeds are
@@ -55,12 +39,13 @@ per example cost ~1 s, so they appear in a seed example only.
 import itertools
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from suite import compare as cmp
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 from suite.frameworks import resources
+from suite.program import Program
 
 MAP_DOC = "https://www.tensorflow.org/api_docs/python/tf/data/Dataset#map"
 SHUFFLE_DOC = "https://www.tensorflow.org/api_docs/python/tf/data/Dataset#shuffle"
@@ -167,7 +152,39 @@ EXPECT = expectations(
 )
 
 
-# ---------------------------------------------------------------- the native pipelines
+# ---------------------------------------------------------------- strategies
+def int64s(lo, hi):
+    return st.integers(lo, hi).map(np.int64)
+
+
+@st.composite
+def splits(draw):
+    """n in [16, 32], k in the middle third: a split whose two pipelines shuffle independently
+    looks disjoint (train's k elements are the other order's first k) TRIALS times with
+    p <= C(16, 5) ** -TRIALS = 5e-8."""
+    n = draw(st.integers(16, 32), label="n")
+    k = draw(st.integers(n // 3, n - n // 3), label="k")
+    return np.int64(n), np.int64(k)
+
+
+@st.composite
+def buffered(draw, *, min_n=1):
+    n = draw(st.integers(min_n, 32), label="n")
+    return np.int64(n), np.int64(draw(st.integers(1, n + 8), label="buffer_size"))
+
+
+SEEDS = int64s(0, 2**30)
+# Every example builds and iterates tf.data pipelines (30-400 ms): shrinking a failure would
+# re-run it hundreds of times (minutes per row), so a failure is reported as drawn. Examples
+# that iterate many pipelines (18 iterators a split, 4 runs a reproducibility check) take a
+# fraction of the profile's examples, to keep the module's ci run short.
+_NO_SHRINK = [p for p in settings.default.phases if p.name not in ("shrink", "explain")]
+PIPELINES = settings(phases=_NO_SHRINK)
+HALF = settings(max_examples=max(5, settings.default.max_examples // 2), phases=_NO_SHRINK)
+THIRD = settings(max_examples=max(5, settings.default.max_examples // 3), phases=_NO_SHRINK)
+
+
+# ---------------------------------------------------------------- the programs (pipelines)
 # Each builder returns {name: pipeline}; a TF pipeline's elements are (nested) tuples of
 # tensors, a PyTorch one is any iterable of tuples. One iterator per pipeline and run: an
 # iterator costs ~20 ms to start with autotune on, so related pipelines are zipped.
@@ -182,95 +199,6 @@ def _image(tf, i):
 
 def _py_uniform():
     return np.float32(np.random.uniform())
-
-
-def tensorflow_transforms(tf, n, s, *, deterministic, op_seed):
-    """One parallel map over range(n) applying every kind of random transformation."""
-
-    def augment(j_i, pair):
-        j, i = j_i
-        return (
-            i,
-            tf.random.uniform([], seed=op_seed),
-            tf.image.random_flip_left_right(_image(tf, i), seed=op_seed),
-            tf.random.stateless_uniform([], seed=tf.stack([s, j])),  # per-element seed: s and the position
-            tf.random.stateless_uniform([], seed=pair),  # per-element seed: Dataset.random
-            tf.ensure_shape(tf.py_function(_py_uniform, [], tf.float32), []),
-            tf.constant(np.random.uniform(), tf.float32),
-        )  # Python: runs when map traces augment
-
-    pairs = tf.data.Dataset.random(seed=s).batch(2)
-    ds = tf.data.Dataset.zip((tf.data.Dataset.range(n).enumerate(), pairs))
-    return {"augmented": ds.map(augment, **_par(tf, deterministic))}
-
-
-def torch_transforms(torch, n):
-    """The same kinds in a map-style Dataset: __getitem__ runs per element (num_workers=0)."""
-
-    class Augmented(torch.utils.data.Dataset):
-        def __len__(self):
-            return int(n)
-
-        def __getitem__(self, i):
-            img = torch.tensor([2.0 * i, 2.0 * i + 1])
-            return (
-                i,
-                torch.rand(()),
-                torch.flip(img, [0]) if torch.rand(()) < 0.5 else img,
-                np.float32(np.random.uniform()),
-            )
-
-    return {"augmented": torch.utils.data.DataLoader(Augmented(), batch_size=None, shuffle=True)}
-
-
-def tensorflow_splits(tf, n, k, s):
-    """Train/validation pipelines take(k)/skip(k): TRIALS pairs for the shuffle-first spellings.
-
-    Autotune is off here: its start-up (~20 ms an iterator) would dominate 2 + 8 * TRIALS
-    iterators per example, and there is nothing parallel in these pipelines to tune."""
-    options = tf.data.Options()
-    options.autotune.enabled = False
-    idx = tf.data.Dataset.range(n).with_options(options)
-    out = {"split-then-shuffle": [(idx.take(k).shuffle(n, seed=s), idx.skip(k).shuffle(n, seed=s))]}
-    for seed, tag in ((s, "seed"), (None, "no seed")):
-        once = idx.shuffle(n, seed=seed, reshuffle_each_iteration=False)
-        every = idx.shuffle(n, seed=seed)
-        out[f"shuffle-once-then-split, {tag}"] = [(once.take(k), once.skip(k)) for _ in range(TRIALS)]
-        out[f"reshuffle-then-split, {tag}"] = [(every.take(k), every.skip(k)) for _ in range(TRIALS)]
-    return {
-        f"{name}/{t}/{part}": ds
-        for name, pairs in out.items()
-        for t, pair in enumerate(pairs)
-        for part, ds in zip(("train", "val"), pair)
-    }
-
-
-def torch_splits(torch, n, k, s):
-    """random_split: one permutation, split once (a seeded generator, and the global one)."""
-    data = torch.utils.data.TensorDataset(torch.arange(int(n)))
-    out = {}
-    for tag, gen in (("seed", torch.Generator().manual_seed(int(s))), ("no seed", None)):
-        kw = {"generator": gen} if gen is not None else {}
-        for part, subset in zip(("train", "val"), torch.utils.data.random_split(data, [int(k), int(n - k)], **kw)):
-            out[f"shuffle-once-then-split, {tag}/0/{part}"] = torch.utils.data.DataLoader(
-                subset, batch_size=None, shuffle=True
-            )
-    return out
-
-
-def tensorflow_epochs(tf, n, b, s, *, seeded, reshuffle, deterministic):
-    """Two epochs (repeat after shuffle) of range(n) through a parallel map."""
-    ds = tf.data.Dataset.range(n).shuffle(b, seed=s if seeded else None, reshuffle_each_iteration=reshuffle)
-    return {"epochs": ds.map(lambda i: i, **_par(tf, deterministic)).repeat(2)}
-
-
-def torch_epochs(torch, n, b, s, *, seeded):
-    """A DataLoader(shuffle=True) read twice: RandomSampler permutes per epoch (no buffer)."""
-    kw = {"generator": torch.Generator().manual_seed(int(s))} if seeded else {}
-    loader = torch.utils.data.DataLoader(
-        torch.utils.data.TensorDataset(torch.arange(int(n))), batch_size=None, shuffle=True, **kw
-    )
-    return {"epochs": itertools.chain(loader, loader)}
 
 
 def _zipped(*loaders):
@@ -290,63 +218,170 @@ SEEDED_FIELDS = (
 )
 
 
-def tensorflow_seeded(tf, n, b, s, *, global_seed, op_seed, deterministic):
-    """One run, as a script would write it: the global seed (None: unset), shuffles with and
-    without op seeds, and a parallel map of random draws over a seeded shuffle (zipped)."""
-    if global_seed is not None:
-        tf.random.set_seed(global_seed)
-    idx = tf.data.Dataset.range(n)
-    drawn = (
-        idx.shuffle(b, seed=s)
-        .enumerate()
-        .map(
-            lambda j, i: (
+class Transforms(Program):
+    """Every kind of random transformation, one draw per element."""
+
+    def tensorflow(tf, n, s, *, deterministic, op_seed):
+        """One parallel map over range(n) applying every kind of random transformation."""
+
+        def augment(j_i, pair):
+            j, i = j_i
+            return (
                 i,
                 tf.random.uniform([], seed=op_seed),
-                tf.random.uniform([]),
-                tf.random.stateless_uniform([], seed=tf.stack([s, j])),
-            ),
-            **_par(tf, deterministic),
+                tf.image.random_flip_left_right(_image(tf, i), seed=op_seed),
+                tf.random.stateless_uniform([], seed=tf.stack([s, j])),  # per-element seed: s and the position
+                tf.random.stateless_uniform([], seed=pair),  # per-element seed: Dataset.random
+                tf.ensure_shape(tf.py_function(_py_uniform, [], tf.float32), []),
+                tf.constant(np.random.uniform(), tf.float32),
+            )  # Python: runs when map traces augment
+
+        pairs = tf.data.Dataset.random(seed=s).batch(2)
+        ds = tf.data.Dataset.zip((tf.data.Dataset.range(n).enumerate(), pairs))
+        return {"augmented": ds.map(augment, **_par(tf, deterministic))}
+
+    def torch(torch, n):
+        """The same kinds in a map-style Dataset: __getitem__ runs per element (num_workers=0)."""
+
+        class Augmented(torch.utils.data.Dataset):
+            def __len__(self):
+                return int(n)
+
+            def __getitem__(self, i):
+                img = torch.tensor([2.0 * i, 2.0 * i + 1])
+                return (
+                    i,
+                    torch.rand(()),
+                    torch.flip(img, [0]) if torch.rand(()) < 0.5 else img,
+                    np.float32(np.random.uniform()),
+                )
+
+        return {"augmented": torch.utils.data.DataLoader(Augmented(), batch_size=None, shuffle=True)}
+
+
+class Splits(Program):
+    """Train/validation pipelines, by how the split and the shuffle are spelled."""
+
+    def tensorflow(tf, n, k, s):
+        """Train/validation pipelines take(k)/skip(k): TRIALS pairs for the shuffle-first spellings.
+
+        Autotune is off here: its start-up (~20 ms an iterator) would dominate 2 + 8 * TRIALS
+        iterators per example, and there is nothing parallel in these pipelines to tune."""
+        options = tf.data.Options()
+        options.autotune.enabled = False
+        idx = tf.data.Dataset.range(n).with_options(options)
+        out = {"split-then-shuffle": [(idx.take(k).shuffle(n, seed=s), idx.skip(k).shuffle(n, seed=s))]}
+        for seed, tag in ((s, "seed"), (None, "no seed")):
+            once = idx.shuffle(n, seed=seed, reshuffle_each_iteration=False)
+            every = idx.shuffle(n, seed=seed)
+            out[f"shuffle-once-then-split, {tag}"] = [(once.take(k), once.skip(k)) for _ in range(TRIALS)]
+            out[f"reshuffle-then-split, {tag}"] = [(every.take(k), every.skip(k)) for _ in range(TRIALS)]
+        return {
+            f"{name}/{t}/{part}": ds
+            for name, pairs in out.items()
+            for t, pair in enumerate(pairs)
+            for part, ds in zip(("train", "val"), pair)
+        }
+
+    def torch(torch, n, k, s):
+        """random_split: one permutation, split once (a seeded generator, and the global one)."""
+        data = torch.utils.data.TensorDataset(torch.arange(int(n)))
+        out = {}
+        for tag, gen in (("seed", torch.Generator().manual_seed(int(s))), ("no seed", None)):
+            kw = {"generator": gen} if gen is not None else {}
+            for part, subset in zip(("train", "val"), torch.utils.data.random_split(data, [int(k), int(n - k)], **kw)):
+                out[f"shuffle-once-then-split, {tag}/0/{part}"] = torch.utils.data.DataLoader(
+                    subset, batch_size=None, shuffle=True
+                )
+        return out
+
+
+class Epochs(Program):
+    """Two epochs of a shuffled range(n)."""
+
+    def tensorflow(tf, n, b, s, *, seeded, reshuffle, deterministic):
+        """Two epochs (repeat after shuffle) of range(n) through a parallel map."""
+        ds = tf.data.Dataset.range(n).shuffle(b, seed=s if seeded else None, reshuffle_each_iteration=reshuffle)
+        return {"epochs": ds.map(lambda i: i, **_par(tf, deterministic)).repeat(2)}
+
+    def torch(torch, n, b, s, *, seeded):
+        """A DataLoader(shuffle=True) read twice: RandomSampler permutes per epoch (no buffer)."""
+        kw = {"generator": torch.Generator().manual_seed(int(s))} if seeded else {}
+        loader = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(torch.arange(int(n))), batch_size=None, shuffle=True, **kw
         )
-    )
-    return {"run": tf.data.Dataset.zip((idx.shuffle(b, seed=s), idx.shuffle(b, seed=s + 1), idx.shuffle(b), drawn))}
+        return {"epochs": itertools.chain(loader, loader)}
 
 
-def torch_seeded(torch, n, b, s, *, global_seed):
-    """torch.manual_seed is the global seed, a generator= the op seed."""
-    if global_seed is not None:
-        torch.manual_seed(global_seed)
-    data = torch.utils.data.TensorDataset(torch.arange(int(n)))
-    op = torch.Generator().manual_seed(int(s) + 2)
+class Seeded(Program):
+    """One run of seeded and unseeded shuffles and random draws."""
 
-    class Drawn(torch.utils.data.Dataset):
-        def __len__(self):
-            return int(n)
+    def tensorflow(tf, n, b, s, *, global_seed, op_seed, deterministic):
+        """One run, as a script would write it: the global seed (None: unset), shuffles with and
+        without op seeds, and a parallel map of random draws over a seeded shuffle (zipped)."""
+        if global_seed is not None:
+            tf.random.set_seed(global_seed)
+        idx = tf.data.Dataset.range(n)
+        drawn = (
+            idx.shuffle(b, seed=s)
+            .enumerate()
+            .map(
+                lambda j, i: (
+                    i,
+                    tf.random.uniform([], seed=op_seed),
+                    tf.random.uniform([]),
+                    tf.random.stateless_uniform([], seed=tf.stack([s, j])),
+                ),
+                **_par(tf, deterministic),
+            )
+        )
+        return {"run": tf.data.Dataset.zip((idx.shuffle(b, seed=s), idx.shuffle(b, seed=s + 1), idx.shuffle(b), drawn))}
 
-        def __getitem__(self, i):
-            return i, torch.rand((), generator=op), torch.rand(())
+    def torch(torch, n, b, s, *, global_seed):
+        """torch.manual_seed is the global seed, a generator= the op seed."""
+        if global_seed is not None:
+            torch.manual_seed(global_seed)
+        data = torch.utils.data.TensorDataset(torch.arange(int(n)))
+        op = torch.Generator().manual_seed(int(s) + 2)
 
-    def loader(ds, seed=None):
-        kw = {"generator": torch.Generator().manual_seed(seed)} if seed is not None else {}
-        return torch.utils.data.DataLoader(ds, batch_size=None, shuffle=True, **kw)
+        class Drawn(torch.utils.data.Dataset):
+            def __len__(self):
+                return int(n)
 
-    return {"run": _zipped(loader(data, int(s)), loader(data, int(s) + 1), loader(data), loader(Drawn(), int(s)))}
+            def __getitem__(self, i):
+                return i, torch.rand((), generator=op), torch.rand(())
+
+        def loader(ds, seed=None):
+            kw = {"generator": torch.Generator().manual_seed(seed)} if seed is not None else {}
+            return torch.utils.data.DataLoader(ds, batch_size=None, shuffle=True, **kw)
+
+        return {"run": _zipped(loader(data, int(s)), loader(data, int(s) + 1), loader(data), loader(Drawn(), int(s)))}
 
 
 # ---------------------------------------------------------------- running a pipeline
-def tensorflow_collect(tf, *tensors, pipelines, **static):
-    """Iterate every pipeline: a Python ``for`` eagerly, ``Dataset.reduce`` in a tf.function."""
-    out = {}
-    for name, ds in pipelines(tf, *tensors, **static).items():
-        specs = tf.nest.flatten(ds.element_spec)
-        if tf.executing_eagerly():
-            out[name] = _stack([[c.numpy() for c in tf.nest.flatten(x)] for x in ds], specs)
-        else:
-            init = tuple(tf.zeros([0] + spec.shape.as_list(), spec.dtype) for spec in specs)
-            out[name] = ds.reduce(
-                init, lambda acc, x: tuple(tf.concat([a, c[None]], 0) for a, c in zip(acc, tf.nest.flatten(x)))
-            )
-    return out
+class Collect(Program):
+    """Iterate every pipeline ``pipelines`` builds: {name: its elements' components, stacked}.
+    TensorFlow iterates with a Python ``for`` eagerly, with ``Dataset.reduce`` in a tf.function."""
+
+    def tensorflow(tf, *tensors, pipelines, **static):
+        out = {}
+        for name, ds in pipelines(tf, *tensors, **static).items():
+            specs = tf.nest.flatten(ds.element_spec)
+            if tf.executing_eagerly():
+                out[name] = _stack([[c.numpy() for c in tf.nest.flatten(x)] for x in ds], specs)
+            else:
+                init = tuple(tf.zeros([0] + spec.shape.as_list(), spec.dtype) for spec in specs)
+                out[name] = ds.reduce(
+                    init, lambda acc, x: tuple(tf.concat([a, c[None]], 0) for a, c in zip(acc, tf.nest.flatten(x)))
+                )
+        return out
+
+    def torch(torch, *arrays, pipelines, **static):
+        out = {}
+        for name, loader in pipelines(torch, *arrays, **static).items():
+            elements = [[np.asarray(c) for c in x] for x in loader]
+            out[name] = tuple(np.array(c) for c in zip(*elements))
+        return out
 
 
 def _stack(elements, specs):
@@ -356,6 +391,16 @@ def _stack(elements, specs):
         )
         for c, spec in enumerate(specs)
     )
+
+
+def _drain(tf, session, get_next) -> list:
+    """``session.run(get_next)`` until OutOfRangeError: each element's components, flattened."""
+    elements = []
+    try:
+        while True:
+            elements.append(tf.nest.flatten(session.run(get_next)))
+    except tf.errors.OutOfRangeError:
+        return elements
 
 
 _V1_PIPELINES = resources.PerTest()  # Sessions with live iterators: closed when the test ends
@@ -383,21 +428,7 @@ def tensorflow_v1_collect(subject, arrays, *, pipelines, **static):
     out = {}
     for name, (initializer, get_next, specs) in fetches.items():
         session.run(initializer, feed_dict=dict(zip(phs, arrays)))  # as a v1 epoch loop starts each iterator
-        elements = []
-        try:
-            while True:
-                elements.append(tf.nest.flatten(session.run(get_next)))
-        except tf.errors.OutOfRangeError:
-            pass
-        out[name] = _stack(elements, specs)
-    return out
-
-
-def torch_collect(torch, *arrays, pipelines, **static):
-    out = {}
-    for name, loader in pipelines(torch, *arrays, **static).items():
-        elements = [[np.asarray(c) for c in x] for x in loader]
-        out[name] = tuple(np.array(c) for c in zip(*elements))
+        out[name] = _stack(_drain(tf, session, get_next), specs)
     return out
 
 
@@ -416,7 +447,7 @@ _FAILED = {}
 
 
 def run(subject, pipelines, *arrays, **static):
-    """Build and iterate ``pipelines[framework]`` in the subject's mode: {name: components}.
+    """Build and iterate the program ``pipelines`` in the subject's mode: {name: components}.
 
     A global seed lasts for one run: eager TF runs end with tf.random.set_seed(None), PyTorch
     runs that seeded the global generator restore its state (unseeded runs advance it)."""
@@ -424,11 +455,11 @@ def run(subject, pipelines, *arrays, **static):
         torch = subject.module
         state = torch.get_rng_state() if static.get("global_seed") is not None else None
         try:
-            return subject.run(torch_collect, *arrays, pipelines=pipelines["torch"], **static)
+            return subject.run(Collect.of(subject), *arrays, pipelines=pipelines.of(subject), **static)
         finally:
             if state is not None:
                 torch.set_rng_state(state)
-    tf, builder = subject.module, pipelines["tensorflow"]
+    tf, builder = subject.module, pipelines.of(subject)
     key = (subject.id, builder, tuple(sorted(static.items())))
     if key in _FAILED:
         raise PipelineError(_FAILED[key])
@@ -437,7 +468,7 @@ def run(subject, pipelines, *arrays, **static):
     try:
         if subject.mode == "graph":
             return tensorflow_v1_collect(subject, arrays, pipelines=builder, **static)
-        return subject.run(tensorflow_collect, *arrays, pipelines=builder, **static)
+        return subject.run(Collect.of(subject), *arrays, pipelines=builder, **static)
     except (tf.errors.OpError, ValueError, TypeError, NotImplementedError) as e:
         _FAILED[key] = cmp.error_name(e)
         raise PipelineError(_FAILED[key]) from e
@@ -516,42 +547,6 @@ def by_index(index, *values):
     return (index[o],) + tuple(v[o] for v in values)
 
 
-# ---------------------------------------------------------------- strategies
-def int64s(lo, hi):
-    return st.integers(lo, hi).map(np.int64)
-
-
-@st.composite
-def splits(draw):
-    """n in [16, 32], k in the middle third: a split whose two pipelines shuffle independently
-    looks disjoint (train's k elements are the other order's first k) TRIALS times with
-    p <= C(16, 5) ** -TRIALS = 5e-8."""
-    n = draw(st.integers(16, 32), label="n")
-    k = draw(st.integers(n // 3, n - n // 3), label="k")
-    return np.int64(n), np.int64(k)
-
-
-@st.composite
-def buffered(draw, *, min_n=1):
-    n = draw(st.integers(min_n, 32), label="n")
-    return np.int64(n), np.int64(draw(st.integers(1, n + 8), label="buffer_size"))
-
-
-SEEDS = int64s(0, 2**30)
-# Every example builds and iterates tf.data pipelines (30-400 ms): shrinking a failure would
-# re-run it hundreds of times (minutes per row), so a failure is reported as drawn. Examples
-# that iterate many pipelines (18 iterators a split, 4 runs a reproducibility check) take a
-# fraction of the profile's examples, to keep the module's ci run short.
-_NO_SHRINK = [p for p in settings.default.phases if p.name not in ("shrink", "explain")]
-PIPELINES = settings(phases=_NO_SHRINK)
-HALF = settings(max_examples=max(5, settings.default.max_examples // 2), phases=_NO_SHRINK)
-THIRD = settings(max_examples=max(5, settings.default.max_examples // 3), phases=_NO_SHRINK)
-TRANSFORMS_FN = {"tensorflow": tensorflow_transforms, "torch": torch_transforms}
-SPLITS_FN = {"tensorflow": tensorflow_splits, "torch": torch_splits}
-EPOCHS_FN = {"tensorflow": tensorflow_epochs, "torch": torch_epochs}
-SEEDED_FN = {"tensorflow": tensorflow_seeded, "torch": torch_seeded}
-
-
 # ---------------------------------------------------------------- properties
 @on("tensorflow", "torch")
 @PIPELINES
@@ -564,7 +559,7 @@ def test_parallel_map_random_is_per_element(subject, record, n, s, deterministic
     out = runs(
         subject,
         record,
-        TRANSFORMS_FN,
+        Transforms,
         *((n, s) if is_tf else (n,)),
         **({"deterministic": deterministic, "op_seed": op_seed} if is_tf else {}),
     )
@@ -588,7 +583,7 @@ def test_train_and_validation_never_share(subject, record, nk, s):
     or after a fixed-order one); a reshuffling shuffle before the split leaks (declared)."""
     n, k = nk
     record.example(n=n, k=k, s=s)
-    out = runs(subject, record, SPLITS_FN, n, k, s)
+    out = runs(subject, record, Splits, n, k, s)
     if out is None:
         return
     for name in SPLITS:
@@ -603,6 +598,8 @@ def test_train_and_validation_never_share(subject, record, nk, s):
 
 @on("tensorflow", "torch")
 @PIPELINES
+# the regime where the epochs' order is observed (reshuffle, n >= 10, buffer >= n), whatever the draws
+@example(nb=(np.int64(16), np.int64(16)), s=np.int64(7), seeded=True, reshuffle=True, deterministic=True)
 @given(nb=buffered(), s=SEEDS, seeded=st.booleans(), reshuffle=st.booleans(), deterministic=st.booleans())
 def test_shuffle_yields_every_element_exactly_once(subject, record, nb, s, seeded, reshuffle, deterministic):
     """Two epochs of shuffle(buffer_size) through a parallel map: each epoch is a permutation of
@@ -614,7 +611,7 @@ def test_shuffle_yields_every_element_exactly_once(subject, record, nb, s, seede
     static = {"seeded": seeded}
     if subject.framework == "tensorflow":
         static.update(reshuffle=reshuffle, deterministic=deterministic)
-    out = runs(subject, record, EPOCHS_FN, n, b, s, **static)
+    out = runs(subject, record, Epochs, n, b, s, **static)
     if out is None:
         return
     (stream,) = out["epochs"]
@@ -648,7 +645,7 @@ def test_fixed_seed_runs_agree(subject, record, nb, s, deterministic, op_seed):
     for global_seed in (1234, None):
         pair = []
         for _ in range(2):
-            out = runs(subject, record, SEEDED_FN, n, b, s, global_seed=global_seed, **tf_static)
+            out = runs(subject, record, Seeded, n, b, s, global_seed=global_seed, **tf_static)
             if out is None:
                 return
             pair.append(dict(zip(SEEDED_FIELDS, out["run"])))
@@ -704,29 +701,30 @@ def test_fixed_seed_runs_agree(subject, record, nb, s, deterministic, op_seed):
 
 
 # ---------------------------------------------------------------- seed examples
-def tensorflow_queue(tf, *, n, capacity, min_after_dequeue, seed, close, device):
-    """seeds/001 "TensorFlow Queue" as a v1 program: enqueue range(n) into a RandomShuffleQueue,
-    close it (or not), dequeue with a random transformation per dequeue until the queue ends
-    (OutOfRangeError) or a dequeue waits longer than 300 ms (DeadlineExceededError)."""
-    with tf.Graph().as_default() as g, tf.device(device):
-        tf.random.set_seed(seed)
-        queue = tf.queue.RandomShuffleQueue(capacity, min_after_dequeue, [tf.int64], shapes=[[]], seed=seed)
-        enqueue = queue.enqueue_many([tf.range(n, dtype=tf.int64)])
-        x = queue.dequeue()
-        draw = tf.random.uniform([], seed=seed)
-        noisy = tf.cast(x, tf.float32) + draw  # the random transformation of the dequeued element
-        closing = queue.close()
-    got, ended = [], None
-    with tf.compat.v1.Session(graph=g, config=tf.compat.v1.ConfigProto(allow_soft_placement=True)) as session:
-        session.run(enqueue)
-        if close:
-            session.run(closing)
-        try:
-            while True:
-                got.append(session.run([x, draw, noisy], options=tf.compat.v1.RunOptions(timeout_in_ms=300)))
-        except (tf.errors.OutOfRangeError, tf.errors.DeadlineExceededError) as e:
-            ended = cmp.error_name(e)
-    return tuple(np.array(c) for c in zip(*got)), ended
+class Queue(Program):
+    def tensorflow(tf, *, n, capacity, min_after_dequeue, seed, close, device):
+        """seeds/001 "TensorFlow Queue" as a v1 program: enqueue range(n) into a RandomShuffleQueue,
+        close it (or not), dequeue with a random transformation per dequeue until the queue ends
+        (OutOfRangeError) or a dequeue waits longer than 300 ms (DeadlineExceededError)."""
+        with tf.Graph().as_default() as g, tf.device(device):
+            tf.random.set_seed(seed)
+            queue = tf.queue.RandomShuffleQueue(capacity, min_after_dequeue, [tf.int64], shapes=[[]], seed=seed)
+            enqueue = queue.enqueue_many([tf.range(n, dtype=tf.int64)])
+            x = queue.dequeue()
+            draw = tf.random.uniform([], seed=seed)
+            noisy = tf.cast(x, tf.float32) + draw  # the random transformation of the dequeued element
+            closing = queue.close()
+        got, ended = [], None
+        with tf.compat.v1.Session(graph=g, config=tf.compat.v1.ConfigProto(allow_soft_placement=True)) as session:
+            session.run(enqueue)
+            if close:
+                session.run(closing)
+            try:
+                while True:
+                    got.append(session.run([x, draw, noisy], options=tf.compat.v1.RunOptions(timeout_in_ms=300)))
+            except (tf.errors.OutOfRangeError, tf.errors.DeadlineExceededError) as e:
+                ended = cmp.error_name(e)
+        return tuple(np.array(c) for c in zip(*got)), ended
 
 
 @on("tensorflow", modes=("graph",))
@@ -737,7 +735,7 @@ def test_seed_random_shuffle_queue(subject, record, n, capacity, min_after_deque
     after 10 - 4 dequeues, waiting to be filled above min_after_dequeue (rule 1)."""
     record.example(n=n, capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed)
     kw = dict(n=n, capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed, device=subject.device_name)
-    (order, noise, noisy), ended = tensorflow_queue(subject.module, close=True, **kw)
+    (order, noise, noisy), ended = Queue.tensorflow(subject.module, close=True, **kw)
     record.check(
         EXPECT,
         queue=epoch_kind(order, n, 1) if ended == "raises:OutOfRangeError" else ended,
@@ -747,7 +745,7 @@ def test_seed_random_shuffle_queue(subject, record, n, capacity, min_after_deque
         name="dequeued + draw", out=noisy, ref=order.astype(np.float32) + noise, oracle="closed-form", tol=cmp.VALUE
     )
     record.observe(dequeued=order)
-    (order, _, _), ended = tensorflow_queue(subject.module, close=False, **kw)
+    (order, _, _), ended = Queue.tensorflow(subject.module, close=False, **kw)
     record.check(EXPECT, unclosed_queue=f"{len(order)} dequeued, then {ended}")
 
 
@@ -759,13 +757,7 @@ def tensorflow_one_shot_collect(tf, arrays, *, pipelines, device, **static):
     out = {}
     with tf.compat.v1.Session(graph=g, config=tf.compat.v1.ConfigProto(allow_soft_placement=True)) as session:
         for name, get_next in nexts.items():
-            elements = []
-            try:
-                while True:
-                    elements.append(tf.nest.flatten(session.run(get_next)))
-            except tf.errors.OutOfRangeError:
-                pass
-            out[name] = _stack(elements, tf.nest.flatten(datasets[name].element_spec))
+            out[name] = _stack(_drain(tf, session, get_next), tf.nest.flatten(datasets[name].element_spec))
     return out
 
 
@@ -776,7 +768,7 @@ def test_seed_one_shot_iterator_splits(subject, record, n, k, s):
     75/25 split of 16 behaves as with initializable iterators, each iterator restarting its copy."""
     record.example(n=n, k=k, s=s)
     out = tensorflow_one_shot_collect(
-        subject.module, (n, k, s), pipelines=tensorflow_splits, device=subject.device_name
+        subject.module, (n, k, s), pipelines=Splits.tensorflow, device=subject.device_name
     )
     for name in SPLITS:
         pairs = [

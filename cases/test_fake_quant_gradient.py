@@ -11,38 +11,30 @@ scale`` clamped to [quant_min, quant_max] and rounded half away from zero, nudge
 ``dx = dy`` where nudged_min <= x <= nudged_max else 0, ``dmin = sum(dy[x < nudged_min])``,
 ``dmax = sum(dy[x > nudged_max])``.
 
-The seed's puzzle, measured: ``tf.gradients(fq(x, min=reduce_min(x), max=reduce_max(x),
+The seed's puzzle: ``tf.gradients(fq(x, min=reduce_min(x), max=reduce_max(x),
 num_bits=3), x)`` is mostly 1, sometimes 0, 2, 3, 4. The gradient reaching x is the direct
 one (1 inside the nudged range, 0 outside) plus dmin and dmax routed back through
 reduce_min/reduce_max to the argmin/argmax (ties share equally, math_grad._MinOrMaxGrad).
 The nudge moves [min(x), max(x)] by under half a step, so one side clamps, the extreme
-element with it: it gets 0 + (number clamped), the other clamped elements 0. With x =
-[-1.2, -1.1, -1.05, 0, 1, 2.3]: scale 0.5, zero point 2.4 -> 2, nudged range [-1.0, 2.5],
-three below -> [3, 0, 0, 1, 1, 1]; [-1.2, -1.1, -1.05, -1.01, 0, 2.3] -> [4, 0, 0, 0, 1, 1];
-[-2.3, -1, 0, 1, 1.1, 1.2] (range [-2.5, 1.0]) -> [1, 1, 1, 1, 0, 2]; a tied minimum
-[-1.2, -1.2, -1.1, 0, 1, 2.3] -> [1.5, 1.5, 0, 1, 1, 1]. If only the extreme itself is
-clamped it gets 0 + 1 = 1 and nothing looks odd. The seed's own 10x10 normal draws
-(``np.random.default_rng(s)``): s=0 gives {0, 1, 2} (range [-2.3250, 2.0024] nudged to
-[-2.4728, 1.8546], 2 above), s=8 {0, 1, 3}, s=15 {0, 1, 4}, s=1 all ones.
+element with it: it gets 0 + (number clamped), the other clamped elements 0 (worked
+cases in ``SEED_CASES``).
 
-XLA (measured, TF 2.21 CPU): the tf2xla lowering gets ``scale = (max - min) * (1 /
-levels)`` (XLA's simplifier: A / Const => A * (1 / Const)) and outputs ``k * scale +
-nudged_min`` (one fused multiply-add). So 0 comes back as nudged_min's rounding residual
-(``fq(0, -25, 20)`` = -3.87e-07, tensorflow#47193), a half-way zero point can round the
-other way (min=-0.5, max=2.5, num_bits=4: [-0.4, 2.6], not [-0.6, 2.4]; tensorflow#117962),
-masks differ at the boundary by an ulp, and min = max = 0 gives NaN (and dx = 0) where the
-kernel returns zeros and passes dy. Both lowerings are emulated bit for bit below
-(checked on 1500 random and half-way cases); where they differ an example is checked
-against the one it matches, and observation ``lowering`` says which.
-
-JAX has no fake-quant op. Its rows run a jnp port (the kernel's forward, then the op's
+JAX has no fake-quant op: its rows run a jnp port (the kernel's forward, then the op's
 gradient as a straight-through ``where``/``stop_gradient``), which checks that JAX's own
-min/max gradient reproduces the puzzle. Under jit XLA rewrites the port's nudge as it
-does TF's, and XLA:CPU's vectorised float32 division is not correctly rounded (5.5 /
-0.0021978023 = 2502.4998 on 3+ elements, 2502.5 on one), so JAX values are compared away
-from rounding ties. PyTorch: ``fake_quantize_per_tensor_affine`` with TF's nudged scale
-and zero point; it rounds ties to even, its STE mask is taken after rounding (half a step
-wider on each side: the seed cases above all give ones), and min/max get no gradient.
+min/max gradient reproduces the puzzle; XLA:CPU's vectorised float32 division is not
+correctly rounded, so JAX values are compared away from rounding ties. PyTorch runs
+``fake_quantize_per_tensor_affine`` with TF's nudged scale and zero point. Both TF
+lowerings (CPU kernel, XLA) are emulated bit for bit below; where they differ an example
+is checked against the one it matches, and observation ``lowering`` says which.
+
+Declared: TF under XLA lowers the op with ``scale = (max - min) * (1 / levels)`` and
+``k * scale + nudged_min``, so a half-way zero point may round the other way
+(tensorflow#117962). JAX under jit gets the same nudge from XLA's simplifier (A / Const =>
+A * (1 / Const)). TF under XLA maps 0 to nudged_min's rounding residual, not exactly 0
+(tensorflow#47193). TF under XLA gives NaN for min = max = 0, where the kernel returns
+zeros and passes the gradient through. PyTorch rounds ties to even (TF: half up). PyTorch
+takes its STE mask after rounding, half a step wider on each side than the nudged range.
+PyTorch gives min/max no gradient, so the seed's gradient is the mask only.
 """
 
 import numpy as np
@@ -52,6 +44,7 @@ from hypothesis.extra import numpy as hnp
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, full_examples, on
 from suite.expectations import expect, expectations
+from suite.program import Program
 
 BEHAVIOUR = behaviour(
     "fake-quant-gradient",
@@ -231,52 +224,6 @@ def classify(out, candidates, *, tol, where=None):
     return hits.pop() if len(hits) == 1 else None if hits else "other"
 
 
-# ---------------------------------------------------------------- the native functions
-def tensorflow(tf, x, mn, mx, *, num_bits=8, narrow_range=False):
-    return tf.quantization.fake_quant_with_min_max_vars(x, mn, mx, num_bits=num_bits, narrow_range=narrow_range)
-
-
-def jax(jax, x, mn, mx, *, num_bits=8, narrow_range=False):
-    """A jnp port: the kernel's forward, and its gradient rule as a straight-through where."""
-    jnp, sg = jax.numpy, jax.lax.stop_gradient
-    qmin, qmax = float(narrow_range), float(2**num_bits - 1)
-    lo, hi = sg(mn), sg(mx)
-    scale = (hi - lo) / (qmax - qmin)
-    zp = jnp.clip(jnp.sign(qmin - lo / scale) * jnp.floor(jnp.abs(qmin - lo / scale) + 0.5), qmin, qmax)
-    nmin, nmax = (qmin - zp) * scale, (qmax - zp) * scale
-    q = jnp.floor((jnp.clip(x, nmin, nmax) - nmin) / scale - (zp - qmin) + 0.5) * scale
-    # value nudged_min/x/nudged_max, gradient to min/x/max: what FakeQuantWithMinMaxVarsGradient returns
-    through = jnp.where(x < nmin, nmin + (mn - lo), jnp.where(x > nmax, nmax + (mx - hi), x))
-    return sg(q) + (through - sg(through))
-
-
-def torch(torch, x, mn, mx, *, num_bits=8, narrow_range=False):
-    """The native op, with scale and zero point nudged from min/max the way TF does."""
-    qmin, qmax = int(narrow_range), 2**num_bits - 1
-    lo, hi = mn.detach(), mx.detach()
-    scale = (hi - lo) / (qmax - qmin)
-    zp = qmin - lo / scale
-    zp = int(torch.clamp(torch.sign(zp) * torch.floor(torch.abs(zp) + 0.5), qmin, qmax))
-    return torch.fake_quantize_per_tensor_affine(x, float(scale), zp, qmin, qmax)
-
-
-def tensorflow_seed(tf, x, *, num_bits=3, narrow_range=False):
-    """seeds/002: fake_quant_with_min_max_vars(x, min=reduce_min(x), max=reduce_max(x))."""
-    return tensorflow(tf, x, tf.reduce_min(x), tf.reduce_max(x), num_bits=num_bits, narrow_range=narrow_range)
-
-
-def jax_seed(jax, x, *, num_bits=3, narrow_range=False):
-    return NATIVE["jax"](jax, x, jax.numpy.min(x), jax.numpy.max(x), num_bits=num_bits, narrow_range=narrow_range)
-
-
-def torch_seed(torch, x, *, num_bits=3, narrow_range=False):
-    return NATIVE["torch"](torch, x, x.min(), x.max(), num_bits=num_bits, narrow_range=narrow_range)
-
-
-NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
-SEED = {"tensorflow": tensorflow_seed, "jax": jax_seed, "torch": torch_seed}
-
-
 # ---------------------------------------------------------------- strategies
 def _bounds():
     return st.one_of(st.floats(-6, 6, width=32, allow_subnormal=False), st.integers(-24, 24).map(lambda k: k / 4))
@@ -307,6 +254,61 @@ def seed_inputs(draw):
     return x, w, draw(st.sampled_from((3, 8)), label="num_bits"), draw(st.booleans(), label="narrow_range")
 
 
+# ---------------------------------------------------------------- the programs
+class FakeQuant(Program):
+    """fake_quant_with_min_max_vars(x, min, max): TF's op; a jnp port (JAX has none); PyTorch's op
+    with TF's nudged scale and zero point. ``mn``, ``mx``: arrays, or numbers (fixed bounds)."""
+
+    def tensorflow(tf, x, mn, mx, *, num_bits=8, narrow_range=False):
+        return tf.quantization.fake_quant_with_min_max_vars(x, mn, mx, num_bits=num_bits, narrow_range=narrow_range)
+
+    def jax(jax, x, mn, mx, *, num_bits=8, narrow_range=False):
+        """A jnp port: the kernel's forward, and its gradient rule as a straight-through where."""
+        jnp, sg = jax.numpy, jax.lax.stop_gradient
+        qmin, qmax = float(narrow_range), float(2**num_bits - 1)
+        lo, hi = sg(mn), sg(mx)
+        scale = (hi - lo) / (qmax - qmin)
+        zp = jnp.clip(jnp.sign(qmin - lo / scale) * jnp.floor(jnp.abs(qmin - lo / scale) + 0.5), qmin, qmax)
+        nmin, nmax = (qmin - zp) * scale, (qmax - zp) * scale
+        q = jnp.floor((jnp.clip(x, nmin, nmax) - nmin) / scale - (zp - qmin) + 0.5) * scale
+        # value nudged_min/x/nudged_max, gradient to min/x/max: what FakeQuantWithMinMaxVarsGradient returns
+        through = jnp.where(x < nmin, nmin + (mn - lo), jnp.where(x > nmax, nmax + (mx - hi), x))
+        return sg(q) + (through - sg(through))
+
+    def torch(torch, x, mn, mx, *, num_bits=8, narrow_range=False):
+        """The native op, with scale and zero point nudged from min/max the way TF does."""
+        qmin, qmax = int(narrow_range), 2**num_bits - 1
+        lo, hi = torch.as_tensor(mn).detach(), torch.as_tensor(mx).detach()
+        scale = (hi - lo) / (qmax - qmin)
+        zp = qmin - lo / scale
+        zp = int(torch.clamp(torch.sign(zp) * torch.floor(torch.abs(zp) + 0.5), qmin, qmax))
+        return torch.fake_quantize_per_tensor_affine(x, float(scale), zp, qmin, qmax)
+
+
+class SeedFakeQuant(Program):
+    """seeds/002: fake_quant_with_min_max_vars(x, min=reduce_min(x), max=reduce_max(x))."""
+
+    def tensorflow(tf, x, *, num_bits=3, narrow_range=False):
+        return FakeQuant.tensorflow(
+            tf, x, tf.reduce_min(x), tf.reduce_max(x), num_bits=num_bits, narrow_range=narrow_range
+        )
+
+    def jax(jax, x, *, num_bits=3, narrow_range=False):
+        return FakeQuant.jax(jax, x, jax.numpy.min(x), jax.numpy.max(x), num_bits=num_bits, narrow_range=narrow_range)
+
+    def torch(torch, x, *, num_bits=3, narrow_range=False):
+        return FakeQuant.torch(torch, x, x.min(), x.max(), num_bits=num_bits, narrow_range=narrow_range)
+
+
+class SeedV1Graph(Program):
+    """seeds/002 as written: the v1 name tf.compat.v1.fake_quant_with_min_max_vars and tf.gradients."""
+
+    def tensorflow(tf, x):
+        x = tf.cast(x, tf.float32)
+        x_q = tf.compat.v1.fake_quant_with_min_max_vars(x, min=tf.reduce_min(x), max=tf.reduce_max(x), num_bits=3)
+        return tf.gradients(x_q, x)
+
+
 # ---------------------------------------------------------------- properties
 @given(q=quantizer_inputs())
 def test_forward_is_the_nudged_quantizer(subject, oracles, record, q):
@@ -314,7 +316,7 @@ def test_forward_is_the_nudged_quantizer(subject, oracles, record, q):
     differ); away from rounding ties for the JAX port and PyTorch."""
     x, mn, mx, _, nb, nr = q
     record.example(x=x, min=mn, max=mx, num_bits=nb, narrow_range=nr)
-    out = subject.run(NATIVE[subject.framework], x, mn, mx, num_bits=nb, narrow_range=nr)
+    out = subject.run(FakeQuant.of(subject), x, mn, mx, num_bits=nb, narrow_range=nr)
     refs = {k: fake_quant(x, mn, mx, nb, nr, k) for k in LOWERINGS}
     exact = subject.framework == "tensorflow"
     tol, clean = (cmp.EXACT, np.ones(x.shape, bool)) if exact else (cmp.VALUE, ~near_ties(x, mn, mx, nb, nr))
@@ -328,7 +330,7 @@ def test_forward_is_the_nudged_quantizer(subject, oracles, record, q):
     if cmp.rel_err(*refs.values()) <= cmp.VALUE.of(F32):  # the lowerings agree, so must the oracles
         clean = ~near_ties(x, mn, mx, nb, nr)
         for o in oracles:
-            r = o.run(NATIVE[o.framework], x, mn, mx, num_bits=nb, narrow_range=nr)
+            r = o.run(FakeQuant.of(o), x, mn, mx, num_bits=nb, narrow_range=nr)
             record.close(name="value", out=np.asarray(out)[clean], ref=np.asarray(r)[clean], oracle=o.id, tol=cmp.VALUE)
 
 
@@ -337,7 +339,7 @@ def test_gradients_are_range_mask_and_clamped_sums(subject, oracles, record, q):
     """dx = w inside the nudged range (inclusive), dmin = sum(w) below it, dmax = sum(w) above it."""
     x, mn, mx, w, nb, nr = q
     record.example(x=x, min=mn, max=mx, w=w, num_bits=nb, narrow_range=nr)
-    _, (dx, dmin, dmax) = subject.vjp(NATIVE[subject.framework], x, mn, mx, cotangent=w, num_bits=nb, narrow_range=nr)
+    _, (dx, dmin, dmax) = subject.vjp(FakeQuant.of(subject), x, mn, mx, cotangent=w, num_bits=nb, narrow_range=nr)
     refs = {k: fake_quant_grads(x, w, mn, mx, nb, nr, k) for k in LOWERINGS}
     lowering = None
     if dmin is not None and dmax is not None:
@@ -371,7 +373,7 @@ def test_gradients_are_range_mask_and_clamped_sums(subject, oracles, record, q):
     if not np.array_equal(refs["kernel"][0], refs["xla-lowering"][0]):
         return  # the lowerings' masks differ here: the oracles' (eager or jit) may too
     for o in oracles:
-        _, (odx, omin, omax) = o.vjp(NATIVE[o.framework], x, mn, mx, cotangent=w, num_bits=nb, narrow_range=nr)
+        _, (odx, omin, omax) = o.vjp(FakeQuant.of(o), x, mn, mx, cotangent=w, num_bits=nb, narrow_range=nr)
         if o.framework == "torch":  # compare where PyTorch's wider mask and TF's agree
             agree = clean & ~near_ties(x, mn, mx, nb, nr) & (rdx == torch_mask)
             record.close(name="dx", out=np.asarray(dx)[agree], ref=np.asarray(odx)[agree], oracle=o.id, tol=cmp.EXACT)
@@ -388,7 +390,7 @@ def test_seed_gradient_is_mask_plus_counts_routed_to_the_extremes(subject, recor
     shared by the tied argmin/argmax elements: the seed's 0/2/3/4 predicted for every element."""
     x, w, nb, nr = s
     record.example(x=x, w=w, num_bits=nb, narrow_range=nr)
-    _, (g,) = subject.vjp(SEED[subject.framework], x, cotangent=w, num_bits=nb, narrow_range=nr)
+    _, (g,) = subject.vjp(SeedFakeQuant.of(subject), x, cotangent=w, num_bits=nb, narrow_range=nr)
     preds = {k: seed_grad(x, w, nb, nr, k) for k in LOWERINGS}
     nmin, nmax, _, _ = nudge(x.min(), x.max(), nb, nr)
     mask_only = [
@@ -426,7 +428,7 @@ def test_seed_gradients_0_2_3_4(subject, record, cases):
     for name, (x, want) in cases.items():
         x, want = np.asarray(x, F32), np.asarray(want, F32)
         record.example(x=x, case=name)
-        _, (g,) = subject.vjp(SEED[subject.framework], x, num_bits=3)
+        _, (g,) = subject.vjp(SeedFakeQuant.of(subject), x, num_bits=3)
         nmin, nmax, _, _ = nudge(x.min(), x.max(), 3, False)
         plain = rounded_range(x, x.min(), x.max(), 3, False).astype(F32)  # PyTorch's mask: all ones here
         candidates = [("mask+routed-counts", want), ("mask-only", (x >= nmin) & (x <= nmax)), ("mask-only", plain)]
@@ -444,7 +446,7 @@ def test_seed_v1_session_as_written(subject, record, seeds):
     for s, values in seeds.items():
         x = np.random.default_rng(s).normal(0, 1, (10, 10))
         record.example(rng_seed=s, x=x)
-        g = subject.run(_seed_v1_graph, x)[0]
+        g = subject.run(SeedV1Graph.of(subject), x)[0]
         x32, ones = x.astype(F32), np.ones((10, 10), F32)
         nmin, nmax, _, _ = nudge(x32.min(), x32.max(), 3, False)
         candidates = [
@@ -456,18 +458,12 @@ def test_seed_v1_session_as_written(subject, record, seeds):
         record.equal(name=f"values[{s}]", out=np.unique(g), ref=np.asarray(values, F32), oracle="closed-form")
 
 
-def _seed_v1_graph(tf, x):
-    x = tf.cast(x, tf.float32)
-    x_q = tf.compat.v1.fake_quant_with_min_max_vars(x, min=tf.reduce_min(x), max=tf.reduce_max(x), num_bits=3)
-    return tf.gradients(x_q, x)
-
-
 @on("tensorflow", "jax", "torch")
 @given(x=st.just(np.array([0.0, -0.0, 0.7, -0.7], F32)))
 def test_zero_is_exactly_representable(subject, record, x):
     """tensorflow#47193: fq(0, min=-25, max=20, num_bits=8) is exactly 0 (the point of the nudge)."""
     record.example(x=x)
-    out = subject.run(NATIVE[subject.framework], x, F32(-25), F32(20), num_bits=8)
+    out = subject.run(FakeQuant.of(subject), x, F32(-25), F32(20), num_bits=8)
     record.observe(zero_value=float(out[0]))
     record.check(EXPECT, zero_maps_to="exact-zero" if not np.any(out[:2]) else "rounding-residual")
     refs = {k: fake_quant(x, -25, 20, 8, False, k) for k in LOWERINGS}  # XLA: 0 -> -3.87e-07
@@ -486,7 +482,7 @@ def test_half_way_zero_point(subject, record, x):
     """tensorflow#117962: min=-0.5, max=2.5, num_bits=4: zero point 2.5 rounds away from zero to 3, range
     [-0.6, 2.4]; with XLA's reciprocal-product scale (TF xla, JAX jit) it is 2.4999998 -> [-0.4, 2.6]."""
     record.example(x=x)
-    out = subject.run(NATIVE[subject.framework], x, F32(-0.5), F32(2.5), num_bits=4)
+    out = subject.run(FakeQuant.of(subject), x, F32(-0.5), F32(2.5), num_bits=4)
     refs = {k: fake_quant(x, -0.5, 2.5, 4, False, k) for k in LOWERINGS}
     lowering = classify(out, refs.items(), tol=cmp.VALUE)
     record.check(EXPECT, lowering=lowering)
@@ -500,7 +496,7 @@ def test_half_way_zero_point(subject, record, x):
 def test_half_step_ties(subject, record, x):
     """min=-2, max=5, num_bits=3 (scale 1, zero point 2): TF floors x + 0.5 (ties up), torch rounds to even."""
     record.example(x=x)
-    out = subject.run(NATIVE[subject.framework], x, F32(-2), F32(5), num_bits=3)
+    out = subject.run(FakeQuant.of(subject), x, F32(-2), F32(5), num_bits=3)
     rule = classify(out, [("half-up", np.floor(x + F32(0.5))), ("half-to-even", np.rint(x))], tol=cmp.EXACT)
     record.check(EXPECT, tie_rounding=rule)
 
@@ -512,7 +508,7 @@ def test_degenerate_zero_range(subject, record, x):
     TensorFlow only: the special case is the kernel's, the port and PyTorch's op have no such range."""
     w = np.array([1.0, 2.0, 3.0], F32)
     record.example(x=x, w=w)
-    out, (dx, dmin, dmax) = subject.vjp(tensorflow, x, F32(0), F32(0), cotangent=w)
+    out, (dx, dmin, dmax) = subject.vjp(FakeQuant.of(subject), x, F32(0), F32(0), cotangent=w)
     record.observe(dx=dx, dmin=float(dmin), dmax=float(dmax))
     zero_range = (
         "zeros+passthrough"

@@ -8,36 +8,36 @@ Source: seeds/001 (the tf.gather slides): ``tf.gather([1, 2, 3, 4, 5], [0, 1, 6]
 (the other out-of-range positions set to 0) to see which one is refused. The forward is
 classified per category as ``raises:<Error>``, ``zero-fill``, ``clamp`` (row clip(i, 0,
 n-1)), ``wrap`` (row i mod n), ``nan-fill`` or ``garbage``; the gradient of ``sum(w * y)``
-with respect to params as ``dropped``, ``clamped-row``, ``wrapped-row``, ``raises:<Error>``
-or ``other`` (see :func:`classify` and :func:`classify_grad`). In-range positions must be
-exact everywhere.
+with respect to params (only the gradient fetched, densified inside the mode) as
+``dropped``, ``clamped-row``, ``wrapped-row``, ``raises:<Error>`` or ``other`` (see
+:func:`classify` and :func:`classify_grad`). In-range positions must be exact everywhere.
+The APIs: the shared spelling ``gather`` (tf.gather, ``x[idx]`` in JAX and PyTorch),
+``jnp.take`` (default, fill, clip) and ``.at[].get``, ``torch.gather`` and
+``index_select``, and tf.gather_nd ([k, 1] and [k, 2] index vectors) with each
+``bad_indices_policy``.
 
-Measured (TF 2.21 CPU, the seed's int32 example, ``test_seed_gather_0_1_6``): eager raises
-``InvalidArgumentError: ... indices[2] = 6 is not in [0, 5) [Op:GatherV2]``, exactly the
-seed's message; ``tf.function`` raises the same text from node GatherV2, and a v1 Session
-raises it as "Graph execution error: Detected at node 'GatherV2' ... indices[2] = 6 is not
-in [0, 5)" (the seed's CPU claim holds in all three). XLA (``jit_compile=True``) returns
-``[1 2 5]``: it clamps, for negatives too (-1 and -7 read row 0), and raises nowhere.
-``jnp`` indexing also gives ``[1 2 5]``; PyTorch raises IndexError "index 6 is out of bounds
-for dimension 0 with size 5". The seed's GPU ``[1 2 0]`` (zero-fill) is declared from the
-tf.gather docs, not measured: GPU rows run only where a GPU is visible.
+Declared surprises:
 
-Backward (only the gradient fetched, densified inside the mode): eager raises, since the
-forward GatherV2 runs; in ``function``/``graph`` the forward is pruned (the gradient needs
-only the indices and params' shape) and the IndexedSlices gradient is densified by
-unsorted_segment_sum, which raises for i >= n on CPU and silently drops negative ids; under
-XLA every out-of-range cotangent is dropped, so XLA's forward reads row n-1 while its
-gradient does not flow there (JAX indexing does the same). ``tf.gather_nd`` matches
-tf.gather; ``bad_indices_policy="IGNORE"`` zero-fills in every mode, but for ``[k, 1]``
-index vectors the gradient is an IndexedSlices that ignores the policy (CPU still raises
-for i >= n), while ``[k, 2]`` vectors go through scatter_nd, which honours it.
-``"ERROR"`` is ignored by XLA (it clamps).
+- XLA (``jit_compile=True``) clamps every out-of-range index, negatives to row 0, and raises nowhere.
+- On GPU tf.gather and tf.gather_nd zero-fill (the docs' and the seed's ``[1 2 0]``; declared, not measured).
+- JAX indexing clamps above and below; JAX and PyTorch ``x[idx]`` wrap negatives as NumPy does.
+- PyTorch indexing raises IndexError above and below, as NumPy does.
+- In ``function``/``graph`` on CPU the forward is pruned from a gradient-only fetch, and the
+  unsorted_segment_sum that densifies the IndexedSlices gradient drops negative ids.
+- There it raises for i >= n: the refusal comes from segment_ids, not from the gather.
+- XLA Scatter skips out-of-bounds updates, so XLA's gradients drop what its forward clamped.
+- On GPU unsorted_segment_sum and scatter_nd ignore out-of-bound ids: gradients drop (declared, not measured).
+- JAX's gradient drops above and below (the transpose of a clamping gather); a negative's cotangent
+  reaches row i + n in JAX and PyTorch, and PyTorch has no gradient where its forward raises.
+- tf.gather_nd matches tf.gather, and XLA ignores ``bad_indices_policy="ERROR"`` (it clamps).
+- TF 2.18-2.20: XLA also ignores ``"IGNORE"`` and clamps; TF 2.18: the [k, 2] gradient's scatter_nd
+  drops the policy and refuses on CPU.
+- ``"IGNORE"`` with [k, 1] vectors: the IndexedSlices gradient ignores the policy (CPU still raises for i >= n).
+- The oracle-only APIs keep their documented behaviour: ``jnp.take`` NaN-fills above and below and wraps
+  negatives, ``mode="clip"`` clamps, ``.at[].get`` is ``x[idx]``, torch.gather and index_select refuse
+  negatives too.
 
-Oracles (CPU, measured): ``jnp.take`` (default mode = "fill") NaN-fills above/below and wraps
-negatives, gradient dropped/wrapped-row; ``mode="clip"`` clamps all three, gradient to the
-clamped row; ``.at[].get`` is ``x[idx]``. ``torch.gather`` raises RuntimeError and
-``index_select`` IndexError, negatives included; PyTorch CUDA rows are skipped (a device-side
-assert would poison the process's CUDA context).
+PyTorch CUDA rows are skipped: a device-side assert would poison the process's CUDA context.
 """
 
 import dataclasses
@@ -54,6 +54,7 @@ from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 from suite.frameworks.tf_runner import in_v1_graph
+from suite.program import Program
 
 TF_GATHER = "https://www.tensorflow.org/api_docs/python/tf/gather"
 GATHER_ND = "https://www.tensorflow.org/api_docs/python/tf/raw_ops/GatherNd"
@@ -455,64 +456,131 @@ SEED_VALUES = {
     "wrap": np.array([1, 2, 2], np.int32),
 }
 
+# ---------------------------------------------------------------- strategies
+K = 5  # indices per example: one length, so XLA and jax.jit compile once per params shape
 
-# ---------------------------------------------------------------- the native functions
-def tensorflow(tf, params, indices, *, api="gather"):
-    """tf.gather along axis 0; tf.gather_nd with [k, 1] index vectors, or ("/2") with [k, 2]
-    vectors into params[:, None] (same rows, but its gradient goes through scatter_nd)."""
-    if api == "gather":
+
+@dataclasses.dataclass(frozen=True)
+class GatherCase:
+    params: np.ndarray  # (n,) or (n, 2), distinct nonzero values
+    indices: np.ndarray  # (K,) int32: in-range, >= n, [-n, 0) and < -n mixed
+    w: np.ndarray  # cotangent (K,) + params.shape[1:], positive (so no two rules coincide)
+
+
+@st.composite
+def gather_cases(draw) -> GatherCase:
+    dtype = draw(ss.float_dtypes())
+    n = draw(st.integers(1, 6), label="n")
+    shape = (n,) + draw(st.sampled_from([(), (2,)]), label="row shape")
+    width = 32 if dtype == np.float32 else 64
+    size = st.floats(0.25, 10.0, width=width, allow_subnormal=False)
+    signed = st.tuples(st.booleans(), size).map(lambda t: -t[1] if t[0] else t[1])
+    params = draw(hnp.arrays(dtype, shape, elements=signed, unique=True), label="params")
+    index = st.one_of(st.integers(0, n - 1), st.integers(n, n + 6), st.integers(-n, -1), st.integers(-n - 6, -n - 1))
+    indices = np.array(draw(st.lists(index, min_size=K, max_size=K), label="indices"), np.int32)
+    w = draw(hnp.arrays(dtype, (K,) + shape[1:], elements=st.floats(0.5, 4.0, width=width)), label="cotangent")
+    return GatherCase(params, indices, w)
+
+
+# ---------------------------------------------------------------- the programs
+class Gather(Program):
+    """The spelling shared across frameworks: tf.gather along axis 0, ``x[idx]`` in JAX and PyTorch."""
+
+    def tensorflow(tf, params, indices):
         return tf.gather(params, indices)
-    name, _, policy = api.partition("(")
-    kw = {"bad_indices_policy": policy.rstrip(")")} if policy else {}
-    if name == "tf.gather_nd":
-        return tf.gather_nd(params, tf.expand_dims(indices, -1), **kw)
-    pairs = tf.stack([indices, tf.zeros_like(indices)], axis=-1)
-    return tf.gather_nd(tf.expand_dims(params, 1), pairs, **kw)
 
-
-def jax(jax, params, indices, *, api="gather"):
-    jnp = jax.numpy
-    if api == "gather":
+    def jax(jax, params, indices):
         return params[indices]
-    if api == "x.at[].get":
+
+    def torch(torch, params, indices):
+        return params[indices]
+
+
+class GatherNd(Program):
+    """tf.gather_nd with [k, 1] index vectors, or (``pairs``) [k, 2] vectors into params[:, None]
+    (same rows, but its gradient goes through scatter_nd); ``policy`` is its bad_indices_policy."""
+
+    def tensorflow(tf, params, indices, *, pairs=False, policy=None):
+        kw = {"bad_indices_policy": policy} if policy else {}
+        if not pairs:
+            return tf.gather_nd(params, tf.expand_dims(indices, -1), **kw)
+        two = tf.stack([indices, tf.zeros_like(indices)], axis=-1)
+        return tf.gather_nd(tf.expand_dims(params, 1), two, **kw)
+
+
+class JnpTake(Program):
+    def jax(jax, params, indices, *, mode=None):
+        return jax.numpy.take(params, indices, axis=0, mode=mode)
+
+
+class AtGet(Program):
+    def jax(jax, params, indices):
         return params.at[indices].get()
-    mode = {"jnp.take": None, "jnp.take(fill)": "fill", "jnp.take(clip)": "clip"}[api]
-    return jnp.take(params, indices, axis=0, mode=mode)
 
 
-def torch(torch, params, indices, *, api="gather"):
-    if api == "gather":
-        return params[indices]
-    if api == "torch.index_select":
+class TorchGather(Program):
+    def torch(torch, params, indices):
+        index = indices.long().reshape((-1,) + (1,) * (params.ndim - 1)).expand((-1,) + tuple(params.shape[1:]))
+        return torch.gather(params, 0, index)
+
+
+class IndexSelect(Program):
+    def torch(torch, params, indices):
         return torch.index_select(params, 0, indices)
-    index = indices.long().reshape((-1,) + (1,) * (params.ndim - 1)).expand((-1,) + tuple(params.shape[1:]))
-    return torch.gather(params, 0, index)
 
 
-def tensorflow_grad(tf, params, indices, w, *, api):
-    """d sum(w * y)/d params with only the gradient fetched (a train step that does not fetch
-    the loss), densified inside the mode as an optimizer's dense update would."""
-    if in_v1_graph():
-        g = tf.gradients(tensorflow(tf, params, indices, api=api), params, grad_ys=w)[0]
-    else:
-        with tf.GradientTape() as tape:
-            tape.watch(params)
-            y = tensorflow(tf, params, indices, api=api)
-        g = tape.gradient(y, params, output_gradients=w)
-    return tf.convert_to_tensor(g)
+# api -> (program, static arguments)
+APIS = {
+    "gather": (Gather, {}),
+    "jnp.take": (JnpTake, {}),
+    "jnp.take(fill)": (JnpTake, {"mode": "fill"}),
+    "jnp.take(clip)": (JnpTake, {"mode": "clip"}),
+    "x.at[].get": (AtGet, {}),
+    "torch.gather": (TorchGather, {}),
+    "torch.index_select": (IndexSelect, {}),
+    "tf.gather_nd": (GatherNd, {}),
+    "tf.gather_nd(ERROR)": (GatherNd, {"policy": "ERROR"}),
+    "tf.gather_nd(IGNORE)": (GatherNd, {"policy": "IGNORE"}),
+    "tf.gather_nd/2": (GatherNd, {"pairs": True}),
+    "tf.gather_nd/2(IGNORE)": (GatherNd, {"pairs": True, "policy": "IGNORE"}),
+}
 
 
-def jax_grad(jax_, params, indices, w, *, api):
-    return jax_.vjp(lambda p: jax(jax_, p, indices, api=api), params)[1](w)[0]
+def gather(module, params, indices, *, fw, api):
+    """``api`` on ``fw``'s ``module``."""
+    program, static = APIS[api]
+    return program.of(fw)(module, params, indices, **static)
 
 
-def torch_grad(torch_, params, indices, w, *, api):
-    params = params.requires_grad_(True)
-    return torch_.autograd.grad(torch(torch_, params, indices, api=api), params, grad_outputs=w)[0]
+class GatherGrad(Program):
+    """d sum(w * y)/d params of ``api`` with only the gradient fetched (a train step that does not
+    fetch the loss), densified inside the mode as an optimizer's dense update would."""
+
+    def tensorflow(tf, params, indices, w, *, api):
+        if in_v1_graph():
+            g = tf.gradients(gather(tf, params, indices, fw="tensorflow", api=api), params, grad_ys=w)[0]
+        else:
+            with tf.GradientTape() as tape:
+                tape.watch(params)
+                y = gather(tf, params, indices, fw="tensorflow", api=api)
+            g = tape.gradient(y, params, output_gradients=w)
+        return tf.convert_to_tensor(g)
+
+    def jax(jax, params, indices, w, *, api):
+        return jax.vjp(lambda p: gather(jax, p, indices, fw="jax", api=api), params)[1](w)[0]
+
+    def torch(torch, params, indices, w, *, api):
+        params = params.requires_grad_(True)
+        return torch.autograd.grad(gather(torch, params, indices, fw="torch", api=api), params, grad_outputs=w)[0]
 
 
-NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
-GRAD = {"tensorflow": tensorflow_grad, "jax": jax_grad, "torch": torch_grad}
+def all_forwards(module, params, indices, *, fw, apis):
+    """Every API in one program, so that XLA and jax.jit compile once per params shape."""
+    return tuple(gather(module, params, indices, fw=fw, api=api) for api in apis)
+
+
+def all_grads(module, params, indices, w, *, fw, apis):
+    return tuple(GatherGrad.of(fw)(module, params, indices, w, api=api) for api in apis)
 
 
 # ---------------------------------------------------------------- classifiers
@@ -609,47 +677,12 @@ def error_site(exc) -> str:
     return m.group(1) if m else type(exc).__name__
 
 
-# ---------------------------------------------------------------- strategies
-K = 5  # indices per example: one length, so XLA and jax.jit compile once per params shape
-
-
-@dataclasses.dataclass(frozen=True)
-class GatherCase:
-    params: np.ndarray  # (n,) or (n, 2), distinct nonzero values
-    indices: np.ndarray  # (K,) int32: in-range, >= n, [-n, 0) and < -n mixed
-    w: np.ndarray  # cotangent (K,) + params.shape[1:], positive (so no two rules coincide)
-
-
-@st.composite
-def gather_cases(draw) -> GatherCase:
-    dtype = draw(ss.float_dtypes())
-    n = draw(st.integers(1, 6), label="n")
-    shape = (n,) + draw(st.sampled_from([(), (2,)]), label="row shape")
-    width = 32 if dtype == np.float32 else 64
-    size = st.floats(0.25, 10.0, width=width, allow_subnormal=False)
-    signed = st.tuples(st.booleans(), size).map(lambda t: -t[1] if t[0] else t[1])
-    params = draw(hnp.arrays(dtype, shape, elements=signed, unique=True), label="params")
-    index = st.one_of(st.integers(0, n - 1), st.integers(n, n + 6), st.integers(-n, -1), st.integers(-n - 6, -n - 1))
-    indices = np.array(draw(st.lists(index, min_size=K, max_size=K), label="indices"), np.int32)
-    w = draw(hnp.arrays(dtype, (K,) + shape[1:], elements=st.floats(0.5, 4.0, width=width)), label="cotangent")
-    return GatherCase(params, indices, w)
-
-
 def _no_torch_cuda(subject):
     if subject.framework == "torch" and subject.device == "gpu":
         pytest.skip(
             "PyTorch CUDA index kernels fail out-of-range indices with a device-side assert that "
             f"poisons the CUDA context for the rest of the process ({TORCH_CUDA_ASSERT})"
         )
-
-
-def all_forwards(module, params, indices, *, fw, apis):
-    """Every API in one program, so that XLA and jax.jit compile once per params shape."""
-    return tuple(NATIVE[fw](module, params, indices, api=api) for api in apis)
-
-
-def all_grads(module, params, indices, w, *, fw, apis):
-    return tuple(GRAD[fw](module, params, indices, w, api=api) for api in apis)
 
 
 def _observe(subject, record, case, apis, kind, run, judge):
@@ -718,8 +751,7 @@ def _observe_grad(subject, record, case, apis):
 # ---------------------------------------------------------------- properties
 @given(case=gather_cases())
 def test_gather_forward_out_of_range_is_declared(subject, record, case):
-    """tf.gather / x[idx] / jnp.take (default, fill, clip) / .at[].get / torch.gather /
-    index_select: per out-of-range category, raises, zero-fill, clamp, wrap, nan-fill or garbage."""
+    """Each API's forward per out-of-range category: raises, zero-fill, clamp, wrap, nan-fill or garbage."""
     record.example(params=case.params, indices=case.indices)
     _no_torch_cuda(subject)
     _observe_forward(subject, record, case, GATHER_APIS[subject.framework])
@@ -727,19 +759,16 @@ def test_gather_forward_out_of_range_is_declared(subject, record, case):
 
 @given(case=gather_cases())
 def test_gather_gradient_rows_are_declared(subject, record, case):
-    """The gradient of sum(w * gather(params, idx)): which params row each out-of-range
-    position's cotangent reaches (dropped, clamped-row, wrapped-row) or the refusal."""
+    """Which params row each out-of-range cotangent of sum(w * gather) reaches, or the refusal."""
     record.example(params=case.params, indices=case.indices, w=case.w)
     _no_torch_cuda(subject)
     _observe_grad(subject, record, case, GATHER_APIS[subject.framework])
 
 
-@on("tensorflow")
+@on("tensorflow")  # TF APIs: the oracles' own spellings are observed in the gather tests
 @given(case=gather_cases())
 def test_gather_nd_and_bad_indices_policy_are_declared(subject, record, case):
-    """tf.gather_nd ([k, 1] and [k, 2] index vectors) with the default policy, "ERROR" and
-    "IGNORE", forward and gradient. TensorFlow rows only: these are TF APIs, and the
-    oracles' spellings are observed in the gather tests."""
+    """tf.gather_nd ([k, 1] and [k, 2] vectors) with each bad_indices_policy, forward and gradient."""
     record.example(params=case.params, indices=case.indices, w=case.w)
     if "bad_indices_policy" not in inspect.signature(subject.module.gather_nd).parameters:
         record.observe(bad_indices_policy="unavailable")  # before the argument existed
@@ -755,32 +784,26 @@ def test_in_range_gather_matches_closed_form_and_oracles(subject, oracles, recor
     """With every index in [0, n): value params[idx] exactly, gradient the scatter-add of w."""
     idx = (case.indices % len(case.params)).astype(np.int32)
     record.example(params=case.params, indices=idx, w=case.w)
-    out = subject.run(NATIVE[subject.framework], case.params, idx)
-    grad = subject.run(GRAD[subject.framework], case.params, idx, case.w, api="gather")
+    out = subject.run(Gather.of(subject), case.params, idx)
+    grad = subject.run(GatherGrad.of(subject), case.params, idx, case.w, api="gather")
     ref_grad = np.zeros(case.params.shape, np.float64)
     np.add.at(ref_grad, idx, case.w)
     record.close(name="value", out=out, ref=case.params[idx], oracle="closed-form", tol=cmp.EXACT)
     record.close(name="grad", out=grad, ref=ref_grad.astype(case.params.dtype), oracle="closed-form")
     exact = np.array_equal(out, case.params[idx]) and cmp.rel_err(grad, ref_grad) <= cmp.GRAD.of(case.params.dtype)
     record.check(EXPECT, in_range="exact" if exact else "wrong")
-    for o in oracles:
-        record.close(
-            name="value", out=out, ref=o.run(NATIVE[o.framework], case.params, idx), oracle=o.id, tol=cmp.EXACT
-        )
-        record.close(
-            name="grad", out=grad, ref=o.run(GRAD[o.framework], case.params, idx, case.w, api="gather"), oracle=o.id
-        )
+    record.against(oracles, Gather, case.params, idx, via="run", got={"value": out}, tol=cmp.EXACT)
+    record.against(oracles, GatherGrad, case.params, idx, case.w, via="run", got={"grad": grad}, api="gather")
 
 
 # ---------------------------------------------------------------- seed examples
 @given(a=st.just(SEED_PARAMS))
 def test_seed_gather_0_1_6(subject, record, a):
-    """seeds/001: tf.gather([1, 2, 3, 4, 5], [0, 1, 6]): CPU raises 'indices[2] = 6 is not in
-    [0, 5)', GPU gives [1 2 0]; here measured per mode (XLA: [1 2 5])."""
+    """seeds/001 tf.gather([1, 2, 3, 4, 5], [0, 1, 6]): CPU raises 'indices[2] = 6 is not in [0, 5)', GPU [1 2 0]."""
     record.example(params=a, indices=SEED_INDICES)
     _no_torch_cuda(subject)
     try:
-        out = subject.run(NATIVE[subject.framework], a, SEED_INDICES)
+        out = subject.run(Gather.of(subject), a, SEED_INDICES)
     except Exception as e:  # the seed's CPU answer
         record.check(EXPECT, seed=cmp.error_name(e))
         if subject.framework == "tensorflow":

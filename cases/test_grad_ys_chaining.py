@@ -6,27 +6,26 @@ output_gradients=w)`` return, for each x, the vector-Jacobian product
 ``sum_i w_i * dy_i/dx`` (i over every element of every y in ys): the gradient of
 ``sum(w * y)``. ``jax.vjp``'s pullback and ``torch.autograd.grad(grad_outputs=w)`` compute
 the same. Left out, TensorFlow seeds ones ("ys are summed up to make a single scalar y";
-tf.gradients docs: "we fill in a tensor of '1's of the shape of y"). ``jax.grad`` seeds
-only shape-() outputs and PyTorch only one-element ones (declared below). Passing one
-call's output as the next call's cotangent chains them: with h = tanh(x) and
-y = A @ tanh(h), ``grad(h, x, grad(y, h, w)) == grad(y, x, w)``. Closed form: y = A @ tanh(x)
+tf.gradients docs: "we fill in a tensor of '1's of the shape of y"). Passing one call's
+output as the next call's cotangent chains them: with h = tanh(x) and y = A @ tanh(h),
+``grad(h, x, grad(y, h, w)) == grad(y, x, w)``. Closed form: y = A @ tanh(x)
 has dy_i/dx_j = A_ij sech^2(x_j), so the VJP is ``(w @ A) * sech^2(x)``, and ``w^T tanh(x)``
 for A. The seed's example as numbers: ys = [h^2, 3h], h = 2x, x = 1: no grad_ys gives 14;
 grad_ys = [2, -1] gives 10; chained, dL/dh = 5 seeds h -> x and gives 10 again.
 
-``tf.gradients`` needs a graph: in eager it raises RuntimeError ("tf.gradients is not
-supported when eager execution is enabled"); those rows record ``raises:RuntimeError``.
+Declared surprises:
 
-MEASURED, wrong-shape cotangents (y of shape (3,), float32): TensorFlow checks neither
-grad_ys' nor output_gradients' shape (gradients_util._DefaultGradYs checks number and
-dtype only); the first gradient op decides. Through ``einsum`` (A @ tanh(x)) a (1,), (4,)
-or (3, 1) cotangent is refused: InvalidArgumentError at run time in eager and in a v1
-Session fed shape-free placeholders, ValueError while tf.function/XLA trace with static
-shapes. Through sin (gradient ``w * cos(x)``) it broadcasts: (1,) silently gives
-``w * cos(x)``; (3, 1) gives the tape a (3, 3) "gradient" for a (3,) x; only (4,) fails.
-tf.gradients, whenever it builds a graph (function, xla, graph), sets each input gradient
-to its input's static shape and so raises ValueError for that (3, 3) case. JAX raises
-ValueError and PyTorch RuntimeError ("Mismatch in shape") for every wrong shape.
+- ``tf.gradients`` needs a graph: in eager it raises RuntimeError ("tf.gradients is not
+  supported when eager execution is enabled").
+- ``jax.grad`` has an implicit seed only for shape-() outputs (TypeError for any other,
+  (1,) and a tuple of scalars included); ``torch.autograd.grad`` only for one-element
+  outputs (RuntimeError otherwise).
+- A cotangent of the wrong shape: TensorFlow checks neither grad_ys' nor
+  output_gradients' shape, so the first gradient op decides: it is refused
+  (InvalidArgumentError at run time, ValueError while tracing with static shapes),
+  broadcast silently through ``sin`` (gradient ``w * cos(x)``), or gives the tape a
+  gradient whose shape is not x's (which tf.gradients, building a graph, refuses with
+  ValueError); JAX raises ValueError and PyTorch RuntimeError for every wrong shape.
 """
 
 import dataclasses
@@ -37,6 +36,7 @@ from hypothesis import given, strategies as st
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
+from suite.program import Program
 
 BEHAVIOUR = behaviour(
     "grad-ys-chaining",
@@ -67,8 +67,8 @@ NO_EAGER = dict(
 FUNCS, KINDS = ("matvec", "sin"), ("size-one", "wrong-size", "column")
 BAD_KEYS = [f"{k}[{f},{kind}]" for k in ("bad_shape", "bad_grad_ys") for f in FUNCS for kind in KINDS]
 
-# TensorFlow with a wrong-shape cotangent, measured (module docstring): per observation key,
-# the modes and what they saw. The key names GradientTape ("bad_shape") or tf.gradients
+# TensorFlow with a wrong-shape cotangent (y of shape (3,), float32): per observation key, the
+# modes and what they give. The key names GradientTape ("bad_shape") or tf.gradients
 # ("bad_grad_ys"), the function and the kind of wrong shape.
 RUNTIME, TRACE = "raises:InvalidArgumentError", "raises:ValueError"
 TF_BAD = {
@@ -189,164 +189,6 @@ EXPECT = expectations(
 TOL = cmp.GRAD
 
 
-# ---------------------------------------------------------------- the native functions
-# y = A @ tanh(x) over x's last axis (x may carry a leading batch axis). ``api`` picks the
-# native reverse-mode call. ``default=True``: no cotangent is passed (the API's own default).
-# It is a static argument, not only a shorter argument list, so the two calls compile apart:
-# a tf.function (reduce_retracing) traced with fewer positional arguments raises IndexError
-# when called with more (function_type.most_specific_common_subtype, TF 2.21).
-def tensorflow(tf, a, x, *w, api, default=False, summed=False):
-    ct = None if default else w[0]
-    if api == "tf.gradients":
-        y = tf.einsum("mn,...n->...m", a, tf.tanh(x))
-        y = tf.reduce_sum(y) if summed else y
-        return tuple(tf.gradients(y, [a, x], grad_ys=ct))
-    with tf.GradientTape() as tape:
-        tape.watch([a, x])
-        y = tf.einsum("mn,...n->...m", a, tf.tanh(x))
-        y = tf.reduce_sum(y) if summed else y
-    return tuple(tape.gradient(y, [a, x], output_gradients=ct))
-
-
-def jax(jax, a, x, *w, api, default=False, summed=False):
-    jnp = jax.numpy
-
-    def f(a, x):
-        y = jnp.einsum("mn,...n->...m", a, jnp.tanh(x))
-        return jnp.sum(y) if summed else y
-
-    if not default:
-        return jax.vjp(f, a, x)[1](w[0])
-    return jax.grad(f, argnums=(0, 1))(a, x)  # JAX's only implicit seed: scalar outputs
-
-
-def torch(torch, a, x, *w, api, default=False, summed=False):
-    a, x = a.requires_grad_(True), x.requires_grad_(True)
-    y = torch.einsum("mn,...n->...m", a, torch.tanh(x))
-    y = y.sum() if summed else y
-    return torch.autograd.grad(y, [a, x], grad_outputs=None if default else w[0])
-
-
-def tensorflow_chain(tf, a, x, w, *, api):
-    """h = tanh(x), y = A @ tanh(h): (dL/dh, dL/dx seeded with dL/dh, dL/dx in one call)."""
-    if api == "tf.gradients":
-        h = tf.tanh(x)
-        y = tf.einsum("mn,...n->...m", a, tf.tanh(h))
-        g_h = tf.gradients(y, h, grad_ys=w)[0]
-        return g_h, tf.gradients(h, x, grad_ys=g_h)[0], tf.gradients(y, x, grad_ys=w)[0]
-    with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        h = tf.tanh(x)
-        y = tf.einsum("mn,...n->...m", a, tf.tanh(h))
-    g_h = tape.gradient(y, h, output_gradients=w)
-    return g_h, tape.gradient(h, x, output_gradients=g_h), tape.gradient(y, x, output_gradients=w)
-
-
-def jax_chain(jax, a, x, w, *, api):
-    jnp = jax.numpy
-    outer = lambda h: jnp.einsum("mn,...n->...m", a, jnp.tanh(h))  # noqa: E731
-    h, pull_h = jax.vjp(jnp.tanh, x)
-    (g_h,) = jax.vjp(outer, h)[1](w)
-    (g_x,) = pull_h(g_h)
-    return g_h, g_x, jax.vjp(lambda x: outer(jnp.tanh(x)), x)[1](w)[0]
-
-
-def torch_chain(torch, a, x, w, *, api):
-    x = x.requires_grad_(True)
-    h = torch.tanh(x)
-    y = torch.einsum("mn,...n->...m", a, torch.tanh(h))
-    (g_h,) = torch.autograd.grad(y, h, grad_outputs=w, retain_graph=True)
-    (g_x,) = torch.autograd.grad(h, x, grad_outputs=g_h, retain_graph=True)
-    return g_h, g_x, torch.autograd.grad(y, x, grad_outputs=w)[0]
-
-
-# A cotangent of the wrong shape. ``kind`` is not used in the body: as a static argument it
-# gives each wrong shape its own compiled program, so tf.function never relaxes the shapes
-# across kinds (reduce_retracing would turn a trace-time ValueError into a run-time
-# InvalidArgumentError depending on the order of examples).
-def tensorflow_bad(tf, a, x, w, *, api, func, kind):
-    if api == "tf.gradients":
-        y = tf.einsum("mn,...n->...m", a, tf.tanh(x)) if func == "matvec" else tf.sin(x)
-        return tf.gradients(y, x, grad_ys=w)[0]
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.einsum("mn,...n->...m", a, tf.tanh(x)) if func == "matvec" else tf.sin(x)
-    return tape.gradient(y, x, output_gradients=w)
-
-
-def jax_bad(jax, a, x, w, *, api, func, kind):
-    jnp = jax.numpy
-    f = (lambda x: jnp.einsum("mn,...n->...m", a, jnp.tanh(x))) if func == "matvec" else jnp.sin
-    return jax.vjp(f, x)[1](w)[0]
-
-
-def torch_bad(torch, a, x, w, *, api, func, kind):
-    x = x.requires_grad_(True)
-    y = torch.einsum("mn,...n->...m", a, torch.tanh(x)) if func == "matvec" else torch.sin(x)
-    return torch.autograd.grad(y, x, grad_outputs=w)[0]
-
-
-def tensorflow_seed(tf, x, *g, api, default=False):
-    """seeds/002: ys = [h^2, 3h], h = 2x. ``default``: no grad_ys; else (with grad_ys=g,
-    dL/dh, dL/dx seeded with dL/dh)."""
-    if api == "tf.gradients":
-        h = 2.0 * x
-        ys = [h * h, 3.0 * h]
-        if default:
-            return tf.gradients(ys, x)[0]
-        g_h = tf.gradients(ys, h, grad_ys=list(g))[0]
-        return tf.gradients(ys, x, grad_ys=list(g))[0], g_h, tf.gradients(h, x, grad_ys=g_h)[0]
-    with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        h = 2.0 * x
-        ys = [h * h, 3.0 * h]
-    if default:
-        return tape.gradient(ys, x)
-    g_h = tape.gradient(ys, h, output_gradients=list(g))
-    return tape.gradient(ys, x, output_gradients=list(g)), g_h, tape.gradient(h, x, output_gradients=g_h)
-
-
-def jax_seed(jax, x, *g, api, default=False):
-    ys_of_h = lambda h: (h * h, 3.0 * h)  # noqa: E731
-    if default:  # jax.grad of a tuple of scalars: observed, not assumed
-        return jax.grad(lambda x: ys_of_h(2.0 * x))(x)
-    h, pull_h = jax.vjp(lambda x: 2.0 * x, x)
-    (g_h,) = jax.vjp(ys_of_h, h)[1](g)
-    return jax.vjp(lambda x: ys_of_h(2.0 * x), x)[1](g)[0], g_h, pull_h(g_h)[0]
-
-
-def torch_seed(torch, x, *g, api, default=False):
-    x = x.requires_grad_(True)
-    h = 2.0 * x
-    ys = [h * h, 3.0 * h]
-    if default:
-        return torch.autograd.grad(ys, x)[0]
-    (g_h,) = torch.autograd.grad(ys, h, grad_outputs=list(g), retain_graph=True)
-    weighted = torch.autograd.grad(ys, x, grad_outputs=list(g), retain_graph=True)[0]
-    return weighted, g_h, torch.autograd.grad(h, x, grad_outputs=g_h)[0]
-
-
-NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
-CHAIN = {"tensorflow": tensorflow_chain, "jax": jax_chain, "torch": torch_chain}
-BAD = {"tensorflow": tensorflow_bad, "jax": jax_bad, "torch": torch_bad}
-SEED = {"tensorflow": tensorflow_seed, "jax": jax_seed, "torch": torch_seed}
-#: The native reverse-mode calls per framework; tf.gradients is TensorFlow's second one.
-APIS = {"tensorflow": ("GradientTape", "tf.gradients"), "jax": ("jax.vjp",), "torch": ("autograd.grad",)}
-
-
-def key(api, base, gradients_key):
-    """The observation key: ``base`` for the TF2-style call, ``gradients_key`` for tf.gradients."""
-    return gradients_key if api == "tf.gradients" else base
-
-
-def attempt(runner, builder, *arrays, **static):
-    """(result, None) or (None, 'raises:<Error>'): an API that is missing or refuses is observed."""
-    try:
-        return runner.run(builder, *arrays, **static), None
-    except Exception as e:  # noqa: BLE001 - the error's name is the observation
-        return None, cmp.error_name(e)
-
-
 # ---------------------------------------------------------------- closed forms
 def closed_vjp(a, x, w):
     """(dA, dx) of sum(w * y), y = A @ tanh(x), from the Jacobian: dx = sum_i w_i dy_i/dx."""
@@ -412,6 +254,163 @@ BAD_INPUTS = (
 )
 
 
+# ---------------------------------------------------------------- the programs
+# y = A @ tanh(x) over x's last axis (x may carry a leading batch axis). ``api`` picks the
+# native reverse-mode call (default: the framework's first in APIS, the one oracles use).
+# ``default=True``: no cotangent is passed (the API's own default). It is a static argument,
+# not only a shorter argument list, so the two calls compile apart: a tf.function
+# (reduce_retracing) traced with fewer positional arguments raises IndexError when called
+# with more (function_type.most_specific_common_subtype, TF 2.21).
+class Vjp(Program):
+    """The gradients (dA, dx) of y = A @ tanh(x) with cotangent w (none if ``default``)."""
+
+    def tensorflow(tf, a, x, *w, api="GradientTape", default=False, summed=False):
+        ct = None if default else w[0]
+        if api == "tf.gradients":
+            y = tf.einsum("mn,...n->...m", a, tf.tanh(x))
+            y = tf.reduce_sum(y) if summed else y
+            return tuple(tf.gradients(y, [a, x], grad_ys=ct))
+        with tf.GradientTape() as tape:
+            tape.watch([a, x])
+            y = tf.einsum("mn,...n->...m", a, tf.tanh(x))
+            y = tf.reduce_sum(y) if summed else y
+        return tuple(tape.gradient(y, [a, x], output_gradients=ct))
+
+    def jax(jax, a, x, *w, api="jax.vjp", default=False, summed=False):
+        jnp = jax.numpy
+
+        def f(a, x):
+            y = jnp.einsum("mn,...n->...m", a, jnp.tanh(x))
+            return jnp.sum(y) if summed else y
+
+        if not default:
+            return jax.vjp(f, a, x)[1](w[0])
+        return jax.grad(f, argnums=(0, 1))(a, x)  # JAX's only implicit seed: scalar outputs
+
+    def torch(torch, a, x, *w, api="autograd.grad", default=False, summed=False):
+        a, x = a.requires_grad_(True), x.requires_grad_(True)
+        y = torch.einsum("mn,...n->...m", a, torch.tanh(x))
+        y = y.sum() if summed else y
+        return torch.autograd.grad(y, [a, x], grad_outputs=None if default else w[0])
+
+
+class ChainedCalls(Program):
+    """h = tanh(x), y = A @ tanh(h): (dL/dh, dL/dx seeded with dL/dh, dL/dx in one call)."""
+
+    def tensorflow(tf, a, x, w, *, api="GradientTape"):
+        if api == "tf.gradients":
+            h = tf.tanh(x)
+            y = tf.einsum("mn,...n->...m", a, tf.tanh(h))
+            g_h = tf.gradients(y, h, grad_ys=w)[0]
+            return g_h, tf.gradients(h, x, grad_ys=g_h)[0], tf.gradients(y, x, grad_ys=w)[0]
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            h = tf.tanh(x)
+            y = tf.einsum("mn,...n->...m", a, tf.tanh(h))
+        g_h = tape.gradient(y, h, output_gradients=w)
+        return g_h, tape.gradient(h, x, output_gradients=g_h), tape.gradient(y, x, output_gradients=w)
+
+    def jax(jax, a, x, w, *, api="jax.vjp"):
+        jnp = jax.numpy
+        outer = lambda h: jnp.einsum("mn,...n->...m", a, jnp.tanh(h))  # noqa: E731
+        h, pull_h = jax.vjp(jnp.tanh, x)
+        (g_h,) = jax.vjp(outer, h)[1](w)
+        (g_x,) = pull_h(g_h)
+        return g_h, g_x, jax.vjp(lambda x: outer(jnp.tanh(x)), x)[1](w)[0]
+
+    def torch(torch, a, x, w, *, api="autograd.grad"):
+        x = x.requires_grad_(True)
+        h = torch.tanh(x)
+        y = torch.einsum("mn,...n->...m", a, torch.tanh(h))
+        (g_h,) = torch.autograd.grad(y, h, grad_outputs=w, retain_graph=True)
+        (g_x,) = torch.autograd.grad(h, x, grad_outputs=g_h, retain_graph=True)
+        return g_h, g_x, torch.autograd.grad(y, x, grad_outputs=w)[0]
+
+
+# A cotangent of the wrong shape. ``kind`` is not used in the body: as a static argument it
+# gives each wrong shape its own compiled program, so tf.function never relaxes the shapes
+# across kinds (reduce_retracing would turn a trace-time ValueError into a run-time
+# InvalidArgumentError depending on the order of examples).
+class WrongShape(Program):
+    """dx of y = A @ tanh(x) (``func="matvec"``) or y = sin(x), with a wrong-shape cotangent w."""
+
+    def tensorflow(tf, a, x, w, *, api, func, kind):
+        if api == "tf.gradients":
+            y = tf.einsum("mn,...n->...m", a, tf.tanh(x)) if func == "matvec" else tf.sin(x)
+            return tf.gradients(y, x, grad_ys=w)[0]
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.einsum("mn,...n->...m", a, tf.tanh(x)) if func == "matvec" else tf.sin(x)
+        return tape.gradient(y, x, output_gradients=w)
+
+    def jax(jax, a, x, w, *, api, func, kind):
+        jnp = jax.numpy
+        f = (lambda x: jnp.einsum("mn,...n->...m", a, jnp.tanh(x))) if func == "matvec" else jnp.sin
+        return jax.vjp(f, x)[1](w)[0]
+
+    def torch(torch, a, x, w, *, api, func, kind):
+        x = x.requires_grad_(True)
+        y = torch.einsum("mn,...n->...m", a, torch.tanh(x)) if func == "matvec" else torch.sin(x)
+        return torch.autograd.grad(y, x, grad_outputs=w)[0]
+
+
+class Seed(Program):
+    """seeds/002: ys = [h^2, 3h], h = 2x. ``default``: no grad_ys; else (with grad_ys=g,
+    dL/dh, dL/dx seeded with dL/dh)."""
+
+    def tensorflow(tf, x, *g, api, default=False):
+        if api == "tf.gradients":
+            h = 2.0 * x
+            ys = [h * h, 3.0 * h]
+            if default:
+                return tf.gradients(ys, x)[0]
+            g_h = tf.gradients(ys, h, grad_ys=list(g))[0]
+            return tf.gradients(ys, x, grad_ys=list(g))[0], g_h, tf.gradients(h, x, grad_ys=g_h)[0]
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            h = 2.0 * x
+            ys = [h * h, 3.0 * h]
+        if default:
+            return tape.gradient(ys, x)
+        g_h = tape.gradient(ys, h, output_gradients=list(g))
+        return tape.gradient(ys, x, output_gradients=list(g)), g_h, tape.gradient(h, x, output_gradients=g_h)
+
+    def jax(jax, x, *g, api, default=False):
+        ys_of_h = lambda h: (h * h, 3.0 * h)  # noqa: E731
+        if default:  # jax.grad of a tuple of scalars: observed, not assumed
+            return jax.grad(lambda x: ys_of_h(2.0 * x))(x)
+        h, pull_h = jax.vjp(lambda x: 2.0 * x, x)
+        (g_h,) = jax.vjp(ys_of_h, h)[1](g)
+        return jax.vjp(lambda x: ys_of_h(2.0 * x), x)[1](g)[0], g_h, pull_h(g_h)[0]
+
+    def torch(torch, x, *g, api, default=False):
+        x = x.requires_grad_(True)
+        h = 2.0 * x
+        ys = [h * h, 3.0 * h]
+        if default:
+            return torch.autograd.grad(ys, x)[0]
+        (g_h,) = torch.autograd.grad(ys, h, grad_outputs=list(g), retain_graph=True)
+        weighted = torch.autograd.grad(ys, x, grad_outputs=list(g), retain_graph=True)[0]
+        return weighted, g_h, torch.autograd.grad(h, x, grad_outputs=g_h)[0]
+
+
+#: The native reverse-mode calls per framework; tf.gradients is TensorFlow's second one.
+APIS = {"tensorflow": ("GradientTape", "tf.gradients"), "jax": ("jax.vjp",), "torch": ("autograd.grad",)}
+
+
+def key(api, base, gradients_key):
+    """The observation key: ``base`` for the TF2-style call, ``gradients_key`` for tf.gradients."""
+    return gradients_key if api == "tf.gradients" else base
+
+
+def attempt(runner, builder, *arrays, **static):
+    """(result, None) or (None, 'raises:<Error>'): an API that is missing or refuses is observed."""
+    try:
+        return runner.run(builder, *arrays, **static), None
+    except Exception as e:  # noqa: BLE001 - the error's name is the observation
+        return None, cmp.error_name(e)
+
+
 # ---------------------------------------------------------------- properties
 @given(p=problems())
 def test_cotangent_gives_vector_jacobian_product(subject, oracles, record, p):
@@ -419,16 +418,14 @@ def test_cotangent_gives_vector_jacobian_product(subject, oracles, record, p):
     record.example(A=p.a, x=p.x, w=p.w)
     ref = closed_vjp(p.a, p.x, p.w)
     for api in APIS[subject.framework]:
-        grads, err = attempt(subject, NATIVE[subject.framework], p.a, p.x, p.w, api=api)
+        grads, err = attempt(subject, Vjp.of(subject), p.a, p.x, p.w, api=api)
         record.check(EXPECT, **{key(api, "cotangent", "grad_ys"): err or cotangent_use(grads, p.a, p.x, p.w)})
         if err:
             continue
         for name, g, r in zip(("dA", "dx"), grads, ref):
             record.close(name=f"{name}[{api}]", out=g, ref=r, oracle="closed-form", tol=TOL)
-        for o in oracles:
-            rgrads = o.run(NATIVE[o.framework], p.a, p.x, p.w, api=APIS[o.framework][0])
-            for name, g, r in zip(("dA", "dx"), grads, rgrads):
-                record.close(name=f"{name}[{api}]", out=g, ref=r, oracle=o.id, tol=TOL)
+        got = {f"{name}[{api}]": g for name, g in zip(("dA", "dx"), grads)}
+        record.against(oracles, Vjp, p.a, p.x, p.w, via="run", got=got, tol=TOL)
 
 
 @given(p=problems())
@@ -439,7 +436,7 @@ def test_default_cotangent_is_ones(subject, oracles, record, p):
     ones = np.ones_like(p.w)
     ref = closed_vjp(p.a, p.x, ones)
     for api in APIS[subject.framework]:
-        f = NATIVE[subject.framework]
+        f = Vjp.of(subject)
         if api == APIS[subject.framework][0]:  # sum(y) is a scalar: every framework seeds it with 1
             summed = subject.run(f, p.a, p.x, api=api, default=True, summed=True)
             record.close(name=f"d sum(y)/dx[{api}]", out=summed[1], ref=ref[1], oracle="closed-form", tol=TOL)
@@ -450,9 +447,8 @@ def test_default_cotangent_is_ones(subject, oracles, record, p):
         if err:
             continue
         record.close(name=f"dx[{api}]", out=grads[1], ref=ref[1], oracle="closed-form", tol=TOL)
-        for o in oracles:  # the oracles with explicit ones (they may have no default)
-            rgrads = o.run(NATIVE[o.framework], p.a, p.x, ones, api=APIS[o.framework][0])
-            record.close(name=f"dx[{api}]", out=grads[1], ref=rgrads[1], oracle=o.id, tol=TOL)
+        # the oracles with explicit ones (they may have no default)
+        record.against(oracles, Vjp, p.a, p.x, ones, via="run", got={"dA": ..., f"dx[{api}]": grads[1]}, tol=TOL)
 
 
 @given(p=problems())
@@ -463,7 +459,7 @@ def test_chained_calls_equal_one_call(subject, oracles, record, p):
     ref_h = (p.w @ p.a) * (1 - np.tanh(h) ** 2)
     ref_x = (ref_h * (1 - h**2)).astype(p.x.dtype)
     for api in APIS[subject.framework]:
-        out, err = attempt(subject, CHAIN[subject.framework], p.a, p.x, p.w, api=api)
+        out, err = attempt(subject, ChainedCalls.of(subject), p.a, p.x, p.w, api=api)
         if err:
             record.check(EXPECT, **{key(api, "chain", "chain_grad_ys"): err})
             continue
@@ -473,9 +469,8 @@ def test_chained_calls_equal_one_call(subject, oracles, record, p):
         record.close(name=f"dL/dh[{api}]", out=g_h, ref=ref_h.astype(p.x.dtype), oracle="closed-form", tol=TOL)
         record.close(name=f"chained dL/dx[{api}]", out=chained, ref=ref_x, oracle="closed-form", tol=TOL)
         record.close(name=f"one-call dL/dx[{api}]", out=whole, ref=ref_x, oracle="closed-form", tol=TOL)
-        for o in oracles:
-            _, rchained, _ = o.run(CHAIN[o.framework], p.a, p.x, p.w, api=APIS[o.framework][0])
-            record.close(name=f"chained dL/dx[{api}]", out=chained, ref=rchained, oracle=o.id, tol=TOL)
+        got = {"dL/dh": ..., f"chained dL/dx[{api}]": chained, "one-call dL/dx": ...}
+        record.against(oracles, ChainedCalls, p.a, p.x, p.w, via="run", got=got, tol=TOL)
 
 
 @given(v=st.just(BAD_INPUTS))
@@ -489,7 +484,7 @@ def test_wrong_shape_cotangent_is_observed(subject, record, v):
             x, w = xs[func], ws[kind]
             record.example(A=a, x=x, w=w, func=func, kind=kind)
             for api in APIS[subject.framework]:
-                grad, err = attempt(subject, BAD[subject.framework], a, x, w, api=api, func=func, kind=kind)
+                grad, err = attempt(subject, WrongShape.of(subject), a, x, w, api=api, func=func, kind=kind)
                 seen = err or bad_shape_kind(grad, a, x, w, func)
                 record.check(EXPECT, **{key(api, f"bad_shape[{func},{kind}]", f"bad_grad_ys[{func},{kind}]"): seen})
 
@@ -503,13 +498,13 @@ def test_seed_grad_ys_weights_and_chains(subject, record, v):
     x, g1, g2 = (np.asarray(u) for u in v)
     record.example(x=x, g1=g1, g2=g2)
     for api in APIS[subject.framework]:
-        default, err = attempt(subject, SEED[subject.framework], x, api=api, default=True)
+        default, err = attempt(subject, Seed.of(subject), x, api=api, default=True)
         record.check(
             EXPECT, **{key(api, "default_ys_list", "default_grad_ys"): err or ("ones" if default == 14.0 else "other")}
         )
         if err is None:
             record.equal(name=f"default[{api}]", out=np.asarray(default), ref=np.float32(14.0), oracle="closed-form")
-        out, err = attempt(subject, SEED[subject.framework], x, g1, g2, api=api)
+        out, err = attempt(subject, Seed.of(subject), x, g1, g2, api=api)
         if err:
             record.check(EXPECT, **{key(api, "cotangent", "grad_ys"): err})
             continue

@@ -23,6 +23,7 @@ from hypothesis import given, strategies as st
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expectations
+from suite.program import Program
 
 BEHAVIOUR = behaviour(
     "per-occurrence-gradients",
@@ -37,148 +38,14 @@ EXPECT = expectations({"occurrences": "sum"})
 # Sums of two products rounded separately: a few ulps.
 SUM_TOL = cmp.tolerance(float32=1e-5, float64=1e-12)
 
-# ---------------------------------------------------------------- the native functions
-# freeze: which occurrence of the reused variable is wrapped in stop_gradient.
 
-
-def tensorflow(tf, xa, yb, ya, *, freeze=None):
-    """Z = X_A * Y_B * Y_A * Y_B."""
-    first = tf.stop_gradient(yb) if freeze == "first" else yb
-    second = tf.stop_gradient(yb) if freeze == "second" else yb
-    return xa * first * ya * second
-
-
-def jax(jax, xa, yb, ya, *, freeze=None):
-    sg = jax.lax.stop_gradient
-    return xa * (sg(yb) if freeze == "first" else yb) * ya * (sg(yb) if freeze == "second" else yb)
-
-
-def torch(torch, xa, yb, ya, *, freeze=None):
-    return xa * (yb.detach() if freeze == "first" else yb) * ya * (yb.detach() if freeze == "second" else yb)
-
-
-def tensorflow_chain(tf, b, a, x, *, freeze=None):
-    """y = B @ A @ B @ x; ``freeze`` stops the outer ("first") or inner ("second") B."""
-    outer = tf.stop_gradient(b) if freeze == "first" else b
-    inner = tf.stop_gradient(b) if freeze == "second" else b
-    return tf.linalg.matvec(outer, tf.linalg.matvec(a, tf.linalg.matvec(inner, x)))
-
-
-def jax_chain(jax, b, a, x, *, freeze=None):
-    sg = jax.lax.stop_gradient
-    outer = sg(b) if freeze == "first" else b
-    inner = sg(b) if freeze == "second" else b
-    return outer @ (a @ (inner @ x))
-
-
-def torch_chain(torch, b, a, x, *, freeze=None):
-    outer = b.detach() if freeze == "first" else b
-    inner = b.detach() if freeze == "second" else b
-    return outer @ (a @ (inner @ x))
-
-
-def tensorflow_seed(tf, wa, x, b):
-    """seeds/002: l = stop_gradient(wa*x) * (wa*x + b)."""
-    return tf.stop_gradient(wa * x) * (wa * x + b)
-
-
-def jax_seed(jax, wa, x, b):
-    return jax.lax.stop_gradient(wa * x) * (wa * x + b)
-
-
-def torch_seed(torch, wa, x, b):
-    return (wa * x).detach() * (wa * x + b)
-
-
-def tensorflow_one_op(tf, t, *, op, freeze=None):
-    """``t`` as both operands of one op (t * t, t + t, t @ t); ``freeze`` stops one operand."""
-    first = tf.stop_gradient(t) if freeze == "first" else t
-    second = tf.stop_gradient(t) if freeze == "second" else t
-    return {"mul": tf.multiply, "add": tf.add, "matmul": tf.linalg.matmul}[op](first, second)
-
-
-def jax_one_op(jax, t, *, op, freeze=None):
-    jnp, sg = jax.numpy, jax.lax.stop_gradient
-    first = sg(t) if freeze == "first" else t
-    second = sg(t) if freeze == "second" else t
-    return {"mul": jnp.multiply, "add": jnp.add, "matmul": jnp.matmul}[op](first, second)
-
-
-def torch_one_op(torch, t, *, op, freeze=None):
-    first = t.detach() if freeze == "first" else t
-    second = t.detach() if freeze == "second" else t
-    return {"mul": torch.mul, "add": torch.add, "matmul": torch.matmul}[op](first, second)
-
-
-NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
-CHAIN = {"tensorflow": tensorflow_chain, "jax": jax_chain, "torch": torch_chain}
-ONE_OP = {"tensorflow": tensorflow_one_op, "jax": jax_one_op, "torch": torch_one_op}
+# ---------------------------------------------------------------- closed forms
 # Closed form per operand slot of sum(w * op(t, t)): (first, second).
 ONE_OP_GRADS = {
     "mul": lambda t, w: (w * t, w * t),
     "add": lambda t, w: (w, w),
     "matmul": lambda t, w: (w @ t.T, t.T @ w),
 }
-SEED = {"tensorflow": tensorflow_seed, "jax": jax_seed, "torch": torch_seed}
-
-
-# Scope wrappers: a reused block of variables applied twice, y = block(block(x)),
-# with every variable of one application read through stop_gradient.
-def tensorflow_scope_v1(tf, x, w, ct, *, freeze):
-    """seeds/002 custom getter, as written for a v1 graph (variable_scope(custom_getter=))."""
-
-    def stop_getter(getter, *args, **kwargs):
-        return tf.stop_gradient(getter(*args, **kwargs))
-
-    def block(h, frozen):
-        with tf.compat.v1.variable_scope(
-            "block", reuse=tf.compat.v1.AUTO_REUSE, custom_getter=stop_getter if frozen else None
-        ):
-            W = tf.compat.v1.get_variable("W", initializer=w, dtype=w.dtype)
-        return tf.tanh(tf.linalg.matvec(W, h))
-
-    y = block(block(x, freeze == "first"), freeze == "second")
-    with tf.compat.v1.variable_scope("block", reuse=True):
-        var = tf.compat.v1.get_variable("W", dtype=w.dtype)
-    return tf.gradients(y, var, grad_ys=ct)[0]
-
-
-tensorflow_scope_v1.exact_shapes = True  # get_variable needs a static shape
-
-
-def tensorflow_scope_tf2(tf, x, w, ct, *, freeze):
-    """The TF2 spelling: a module-level wrapper reading every variable through stop_gradient."""
-
-    class Block(tf.Module):
-        def __init__(self):
-            super().__init__(name="block")
-            self.W = tf.Variable(w)
-
-        def __call__(self, h, frozen=False):
-            read = tf.stop_gradient if frozen else tf.identity
-            return tf.tanh(tf.linalg.matvec(read(self.W), h))
-
-    block = Block()
-    with tf.GradientTape() as tape:
-        y = block(block(x, freeze == "first"), freeze == "second")
-    return tape.gradient(y, block.trainable_variables, output_gradients=ct)[0]
-
-
-def jax_scope(jax, x, w, ct, *, freeze):
-    jnp = jax.numpy
-
-    def f(W):
-        read = lambda frozen: jax.lax.stop_gradient(W) if frozen else W  # noqa: E731
-        return jnp.tanh(read(freeze == "second") @ jnp.tanh(read(freeze == "first") @ x))
-
-    return jax.vjp(f, w)[1](ct)[0]
-
-
-def torch_scope(torch, x, w, ct, *, freeze):
-    W = torch.nn.Parameter(w)
-    read = lambda frozen: W.detach() if frozen else W  # noqa: E731
-    y = torch.tanh(read(freeze == "second") @ torch.tanh(read(freeze == "first") @ x))
-    return torch.autograd.grad(y, W, grad_outputs=ct)[0]
 
 
 def numpy_scope(x, w, ct):
@@ -228,13 +95,154 @@ def one_op_inputs(draw):
     return op, t, draw(ss.like(t), label="cotangent")
 
 
+# ---------------------------------------------------------------- the programs
+# freeze: which occurrence of the reused variable is wrapped in stop_gradient.
+class Product(Program):
+    """Z = X_A * Y_B * Y_A * Y_B."""
+
+    def tensorflow(tf, xa, yb, ya, *, freeze=None):
+        first = tf.stop_gradient(yb) if freeze == "first" else yb
+        second = tf.stop_gradient(yb) if freeze == "second" else yb
+        return xa * first * ya * second
+
+    def jax(jax, xa, yb, ya, *, freeze=None):
+        sg = jax.lax.stop_gradient
+        return xa * (sg(yb) if freeze == "first" else yb) * ya * (sg(yb) if freeze == "second" else yb)
+
+    def torch(torch, xa, yb, ya, *, freeze=None):
+        return xa * (yb.detach() if freeze == "first" else yb) * ya * (yb.detach() if freeze == "second" else yb)
+
+
+class Chain(Program):
+    """y = B @ A @ B @ x; ``freeze`` stops the outer ("first") or inner ("second") B."""
+
+    def tensorflow(tf, b, a, x, *, freeze=None):
+        outer = tf.stop_gradient(b) if freeze == "first" else b
+        inner = tf.stop_gradient(b) if freeze == "second" else b
+        return tf.linalg.matvec(outer, tf.linalg.matvec(a, tf.linalg.matvec(inner, x)))
+
+    def jax(jax, b, a, x, *, freeze=None):
+        sg = jax.lax.stop_gradient
+        outer = sg(b) if freeze == "first" else b
+        inner = sg(b) if freeze == "second" else b
+        return outer @ (a @ (inner @ x))
+
+    def torch(torch, b, a, x, *, freeze=None):
+        outer = b.detach() if freeze == "first" else b
+        inner = b.detach() if freeze == "second" else b
+        return outer @ (a @ (inner @ x))
+
+
+class Seed(Program):
+    """seeds/002: l = stop_gradient(wa*x) * (wa*x + b)."""
+
+    def tensorflow(tf, wa, x, b):
+        return tf.stop_gradient(wa * x) * (wa * x + b)
+
+    def jax(jax, wa, x, b):
+        return jax.lax.stop_gradient(wa * x) * (wa * x + b)
+
+    def torch(torch, wa, x, b):
+        return (wa * x).detach() * (wa * x + b)
+
+
+class SeedV1Session(Program):
+    """seeds/002 as written: get_variable(1.5), get_variable(7), x fed through a placeholder."""
+
+    def tensorflow(tf, x):
+        init = tf.compat.v1.constant_initializer
+        wa = tf.compat.v1.get_variable("a", shape=(), dtype=tf.float32, initializer=init(1.5))
+        b = tf.compat.v1.get_variable("b", shape=(), dtype=tf.float32, initializer=init(7))
+        l = tf.stop_gradient(wa * x) * (wa * x + b)  # noqa: E741  (the seed's name)
+        return tf.gradients(l, x)
+
+
+class OneOp(Program):
+    """``t`` as both operands of one op (t * t, t + t, t @ t); ``freeze`` stops one operand."""
+
+    def tensorflow(tf, t, *, op, freeze=None):
+        first = tf.stop_gradient(t) if freeze == "first" else t
+        second = tf.stop_gradient(t) if freeze == "second" else t
+        return {"mul": tf.multiply, "add": tf.add, "matmul": tf.linalg.matmul}[op](first, second)
+
+    def jax(jax, t, *, op, freeze=None):
+        jnp, sg = jax.numpy, jax.lax.stop_gradient
+        first = sg(t) if freeze == "first" else t
+        second = sg(t) if freeze == "second" else t
+        return {"mul": jnp.multiply, "add": jnp.add, "matmul": jnp.matmul}[op](first, second)
+
+    def torch(torch, t, *, op, freeze=None):
+        first = t.detach() if freeze == "first" else t
+        second = t.detach() if freeze == "second" else t
+        return {"mul": torch.mul, "add": torch.add, "matmul": torch.matmul}[op](first, second)
+
+
+# Scope wrappers: a reused block of variables applied twice, y = block(block(x)), with every
+# variable of one application read through stop_gradient. Each returns the gradient of
+# sum(ct * y) with respect to the block's variable W.
+class ScopeV1(Program):
+    """seeds/002 custom getter, as written for a v1 graph (variable_scope(custom_getter=))."""
+
+    def tensorflow(tf, x, w, ct, *, freeze):
+        def stop_getter(getter, *args, **kwargs):
+            return tf.stop_gradient(getter(*args, **kwargs))
+
+        def block(h, frozen):
+            with tf.compat.v1.variable_scope(
+                "block", reuse=tf.compat.v1.AUTO_REUSE, custom_getter=stop_getter if frozen else None
+            ):
+                W = tf.compat.v1.get_variable("W", initializer=w, dtype=w.dtype)
+            return tf.tanh(tf.linalg.matvec(W, h))
+
+        y = block(block(x, freeze == "first"), freeze == "second")
+        with tf.compat.v1.variable_scope("block", reuse=True):
+            var = tf.compat.v1.get_variable("W", dtype=w.dtype)
+        return tf.gradients(y, var, grad_ys=ct)[0]
+
+    tensorflow.exact_shapes = True  # get_variable needs a static shape
+
+
+class Scope(Program):
+    """The TF2 spelling: a module-level wrapper reading every variable through stop_gradient."""
+
+    def tensorflow(tf, x, w, ct, *, freeze):
+        class Block(tf.Module):
+            def __init__(self):
+                super().__init__(name="block")
+                self.W = tf.Variable(w)
+
+            def __call__(self, h, frozen=False):
+                read = tf.stop_gradient if frozen else tf.identity
+                return tf.tanh(tf.linalg.matvec(read(self.W), h))
+
+        block = Block()
+        with tf.GradientTape() as tape:
+            y = block(block(x, freeze == "first"), freeze == "second")
+        return tape.gradient(y, block.trainable_variables, output_gradients=ct)[0]
+
+    def jax(jax, x, w, ct, *, freeze):
+        jnp = jax.numpy
+
+        def f(W):
+            read = lambda frozen: jax.lax.stop_gradient(W) if frozen else W  # noqa: E731
+            return jnp.tanh(read(freeze == "second") @ jnp.tanh(read(freeze == "first") @ x))
+
+        return jax.vjp(f, w)[1](ct)[0]
+
+    def torch(torch, x, w, ct, *, freeze):
+        W = torch.nn.Parameter(w)
+        read = lambda frozen: W.detach() if frozen else W  # noqa: E731
+        y = torch.tanh(read(freeze == "second") @ torch.tanh(read(freeze == "first") @ x))
+        return torch.autograd.grad(y, W, grad_outputs=ct)[0]
+
+
 # ---------------------------------------------------------------- properties
 @given(t=scalar_triples())
 def test_reused_variable_gradient_is_sum_over_occurrences(subject, oracles, record, t):
     """d/dY_B of X_A*Y_B*Y_A*Y_B is 2*X_A*Y_B*Y_A; each stopped occurrence leaves half."""
     xa, yb, ya = t
     record.example(xa=xa, yb=yb, ya=ya)
-    f = NATIVE[subject.framework]
+    f = Product.of(subject)
     _, (_, total, _) = subject.vjp(f, xa, yb, ya)
     _, (_, g1, _) = subject.vjp(f, xa, yb, ya, freeze="second")
     _, (_, g2, _) = subject.vjp(f, xa, yb, ya, freeze="first")
@@ -242,11 +250,9 @@ def test_reused_variable_gradient_is_sum_over_occurrences(subject, oracles, reco
     record.close(name="first", out=g1, ref=xa * yb * ya, oracle="closed-form", tol=SUM_TOL)
     record.close(name="second", out=g2, ref=xa * yb * ya, oracle="closed-form", tol=SUM_TOL)
     record.check(EXPECT, occurrences="sum" if cmp.rel_err(g1 + g2, total) <= SUM_TOL.of(yb.dtype) else "not-sum")
-    for o in oracles:
-        _, (_, rtotal, _) = o.vjp(NATIVE[o.framework], xa, yb, ya)
-        _, (_, r1, _) = o.vjp(NATIVE[o.framework], xa, yb, ya, freeze="second")
-        record.close(name="total", out=total, ref=rtotal, oracle=o.id, tol=SUM_TOL)
-        record.close(name="first", out=g1, ref=r1, oracle=o.id, tol=SUM_TOL)
+    skip = {"Z": ..., "dX_A": ...}  # the oracles' outputs before dY_B are not compared
+    record.against(oracles, Product, xa, yb, ya, got={**skip, "total": total}, tol=SUM_TOL)
+    record.against(oracles, Product, xa, yb, ya, freeze="second", got={**skip, "first": g1}, tol=SUM_TOL)
 
 
 @given(c=chains())
@@ -254,7 +260,7 @@ def test_non_commutative_occurrences_differ_and_add_up(subject, oracles, record,
     """y = B A B x: outer B gets w (ABx)^T, inner B gets (BA)^T w x^T; they sum to the total."""
     b, a, x, w = c
     record.example(B=b, A=a, x=x, w=w)
-    f = CHAIN[subject.framework]
+    f = Chain.of(subject)
     _, (total, _, _) = subject.vjp(f, b, a, x, cotangent=w)
     _, (outer, _, _) = subject.vjp(f, b, a, x, cotangent=w, freeze="second")
     _, (inner, _, _) = subject.vjp(f, b, a, x, cotangent=w, freeze="first")
@@ -264,11 +270,8 @@ def test_non_commutative_occurrences_differ_and_add_up(subject, oracles, record,
     record.close(name="inner", out=inner, ref=ref_inner, oracle="closed-form", tol=SUM_TOL)
     record.close(name="total", out=total, ref=ref_outer + ref_inner, oracle="closed-form", tol=SUM_TOL)
     record.check(EXPECT, occurrences="sum" if cmp.rel_err(outer + inner, total) <= SUM_TOL.of(b.dtype) else "not-sum")
-    for o in oracles:
-        _, (rtotal, _, _) = o.vjp(CHAIN[o.framework], b, a, x, cotangent=w)
-        _, (rinner, _, _) = o.vjp(CHAIN[o.framework], b, a, x, cotangent=w, freeze="first")
-        record.close(name="total", out=total, ref=rtotal, oracle=o.id, tol=SUM_TOL)
-        record.close(name="inner", out=inner, ref=rinner, oracle=o.id, tol=SUM_TOL)
+    record.against(oracles, Chain, b, a, x, cotangent=w, got={"y": ..., "total": total}, tol=SUM_TOL)
+    record.against(oracles, Chain, b, a, x, cotangent=w, freeze="first", got={"y": ..., "inner": inner}, tol=SUM_TOL)
 
 
 @given(c=one_op_inputs())
@@ -278,7 +281,7 @@ def test_occurrences_inside_one_op_add_up(subject, oracles, record, c):
     (nothing stopped) is their sum: 2 w t, 2 w, and W t^T + t^T W."""
     op, t, w = c
     record.example(op=op, t=t, w=w)
-    f = ONE_OP[subject.framework]
+    f = OneOp.of(subject)
     _, (total,) = subject.vjp(f, t, cotangent=w, op=op)
     _, (first,) = subject.vjp(f, t, cotangent=w, op=op, freeze="second")
     _, (second,) = subject.vjp(f, t, cotangent=w, op=op, freeze="first")
@@ -287,11 +290,9 @@ def test_occurrences_inside_one_op_add_up(subject, oracles, record, c):
     record.close(name=f"second[{op}]", out=second, ref=ref_second, oracle="closed-form", tol=SUM_TOL)
     record.close(name=f"total[{op}]", out=total, ref=ref_first + ref_second, oracle="closed-form", tol=SUM_TOL)
     record.check(EXPECT, occurrences="sum" if cmp.rel_err(first + second, total) <= SUM_TOL.of(t.dtype) else "not-sum")
-    for o in oracles:
-        _, (rtotal,) = o.vjp(ONE_OP[o.framework], t, cotangent=w, op=op)
-        _, (rfirst,) = o.vjp(ONE_OP[o.framework], t, cotangent=w, op=op, freeze="second")
-        record.close(name=f"total[{op}]", out=total, ref=rtotal, oracle=o.id, tol=SUM_TOL)
-        record.close(name=f"first[{op}]", out=first, ref=rfirst, oracle=o.id, tol=SUM_TOL)
+    record.against(oracles, OneOp, t, cotangent=w, op=op, got={"y": ..., f"total[{op}]": total}, tol=SUM_TOL)
+    got = {"y": ..., f"first[{op}]": first}
+    record.against(oracles, OneOp, t, cotangent=w, op=op, freeze="second", got=got, tol=SUM_TOL)
 
 
 @on("tensorflow", "jax", "torch", modes=("eager", "graph"))
@@ -303,10 +304,7 @@ def test_scope_wrapper_per_scope_gradients_add_up(subject, record, c):
     (variables are created per call, which tf.function forbids, so not in function/xla)."""
     w, _, x, ct = c
     record.example(x=x, W=w, ct=ct)
-    if subject.framework == "tensorflow":
-        fn = tensorflow_scope_v1 if subject.mode == "graph" else tensorflow_scope_tf2
-    else:
-        fn = {"jax": jax_scope, "torch": torch_scope}[subject.framework]
+    fn = (ScopeV1 if subject.framework == "tensorflow" and subject.mode == "graph" else Scope).of(subject)
     first = subject.run(fn, x, w, ct, freeze="second")
     second = subject.run(fn, x, w, ct, freeze="first")
     total = subject.run(fn, x, w, ct, freeze=None)
@@ -324,7 +322,7 @@ def test_seed_stop_gradient_wa_x(subject, record, v):
     """seeds/002: wa=1.5, b=7, x=11: dl/dx = 24.75, dl/dwa = 181.5, dl/db = 16.5."""
     wa, x, b = (np.asarray(u) for u in v)
     record.example(wa=wa, x=x, b=b)
-    out, (gwa, gx, gb) = subject.vjp(SEED[subject.framework], wa, x, b)
+    out, (gwa, gx, gb) = subject.vjp(Seed.of(subject), wa, x, b)
     record.equal(name="l", out=out, ref=np.float32(16.5 * 23.5), oracle="closed-form")
     record.equal(name="dl/dx", out=gx, ref=np.float32(24.75), oracle="closed-form")
     record.equal(name="dl/dwa", out=gwa, ref=np.float32(181.5), oracle="closed-form")
@@ -338,16 +336,9 @@ def test_seed_v1_session_as_written(subject, record, x):
     """seeds/002 run as written: get_variable(1.5), get_variable(7), placeholder x fed 11
     -> sess.run([tf.gradients(l, x)]) == [[24.75]]."""
     record.example(x=x)
-    out = subject.run(_seed_v1_graph, x)
+    out = subject.run(SeedV1Session.of(subject), x)
     record.equal(name="op_gradient", out=np.asarray(out[0]), ref=np.float32(24.75), oracle="closed-form")
     record.observe(op_gradient=float(out[0]))
-
-
-def _seed_v1_graph(tf, x):
-    wa = tf.compat.v1.get_variable("a", shape=(), dtype=tf.float32, initializer=tf.compat.v1.constant_initializer(1.5))
-    b = tf.compat.v1.get_variable("b", shape=(), dtype=tf.float32, initializer=tf.compat.v1.constant_initializer(7))
-    l = tf.stop_gradient(wa * x) * (wa * x + b)  # noqa: E741  (the seed's name)
-    return tf.gradients(l, x)
 
 
 @on("tensorflow", "jax", "torch")
@@ -356,7 +347,7 @@ def test_seed_z_xa_yb_ya_yb(subject, record, v):
     """seeds/002: X_A=2, Y_B=3, Y_A=5: Z=90; dZ/dY_B = 60 = 30 (first) + 30 (second)."""
     xa, yb, ya = (np.float64(u) for u in v)
     record.example(xa=xa, yb=yb, ya=ya)
-    f = NATIVE[subject.framework]
+    f = Product.of(subject)
     z, (_, total, _) = subject.vjp(f, xa, yb, ya)
     _, (_, g1, _) = subject.vjp(f, xa, yb, ya, freeze="second")
     _, (_, g2, _) = subject.vjp(f, xa, yb, ya, freeze="first")

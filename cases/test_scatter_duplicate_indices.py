@@ -11,26 +11,25 @@ classified against the closed form (``np.add.at``) as ``accumulate``, ``last-win
 differs from its class-mates: the three readings never coincide. The seed's second
 point: the update is an independent op, so a v1 Session must run it explicitly
 (``sess.run([train_op, update_centers_op])``); running only the train op leaves the
-centers unchanged (``not-run``/``run``).
+centers unchanged (``not-run``/``run``). The mechanisms: ``tf.compat.v1.scatter_sub`` (on a
+resource variable, and with ``use_resource=False``, the seed's 2019 RefVariable kernel),
+``Variable.scatter_sub``, ``tf.tensor_scatter_nd_sub``; JAX ``.at[].add``/``.at[].subtract``;
+PyTorch ``index_add_`` and ``x[idx] -= v``.
 
-Measured (TF 2.21, JAX 0.10.2, PyTorch 2.13, CPU): ``tf.compat.v1.scatter_sub`` (resource
-variable, and with ``use_resource=False`` a v1 RefVariable in ``graph`` mode, the seed's
-2019 kernel), ``Variable.scatter_sub`` and ``tf.tensor_scatter_nd_sub`` accumulate in
-every mode, as do JAX ``.at[].add``/``.at[].subtract`` and PyTorch ``index_add_``.
-PyTorch ``x[idx] -= v`` is ``x[idx] = x[idx] - v``, an ``index_put_`` with
-accumulate=False: each write is ``c_j - diff_i`` and the *last* one wins (seed example:
-class 0 moves to 0.875 instead of 1.625); the docs call it undefined, so it is declared.
-A v1 Session fetching only the train op leaves the centers unchanged (``not-run``); eager,
-``tf.function`` and XLA run the update although its result is unused (automatic control
-dependencies keep every stateful op of a function).
+Declared surprises:
+
+- PyTorch ``x[idx] -= v`` is an ``index_put_`` with accumulate=False: one write per class survives
+  (the docs call the result undefined for duplicate indices).
+- JAX <= 0.4.30 has no ``.at[].subtract`` (AttributeError).
+- ``use_resource=False`` is ignored outside a v1 graph: eager, function and xla make a ResourceVariable.
+- A v1 Session fetching only the train op does not run the centers update.
 
 Variables: a v1 graph builds them and the harness re-initialises them from the fed inputs
 before every run; elsewhere each (name, device, dtype, shape) gets one variable created eagerly
 (``tf.init_scope``) on first use and assigned the inputs at the start of every call. A
 ``tf.function`` may create variables only on its first trace and XLA cannot give a
-variable a new shape, so TF builders take the input signature as a static ``sig``: one
-function, one trace, per dtype and shape. In eager ``use_resource=False`` is ignored
-(``ResourceVariable``), and ``function``/``xla`` share that eager creation.
+variable a new shape, so TF programs take the input signature as a static ``sig``: one
+function, one trace, per dtype and shape.
 """
 
 import dataclasses
@@ -43,6 +42,7 @@ from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 from suite.frameworks.tf_runner import in_v1_graph
+from suite.program import Program
 
 V1_SCATTER_SUB = "https://www.tensorflow.org/api_docs/python/tf/compat/v1/scatter_sub"
 TORCH_INDEX_PUT = "https://pytorch.org/docs/stable/generated/torch.Tensor.index_put_.html"
@@ -125,21 +125,58 @@ SHAPES = ((2, 2), (3, 1))  # (classes, features): a small menu, one trace each
 LR = 0.5  # the train op's SGD step
 
 
-# ---------------------------------------------------------------- the native functions
-# diff_i = alpha * (c_{y_i} - x_i) / (1 + n_{y_i}), n_{y_i} = #{j: y_j = y_i} (seeds/001).
-def tensorflow_diff(tf, centers, x, labels, alpha):
-    n = tf.reduce_sum(tf.cast(tf.equal(labels[:, None], labels[None, :]), x.dtype), axis=1)
-    return alpha * (tf.gather(centers, labels) - x) / (1 + n)[:, None]
+# ---------------------------------------------------------------- strategies
+@dataclasses.dataclass(frozen=True)
+class CenterBatch:
+    centers: np.ndarray  # (k, d) in [1.5, 2.5]
+    x: np.ndarray  # (M, d) in [-1, 1], distinct: class-mates never take equal steps
+    labels: np.ndarray  # (M,) int32 in [0, k): M > k, so some class repeats
+    alpha: np.ndarray  # 0-d, in [1/16, 1]
 
 
-def jax_diff(jnp, centers, x, labels, alpha):
-    n = jnp.sum(labels[:, None] == labels[None, :], axis=1).astype(x.dtype)
-    return alpha * (centers[labels] - x) / (1 + n)[:, None]
+@st.composite
+def center_batches(draw) -> CenterBatch:
+    dtype = draw(ss.float_dtypes())
+    k, d = draw(st.sampled_from(SHAPES), label="classes, features")
+    width = 32 if dtype == np.float32 else 64
+    centers = draw(ss.float_arrays(dtype=dtype, shape=(k, d), min_value=1.5, max_value=2.5), label="centers")
+    x = draw(
+        hnp.arrays(dtype, (M, d), unique=True, elements=st.floats(-1, 1, width=width, allow_subnormal=False)), label="x"
+    )
+    labels = np.array(draw(st.lists(st.integers(0, k - 1), min_size=M, max_size=M), label="labels"), np.int32)
+    alpha = np.asarray(draw(st.floats(1 / 16, 1.0, width=32), label="alpha"), dtype)
+    return CenterBatch(centers, x, labels, alpha)
 
 
-def torch_diff(torch, centers, x, labels, alpha):
-    n = (labels[:, None] == labels[None, :]).sum(1).to(x.dtype)
-    return alpha * (centers[labels] - x) / (1 + n)[:, None]
+# ---------------------------------------------------------------- the programs
+class Diff(Program):
+    """seeds/001 per-sample step diff_i = alpha * (c_{y_i} - x_i) / (1 + n_{y_i}), n_{y_i} = #{j: y_j = y_i}."""
+
+    def tensorflow(tf, centers, x, labels, alpha):
+        n = tf.reduce_sum(tf.cast(tf.equal(labels[:, None], labels[None, :]), x.dtype), axis=1)
+        return alpha * (tf.gather(centers, labels) - x) / (1 + n)[:, None]
+
+    def jax(jax, centers, x, labels, alpha):
+        n = jax.numpy.sum(labels[:, None] == labels[None, :], axis=1).astype(x.dtype)
+        return alpha * (centers[labels] - x) / (1 + n)[:, None]
+
+    def torch(torch, centers, x, labels, alpha):
+        n = (labels[:, None] == labels[None, :]).sum(1).to(x.dtype)
+        return alpha * (centers[labels] - x) / (1 + n)[:, None]
+
+
+class ScatterSub(Program):
+    """centers - sum_i [y_i = j] diff_i: each framework's functional scatter-subtract that accumulates
+    duplicates (the oracles' spelling, and the benchmark's)."""
+
+    def tensorflow(tf, centers, labels, diff):
+        return tf.tensor_scatter_nd_sub(centers, labels[:, None], diff)
+
+    def jax(jax, centers, labels, diff):
+        return centers.at[labels].add(-diff)
+
+    def torch(torch, centers, labels, diff):
+        return centers.clone().index_add_(0, labels, diff, alpha=-1)
 
 
 _VARIABLES = {}
@@ -169,84 +206,106 @@ def _variable(tf, init, *, name, use_resource=True, trainable=False):
     return _VARIABLES[key]
 
 
-def tensorflow(tf, centers, x, labels, alpha, *, mechanisms, sig=None):
-    """seeds/001 update_centers_op by each mechanism; each output is the updated centers."""
-    diff = tensorflow_diff(tf, centers, x, labels, alpha)
-    outs = []
-    for m in mechanisms:
-        if m == "tf.tensor_scatter_nd_sub":
-            outs.append(tf.tensor_scatter_nd_sub(centers, labels[:, None], diff))
-        elif m == "Variable.scatter_sub":
-            v = _variable(tf, centers, name="method")
-            outs.append(tf.identity(v.scatter_sub(tf.IndexedSlices(diff, labels))))
-        else:
-            v = _variable(tf, centers, name="v1_ref" if m == V1_REF else "v1", use_resource=m != V1_REF)
-            outs.append(tf.identity(tf.compat.v1.scatter_sub(v, labels, diff)))
-    return tuple(outs)
+def _v1_scatter_sub(tf, centers, labels, diff):
+    v = _variable(tf, centers, name="v1")
+    return tf.identity(tf.compat.v1.scatter_sub(v, labels, diff))
 
 
-def tensorflow_v1_variable_kind(tf, centers, *, sig=None):
-    """0 if tf.compat.v1.Variable(use_resource=False) made a RefVariable, 1 for a resource variable
-    (any subclass: a variable first made while tf.function traces is an UnliftedInitializerVariable)."""
-    from tensorflow.python.ops import resource_variable_ops
-
+def _v1_ref_scatter_sub(tf, centers, labels, diff):
+    """The seed's 2019 kernel: a RefVariable in a v1 graph (eager ignores use_resource=False)."""
     v = _variable(tf, centers, name="v1_ref", use_resource=False)
-    if isinstance(v, resource_variable_ops.BaseResourceVariable):
-        return tf.constant(1)
-    return tf.constant(VARIABLE_KINDS.index(type(v).__name__))
+    return tf.identity(tf.compat.v1.scatter_sub(v, labels, diff))
+
+
+def _variable_scatter_sub(tf, centers, labels, diff):
+    v = _variable(tf, centers, name="method")
+    return tf.identity(v.scatter_sub(tf.IndexedSlices(diff, labels)))
+
+
+def _at_subtract(jax, centers, labels, diff):
+    return centers.at[labels].subtract(diff)
+
+
+def _index_sub(torch, centers, labels, diff):
+    """``x[idx] -= v`` is ``x[idx] = x[idx] - v``: an index_put_ with accumulate=False."""
+    c = centers.clone()
+    c[labels] -= diff
+    return c
+
+
+# mechanism -> fn(module, centers, labels, diff): the centers after update_centers_op
+SCATTER_SUB = {
+    "tf.compat.v1.scatter_sub": _v1_scatter_sub,
+    V1_REF: _v1_ref_scatter_sub,
+    "Variable.scatter_sub": _variable_scatter_sub,
+    "tf.tensor_scatter_nd_sub": ScatterSub.tensorflow,
+    "x.at[].add": ScatterSub.jax,
+    "x.at[].subtract": _at_subtract,
+    "index_add_": ScatterSub.torch,
+    "x[idx] -= v": _index_sub,
+}
+
+
+class CenterUpdate(Program):
+    """seeds/001 update_centers_op by each of ``mechanisms``; each output is the updated centers."""
+
+    def tensorflow(tf, centers, x, labels, alpha, *, mechanisms, sig=None):
+        diff = Diff.tensorflow(tf, centers, x, labels, alpha)
+        return tuple(SCATTER_SUB[m](tf, centers, labels, diff) for m in mechanisms)
+
+    def jax(jax, centers, x, labels, alpha, *, mechanisms):
+        diff = Diff.jax(jax, centers, x, labels, alpha)
+        return tuple(SCATTER_SUB[m](jax, centers, labels, diff) for m in mechanisms)
+
+    def torch(torch, centers, x, labels, alpha, *, mechanisms):
+        diff = Diff.torch(torch, centers, x, labels, alpha)
+        return tuple(SCATTER_SUB[m](torch, centers, labels, diff) for m in mechanisms)
 
 
 VARIABLE_KINDS = ("RefVariable", "ResourceVariable")
 
 
-def jax(jax, centers, x, labels, alpha, *, mechanisms):
-    jnp = jax.numpy
-    diff = jax_diff(jnp, centers, x, labels, alpha)
-    return tuple(
-        centers.at[labels].add(-diff) if m == "x.at[].add" else centers.at[labels].subtract(diff) for m in mechanisms
-    )
+class V1VariableKind(Program):
+    """0 if tf.compat.v1.Variable(use_resource=False) made a RefVariable, 1 for a resource variable
+    (any subclass: a variable first made while tf.function traces is an UnliftedInitializerVariable)."""
+
+    def tensorflow(tf, centers, *, sig=None):
+        from tensorflow.python.ops import resource_variable_ops
+
+        v = _variable(tf, centers, name="v1_ref", use_resource=False)
+        if isinstance(v, resource_variable_ops.BaseResourceVariable):
+            return tf.constant(1)
+        return tf.constant(VARIABLE_KINDS.index(type(v).__name__))
 
 
-def torch(torch, centers, x, labels, alpha, *, mechanisms):
-    diff = torch_diff(torch, centers, x, labels, alpha)
-    outs = []
-    for m in mechanisms:
-        c = centers.clone()
-        if m == "index_add_":
-            c.index_add_(0, labels, diff, alpha=-1)
-        else:
-            c[labels] -= diff
-        outs.append(c)
-    return tuple(outs)
-
-
-NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
-
-
-def tensorflow_step(tf, centers, x, labels, alpha, *, fetch, sig=None):
+class TrainStep(Program):
     """seeds/001 train step: SGD on the features (the train op) and ``update_centers_op =
     tf.compat.v1.scatter_sub(centers, label, diff)``. ``fetch="train"`` runs the train op
     only; ``"train+update"`` is ``sess.run([train_op, update_centers_op])``. Both ops read
     only the inputs, so neither races with the other's variable."""
-    c = _variable(tf, centers, name="centers")
-    f = _variable(tf, x, name="features", trainable=True)
-    diff = tensorflow_diff(tf, centers, x, labels, alpha)
-    if in_v1_graph():
-        loss = 0.5 * tf.reduce_sum(tf.square(f - tf.gather(centers, labels)))
-        train_op = tf.compat.v1.train.GradientDescentOptimizer(LR).minimize(loss, var_list=[f])
-        update_centers_op = tf.compat.v1.scatter_sub(c, labels, diff)
-        with tf.control_dependencies([train_op, update_centers_op] if fetch == "train+update" else [train_op]):
-            return tf.identity(f.read_value()), tf.identity(c.read_value())  # a later sess.run(variables)
-    with tf.GradientTape() as tape:
-        loss = 0.5 * tf.reduce_sum(tf.square(f - tf.gather(centers, labels)))
-    f.assign_sub(LR * tape.gradient(loss, f))
-    update = tf.compat.v1.scatter_sub(c, labels, diff)  # result unused unless fetched
-    return (loss, tf.identity(update)) if fetch == "train+update" else (loss,)
+
+    def tensorflow(tf, centers, x, labels, alpha, *, fetch, sig=None):
+        c = _variable(tf, centers, name="centers")
+        f = _variable(tf, x, name="features", trainable=True)
+        diff = Diff.tensorflow(tf, centers, x, labels, alpha)
+        if in_v1_graph():
+            loss = 0.5 * tf.reduce_sum(tf.square(f - tf.gather(centers, labels)))
+            train_op = tf.compat.v1.train.GradientDescentOptimizer(LR).minimize(loss, var_list=[f])
+            update_centers_op = tf.compat.v1.scatter_sub(c, labels, diff)
+            with tf.control_dependencies([train_op, update_centers_op] if fetch == "train+update" else [train_op]):
+                return tf.identity(f.read_value()), tf.identity(c.read_value())  # a later sess.run(variables)
+        with tf.GradientTape() as tape:
+            loss = 0.5 * tf.reduce_sum(tf.square(f - tf.gather(centers, labels)))
+        f.assign_sub(LR * tape.gradient(loss, f))
+        update = tf.compat.v1.scatter_sub(c, labels, diff)  # result unused unless fetched
+        return (loss, tf.identity(update)) if fetch == "train+update" else (loss,)
 
 
-def tensorflow_state(tf, centers, x, *, sig=None):
+class State(Program):
     """The features and centers variables as the last step left them (outside that step)."""
-    return tf.identity(_VARIABLES[_key(tf, "features", x)]), tf.identity(_VARIABLES[_key(tf, "centers", centers)])
+
+    def tensorflow(tf, centers, x, *, sig=None):
+        return tf.identity(_VARIABLES[_key(tf, "features", x)]), tf.identity(_VARIABLES[_key(tf, "centers", centers)])
 
 
 # ---------------------------------------------------------------- closed forms, classifiers
@@ -274,29 +333,7 @@ def ran(centers, before, after, tol) -> str:
     return "run" if cmp.rel_err(centers, after) <= tol else "other"
 
 
-# ---------------------------------------------------------------- strategies
-@dataclasses.dataclass(frozen=True)
-class CenterBatch:
-    centers: np.ndarray  # (k, d) in [1.5, 2.5]
-    x: np.ndarray  # (M, d) in [-1, 1], distinct: class-mates never take equal steps
-    labels: np.ndarray  # (M,) int32 in [0, k): M > k, so some class repeats
-    alpha: np.ndarray  # 0-d, in [1/16, 1]
-
-
-@st.composite
-def center_batches(draw) -> CenterBatch:
-    dtype = draw(ss.float_dtypes())
-    k, d = draw(st.sampled_from(SHAPES), label="classes, features")
-    width = 32 if dtype == np.float32 else 64
-    centers = draw(ss.float_arrays(dtype=dtype, shape=(k, d), min_value=1.5, max_value=2.5), label="centers")
-    x = draw(
-        hnp.arrays(dtype, (M, d), unique=True, elements=st.floats(-1, 1, width=width, allow_subnormal=False)), label="x"
-    )
-    labels = np.array(draw(st.lists(st.integers(0, k - 1), min_size=M, max_size=M), label="labels"), np.int32)
-    alpha = np.asarray(draw(st.floats(1 / 16, 1.0, width=32), label="alpha"), dtype)
-    return CenterBatch(centers, x, labels, alpha)
-
-
+# ---------------------------------------------------------------- running and checking
 def _args(b):
     return b.centers, b.x, b.labels, b.alpha
 
@@ -309,12 +346,12 @@ def _updates(runner, b) -> dict:
     """{mechanism: updated centers or the exception}: all in one program, one by one if it refuses."""
     ms = MECHANISMS[runner.framework]
     try:
-        return dict(zip(ms, runner.run(NATIVE[runner.framework], *_args(b), mechanisms=ms, **_sig(runner, b))))
+        return dict(zip(ms, runner.run(CenterUpdate.of(runner), *_args(b), mechanisms=ms, **_sig(runner, b))))
     except Exception:  # noqa: BLE001 - find which mechanism refuses
         out = {}
         for m in ms:
             try:
-                out[m] = runner.run(NATIVE[runner.framework], *_args(b), mechanisms=(m,), **_sig(runner, b))[0]
+                out[m] = runner.run(CenterUpdate.of(runner), *_args(b), mechanisms=(m,), **_sig(runner, b))[0]
             except Exception as e:  # the framework's refusal is the observation
                 out[m] = e
         return out
@@ -347,8 +384,8 @@ def _check_fetches(subject, record, b):
     c, x, y = b.centers, b.x, b.labels
     features = (x - LR * (x.astype(np.float64) - c[y])).astype(x.dtype)
     for fetch, key in (("train", "update_unfetched"), ("train+update", "update_fetched")):
-        out = subject.run(tensorflow_step, *_args(b), fetch=fetch, **_sig(subject, b))
-        feats, centers = out if subject.mode == "graph" else subject.run(tensorflow_state, c, x, **_sig(subject, b))
+        out = subject.run(TrainStep.of(subject), *_args(b), fetch=fetch, **_sig(subject, b))
+        feats, centers = out if subject.mode == "graph" else subject.run(State.of(subject), c, x, **_sig(subject, b))
         record.close(name=f"features[{fetch}]", out=feats, ref=features, oracle="closed-form", tol=UPDATE_TOL)
         if fetch == "train+update" and subject.mode != "graph":
             record.close(
@@ -360,21 +397,18 @@ def _check_fetches(subject, record, b):
 # ---------------------------------------------------------------- properties
 @given(b=center_batches())
 def test_center_update_with_repeated_labels_is_declared(subject, oracles, record, b):
-    """Each mechanism's center update with repeated labels: accumulate (the closed form), last-wins,
-    first-wins or raises; accumulating results agree with JAX .at[].add and PyTorch index_add_."""
+    """Each mechanism's update with repeated labels is declared; accumulating ones match .at[].add and index_add_."""
     record.example(centers=b.centers, x=b.x, labels=b.labels, alpha=b.alpha)
     _check_updates(subject, oracles, record, b)
     if subject.framework == "tensorflow":
-        kind = subject.run(tensorflow_v1_variable_kind, b.centers, **_sig(subject, b))
+        kind = subject.run(V1VariableKind.of(subject), b.centers, **_sig(subject, b))
         record.check(EXPECT, **{"v1 variable kind": VARIABLE_KINDS[int(kind)]})
 
 
-@on("tensorflow")
+@on("tensorflow")  # TF's execution of stateful ops: JAX and PyTorch have no such op
 @given(b=center_batches())
 def test_center_update_runs_only_when_fetched_in_a_session(subject, record, b):
-    """The update as an independent op: a v1 Session fetching only the train op leaves the centers
-    unchanged; eager, tf.function and XLA run it although its result is unused. TensorFlow only:
-    the question is about TF's execution of stateful ops (JAX and PyTorch have no such op)."""
+    """A v1 Session fetching only the train op skips the update; eager, function and XLA run it unused."""
     record.example(centers=b.centers, x=b.x, labels=b.labels, alpha=b.alpha)
     _check_fetches(subject, record, b)
 
@@ -391,8 +425,7 @@ SEED = CenterBatch(
 @on("tensorflow", "jax", "torch")
 @given(b=st.just(SEED))
 def test_seed_center_update_from_zero_centers(subject, record, b):
-    """Zero centers, labels [0, 1, 0, 0], alpha 0.5: accumulating gives c_0 = 0.5 * (13, 16) / 4 =
-    (1.625, 2), c_1 = 0.5 * (3, 4) / 2 = (0.75, 1); last-wins would give c_0 = (0.875, 1)."""
+    """Zero centers, labels [0, 1, 0, 0], alpha 0.5: accumulate [[1.625, 2], [0.75, 1]], last-wins c_0 (0.875, 1)."""
     record.example(centers=b.centers, x=b.x, labels=b.labels, alpha=b.alpha)
     want = {
         "accumulate": np.array([[1.625, 2], [0.75, 1]], np.float32),
@@ -412,7 +445,6 @@ def test_seed_center_update_from_zero_centers(subject, record, b):
 @on("tensorflow")
 @given(b=st.just(SEED))
 def test_seed_sess_run_train_op_and_update_centers_op(subject, record, b):
-    """seeds/001: sess.run([train_op, update_centers_op]) moves the zero centers to [[1.625, 2], [0.75, 1]];
-    sess.run(train_op) alone leaves them at zero in a v1 Session."""
+    """seeds/001: sess.run([train_op, update_centers_op]) moves the zero centers; sess.run(train_op) does not."""
     record.example(centers=b.centers, x=b.x, labels=b.labels, alpha=b.alpha)
     _check_fetches(subject, record, b)

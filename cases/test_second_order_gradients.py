@@ -12,15 +12,8 @@ seed's edit asks for the 2x2 Hessian in (w1, w2): ``[[0, x*s], [x*s, -2*w1*x^2*s
 (s = sech^2(w2*x), t = tanh(w2*x)), whose determinant ``-(x*s)^2 < 0`` makes it
 indefinite for every x != 0.
 
-Measured (CPU): nested ``GradientTape`` (eager, function, xla) and ``tf.gradients`` of
-``tf.gradients`` (graph) agree with the closed forms, ``jax.grad``/``jax.hessian`` and
-``torch.autograd.grad(create_graph=True)``/``torch.autograd.functional.hessian``. At
-w1 = w2 = 1 the second derivative on x = -2..2 is ``+0.136, +0.640, +0.727, 0, -0.727,
--0.640, -0.136`` (the 0 is -0.0 in TF and PyTorch, +0.0 in JAX): convex left of 0,
-concave right (``sign-change``); the 3x3 Hessian in (w1, w2, x) at (1, 1, 1) has the
-weight block ``[[0, 0.420], [0.420, -0.640]]``, eigenvalues -0.848 and 0.208 (indefinite).
-``tf.gradients`` of ``tf.gradients`` works inside ``tf.function`` and XLA as well as in a
-v1 graph; eagerly it raises ``RuntimeError`` (declared).
+Declared surprise: ``tf.gradients`` of ``tf.gradients`` is traced in a v1 graph, in
+``tf.function`` and under XLA, but eagerly ``tf.gradients`` raises RuntimeError.
 """
 
 import numpy as np
@@ -30,6 +23,7 @@ from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 from suite.frameworks.tf_runner import in_v1_graph
+from suite.program import Program
 
 BEHAVIOUR = behaviour(
     "second-order-gradients",
@@ -70,7 +64,43 @@ EXPECT = expectations(
 SECOND_TOL = cmp.tolerance(float32=1e-4)
 
 
-# ---------------------------------------------------------------- the native functions
+# ---------------------------------------------------------------- strategies
+# A scalar, a vector and a matrix: few shapes, so eager JAX and XLA compile few programs.
+SHAPES = ss.small_shapes(menu=((), (3,), (2, 3)))
+
+
+@st.composite
+def seed_params(draw, *, shape=SHAPES):
+    """(w1, w2, x, ct) for y = w1*tanh(w2*x): 0-d weights, x of a small shape, ct like x."""
+    d = draw(ss.float_dtypes())
+    w1, w2 = (draw(ss.float_arrays(dtype=d, shape=(), min_value=-2, max_value=2), label=n) for n in ("w1", "w2"))
+    x = draw(ss.float_arrays(dtype=d, shape=shape, min_value=-3, max_value=3), label="x")
+    return w1, w2, x, draw(ss.like(x), label="cotangent")
+
+
+@st.composite
+def networks(draw):
+    d = draw(ss.float_dtypes())
+    m, n = draw(st.sampled_from([(2, 3), (3, 1)]), label="(hidden, inputs)")
+    el = dict(dtype=d, min_value=-2, max_value=2)
+    return (
+        draw(ss.float_arrays(shape=(m, n), **el), label="W"),
+        draw(ss.float_arrays(shape=(m,), **el), label="v"),
+        draw(ss.float_arrays(shape=(n,), **el), label="x"),
+        draw(ss.float_arrays(shape=(n,), **el), label="ct"),
+    )
+
+
+@st.composite
+def hessian_points(draw):
+    """p = (w1, w2, x) with x != 0, where the weight Hessian is indefinite."""
+    d = draw(ss.float_dtypes())
+    w = [draw(ss.scalars(dtype=d, min_value=-2, max_value=2), label=n) for n in ("w1", "w2")]
+    x = draw(ss.scalars(dtype=d, min_value=-3, max_value=3, nonzero=True), label="x")
+    return np.stack(w + [x])
+
+
+# ---------------------------------------------------------------- the programs
 # The inner differentiation of two: the harness's vjp (GradientTape / tf.gradients,
 # jax.vjp, torch.autograd.grad) is the outer one.
 def _tf_input_gradient(tf, f, x):
@@ -83,66 +113,64 @@ def _tf_input_gradient(tf, f, x):
     return inner.gradient(y, x)
 
 
-def tensorflow(tf, w1, w2, x):
+class FirstDeriv(Program):
     """seeds/002: first_deriv = d(w1*tanh(w2*x))/dx, to be differentiated again."""
-    return _tf_input_gradient(tf, lambda x: w1 * tf.tanh(w2 * x), x)
+
+    def tensorflow(tf, w1, w2, x):
+        return _tf_input_gradient(tf, lambda x: w1 * tf.tanh(w2 * x), x)
+
+    def jax(jax, w1, w2, x):
+        return jax.grad(lambda x: jax.numpy.sum(w1 * jax.numpy.tanh(w2 * x)))(x)
+
+    def torch(torch, w1, w2, x):
+        return torch.autograd.grad((w1 * torch.tanh(w2 * x)).sum(), x, create_graph=True)[0]
 
 
-def jax(jax, w1, w2, x):
-    return jax.grad(lambda x: jax.numpy.sum(w1 * jax.numpy.tanh(w2 * x)))(x)
-
-
-def torch(torch, w1, w2, x):
-    return torch.autograd.grad((w1 * torch.tanh(w2 * x)).sum(), x, create_graph=True)[0]
-
-
-def tensorflow_net(tf, w, v, x):
+class NetInputGradient(Program):
     """seeds/002 question 4: the input gradient of f = v . tanh(W x), used in a loss."""
-    return _tf_input_gradient(tf, lambda x: tf.reduce_sum(v * tf.tanh(tf.linalg.matvec(w, x))), x)
+
+    def tensorflow(tf, w, v, x):
+        return _tf_input_gradient(tf, lambda x: tf.reduce_sum(v * tf.tanh(tf.linalg.matvec(w, x))), x)
+
+    def jax(jax, w, v, x):
+        return jax.grad(lambda x: v @ jax.numpy.tanh(w @ x))(x)
+
+    def torch(torch, w, v, x):
+        return torch.autograd.grad(v @ torch.tanh(w @ x), x, create_graph=True)[0]
 
 
-def jax_net(jax, w, v, x):
-    return jax.grad(lambda x: v @ jax.numpy.tanh(w @ x))(x)
+class Hessian(Program):
+    """Hessian of w1*tanh(w2*x) in p = (w1, w2, x)."""
+
+    def tensorflow(tf, p):
+        """tf.hessians in a v1 graph; the guide's nested tapes (outer.jacobian of
+        inner.gradient) elsewhere. Eagerly the jacobian's pfor path traces a new tf.function
+        per call (~0.5 s an example), so eager uses its while-loop path (persistent tape);
+        function and xla keep pfor, the default."""
+        if in_v1_graph():
+            return tf.hessians(p[0] * tf.tanh(p[1] * p[2]), p)[0]
+        eager = tf.executing_eagerly()
+        with tf.GradientTape(persistent=eager) as outer:
+            outer.watch(p)
+            with tf.GradientTape() as inner:
+                inner.watch(p)
+                y = p[0] * tf.tanh(p[1] * p[2])
+            g = inner.gradient(y, p)
+        return outer.jacobian(g, p, experimental_use_pfor=not eager)
+
+    def jax(jax, p):
+        return jax.hessian(lambda p: p[0] * jax.numpy.tanh(p[1] * p[2]))(p)
+
+    def torch(torch, p):
+        return torch.autograd.functional.hessian(lambda p: p[0] * torch.tanh(p[1] * p[2]), p)
 
 
-def torch_net(torch, w, v, x):
-    return torch.autograd.grad(v @ torch.tanh(w @ x), x, create_graph=True)[0]
-
-
-def tensorflow_hessian(tf, p):
-    """Hessian of w1*tanh(w2*x) in p = (w1, w2, x): tf.hessians in a v1 graph; the
-    guide's nested tapes (outer.jacobian of inner.gradient) elsewhere. Eagerly the
-    jacobian's pfor path traces a new tf.function per call (~0.5 s an example), so eager
-    uses its while-loop path (persistent tape); function and xla keep pfor, the default."""
-    if in_v1_graph():
-        return tf.hessians(p[0] * tf.tanh(p[1] * p[2]), p)[0]
-    eager = tf.executing_eagerly()
-    with tf.GradientTape(persistent=eager) as outer:
-        outer.watch(p)
-        with tf.GradientTape() as inner:
-            inner.watch(p)
-            y = p[0] * tf.tanh(p[1] * p[2])
-        g = inner.gradient(y, p)
-    return outer.jacobian(g, p, experimental_use_pfor=not eager)
-
-
-def jax_hessian(jax, p):
-    return jax.hessian(lambda p: p[0] * jax.numpy.tanh(p[1] * p[2]))(p)
-
-
-def torch_hessian(torch, p):
-    return torch.autograd.functional.hessian(lambda p: p[0] * torch.tanh(p[1] * p[2]), p)
-
-
-def tensorflow_gradients_of_gradients(tf, w1, w2, x):
+class GradientsOfGradients(Program):
     """The v1 spelling in any mode: (first_deriv, second_deriv) by tf.gradients twice."""
-    g = tf.gradients(w1 * tf.tanh(w2 * x), x)[0]
-    return g, tf.gradients(g, x)[0]
 
-
-NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
-NET = {"tensorflow": tensorflow_net, "jax": jax_net, "torch": torch_net}
-HESSIAN = {"tensorflow": tensorflow_hessian, "jax": jax_hessian, "torch": torch_hessian}
+    def tensorflow(tf, w1, w2, x):
+        g = tf.gradients(w1 * tf.tanh(w2 * x), x)[0]
+        return g, tf.gradients(g, x)[0]
 
 
 # ---------------------------------------------------------------- closed forms (float64)
@@ -217,42 +245,6 @@ def definiteness(h) -> str:
     return "convex" if h[0, 0] + h[1, 1] >= 0 else "concave"
 
 
-# ---------------------------------------------------------------- strategies
-# A scalar, a vector and a matrix: few shapes, so eager JAX and XLA compile few programs.
-SHAPES = ss.small_shapes(menu=((), (3,), (2, 3)))
-
-
-@st.composite
-def seed_params(draw, *, shape=SHAPES):
-    """(w1, w2, x, ct) for y = w1*tanh(w2*x): 0-d weights, x of a small shape, ct like x."""
-    d = draw(ss.float_dtypes())
-    w1, w2 = (draw(ss.float_arrays(dtype=d, shape=(), min_value=-2, max_value=2), label=n) for n in ("w1", "w2"))
-    x = draw(ss.float_arrays(dtype=d, shape=shape, min_value=-3, max_value=3), label="x")
-    return w1, w2, x, draw(ss.like(x), label="cotangent")
-
-
-@st.composite
-def networks(draw):
-    d = draw(ss.float_dtypes())
-    m, n = draw(st.sampled_from([(2, 3), (3, 1)]), label="(hidden, inputs)")
-    el = dict(dtype=d, min_value=-2, max_value=2)
-    return (
-        draw(ss.float_arrays(shape=(m, n), **el), label="W"),
-        draw(ss.float_arrays(shape=(m,), **el), label="v"),
-        draw(ss.float_arrays(shape=(n,), **el), label="x"),
-        draw(ss.float_arrays(shape=(n,), **el), label="ct"),
-    )
-
-
-@st.composite
-def hessian_points(draw):
-    """p = (w1, w2, x) with x != 0, where the weight Hessian is indefinite."""
-    d = draw(ss.float_dtypes())
-    w = [draw(ss.scalars(dtype=d, min_value=-2, max_value=2), label=n) for n in ("w1", "w2")]
-    x = draw(ss.scalars(dtype=d, min_value=-3, max_value=3, nonzero=True), label="x")
-    return np.stack(w + [x])
-
-
 # ---------------------------------------------------------------- properties
 @given(p=seed_params())
 def test_double_backprop_seed_function(subject, oracles, record, p):
@@ -262,7 +254,7 @@ def test_double_backprop_seed_function(subject, oracles, record, p):
     record.example(w1=w1, w2=w2, x=x, ct=ct)
     tol = SECOND_TOL.of(x.dtype)
     ref = seed_closed(w1, w2, x, ct)
-    g, (dw1, dw2, dx) = subject.vjp(NATIVE[subject.framework], w1, w2, x, cotangent=ct)
+    g, (dw1, dw2, dx) = subject.vjp(FirstDeriv.of(subject), w1, w2, x, cotangent=ct)
     record.check(
         EXPECT, double_backprop=double_backprop_kind(dw2, full=ref["dw2"], first_only=ref["dw2_first_only"], tol=tol)
     )
@@ -277,25 +269,11 @@ def test_double_backprop_seed_function(subject, oracles, record, p):
         if np.array_equal(np.sign(dx)[clear], (np.sign(ct) * np.sign(-w1 * np.tanh(w2 * x)))[clear])
         else "other",
     )
-    for name, out, want in (
-        ("first_deriv", g, ref["first"]),
-        ("dL/dw1", dw1, ref["dw1"]),
-        ("dL/dw2", dw2, ref["dw2"]),
-        ("dL/dx", dx, ct * ref["second"]),
-    ):
-        record.close(
-            name=name,
-            out=out,
-            ref=want,
-            oracle="closed-form",
-            dtype=x.dtype,
-            tol=cmp.GRAD if name == "first_deriv" else SECOND_TOL,
-        )
-    for o in oracles:
-        rg, rgrads = o.vjp(NATIVE[o.framework], w1, w2, x, cotangent=ct)
-        record.close(name="first_deriv", out=g, ref=rg, oracle=o.id)
-        for name, out, r in zip(("dL/dw1", "dL/dw2", "dL/dx"), (dw1, dw2, dx), rgrads):
-            record.close(name=name, out=out, ref=r, oracle=o.id, tol=SECOND_TOL)
+    got = {"first_deriv": g, "dL/dw1": dw1, "dL/dw2": dw2, "dL/dx": dx}
+    tols = {"first_deriv": cmp.GRAD, "dL/dw1": SECOND_TOL, "dL/dw2": SECOND_TOL, "dL/dx": SECOND_TOL}
+    for name, want in zip(got, (ref["first"], ref["dw1"], ref["dw2"], ct * ref["second"])):
+        record.close(name=name, out=got[name], ref=want, oracle="closed-form", dtype=x.dtype, tol=tols[name])
+    record.against(oracles, FirstDeriv, w1, w2, x, cotangent=ct, got=got, tol=tols)
 
 
 @given(n=networks())
@@ -304,19 +282,17 @@ def test_double_backprop_reaches_network_weights(subject, oracles, record, n):
     w, v, x, ct = n
     record.example(W=w, v=v, x=x, ct=ct)
     ref = net_closed(w, v, x, ct)
-    g, (dw, dv, dx) = subject.vjp(NET[subject.framework], w, v, x, cotangent=ct)
+    g, (dw, dv, dx) = subject.vjp(NetInputGradient.of(subject), w, v, x, cotangent=ct)
     record.check(
         EXPECT,
         double_backprop=double_backprop_kind(
             dw, full=ref["dw"], first_only=ref["dw_first_only"], tol=SECOND_TOL.of(x.dtype)
         ),
     )
-    for name, out in (("g", g), ("dw", dw), ("dv", dv), ("dx", dx)):
+    got = {"g": g, "dw": dw, "dv": dv, "dx": dx}
+    for name, out in got.items():
         record.close(name=name, out=out, ref=ref[name], oracle="closed-form", tol=SECOND_TOL, dtype=x.dtype)
-    for o in oracles:
-        rg, rgrads = o.vjp(NET[o.framework], w, v, x, cotangent=ct)
-        for name, out, r in zip(("g", "dw", "dv", "dx"), (g, dw, dv, dx), (rg, *rgrads)):
-            record.close(name=name, out=out, ref=r, oracle=o.id, tol=SECOND_TOL)
+    record.against(oracles, NetInputGradient, w, v, x, cotangent=ct, got=got, tol=SECOND_TOL)
 
 
 @given(p=hessian_points())
@@ -324,11 +300,10 @@ def test_hessian_matches_closed_form_and_weight_block_is_indefinite(subject, ora
     """3x3 Hessian of w1*tanh(w2*x) in (w1, w2, x) (tape.jacobian of tape.gradient, tf.hessians,
     jax.hessian, torch.autograd.functional.hessian); the (w1, w2) block is indefinite."""
     record.example(p=p)
-    h = subject.run(HESSIAN[subject.framework], p)
+    h = subject.run(Hessian.of(subject), p)
     record.check(EXPECT, weight_hessian="none" if h is None else definiteness(np.asarray(h)[:2, :2]))
     record.close(name="hessian", out=h, ref=hessian_closed(*p), oracle="closed-form", tol=SECOND_TOL, dtype=p.dtype)
-    for o in oracles:
-        record.close(name="hessian", out=h, ref=o.run(HESSIAN[o.framework], p), oracle=o.id, tol=SECOND_TOL)
+    record.against(oracles, Hessian, p, via="run", got={"hessian": h}, tol=SECOND_TOL)
 
 
 @on("tensorflow")
@@ -339,7 +314,7 @@ def test_tf_gradients_of_tf_gradients_in_every_mode(subject, record, p):
     w1, w2, x, _ = p
     record.example(w1=w1, w2=w2, x=x)
     try:
-        first, second = subject.run(tensorflow_gradients_of_gradients, w1, w2, x)
+        first, second = subject.run(GradientsOfGradients.of(subject), w1, w2, x)
     except Exception as e:  # eager: RuntimeError (declared); anything else fails the check
         record.check(EXPECT, tf_gradients=cmp.error_name(e))
         return
@@ -359,7 +334,7 @@ def test_seed_second_derivative_changes_sign_across_zero(subject, record, x):
     positive for x < 0, 0 at 0, negative for x > 0, so not convex everywhere."""
     w1, w2 = np.float32(1.0), np.float32(1.0)
     record.example(w1=w1, w2=w2, x=x)
-    first, (_, _, second) = subject.vjp(NATIVE[subject.framework], w1, w2, x)
+    first, (_, _, second) = subject.vjp(FirstDeriv.of(subject), w1, w2, x)
     record.check(EXPECT, curvature=curvature(second))
     record.check(
         EXPECT,
@@ -384,7 +359,7 @@ def test_seed_weight_hessian_at_one(subject, record, p):
     """seeds/002 edit, w1 = w2 = x = 1: the (w1, w2) Hessian [[0, sech^2 1], [sech^2 1,
     -2 sech^2(1) tanh 1]] = [[0, 0.420], [0.420, -0.640]] is indefinite; d2y/dx2 = -0.640."""
     record.example(p=p)
-    h = subject.run(HESSIAN[subject.framework], p)
+    h = subject.run(Hessian.of(subject), p)
     record.check(EXPECT, weight_hessian="none" if h is None else definiteness(np.asarray(h)[:2, :2]))
     ref = hessian_closed(*p)
     record.close(name="hessian[w1,w2]", out=np.asarray(h)[:2, :2], ref=ref[:2, :2], oracle="closed-form", dtype=p.dtype)

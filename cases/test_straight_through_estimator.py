@@ -18,6 +18,7 @@ from hypothesis import given, strategies as st
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
+from suite.program import Program
 
 BEHAVIOUR = behaviour(
     "straight-through-estimator",
@@ -44,59 +45,54 @@ EXPECT = expectations(
 # tanh(x) + (f(x) - tanh(x)) rounds once more than f(x): one ulp of max(|f|, 1).
 VALUE_TOL = cmp.tolerance(base=cmp.VALUE_TOL, float32=4e-7, float64=5e-16)
 
-# f: the forward; (g, g'): the surrogate whose gradient the backward takes.
-FORWARDS = {
-    "round": (lambda m, x: m.round(x)),
-    "sign": (lambda m, x: m.sign(x)),
-    "floor": (lambda m, x: m.floor(x)),
-}
+# closed forms of f (the forward) and g' (the surrogate whose gradient the backward takes)
 CLOSED_F = {"round": np.round, "sign": np.sign, "floor": np.floor, "clip": lambda x: np.clip(x, -1.0, 1.0)}
 CLOSED_DG = {"identity": lambda x: np.ones_like(x), "tanh": lambda x: 1 - np.tanh(x) ** 2}
 
 
-# ---------------------------------------------------------------- the native functions
-def tensorflow(tf, x):
-    """seeds/000 ``round_through`` with Keras' K.round = tf.round."""
-    return x + tf.stop_gradient(tf.round(x) - x)
+# ---------------------------------------------------------------- the programs
+class RoundThrough(Program):
+    """seeds/000 ``round_through`` (Keras' K.round is tf.round)."""
+
+    def tensorflow(tf, x):
+        return x + tf.stop_gradient(tf.round(x) - x)
+
+    def jax(jax, x):
+        return x + jax.lax.stop_gradient(jax.numpy.round(x) - x)
+
+    def torch(torch, x):
+        return x + (torch.round(x) - x).detach()
 
 
-def jax(jax, x):
-    return x + jax.lax.stop_gradient(jax.numpy.round(x) - x)
+class Trick(Program):
+    """t = g(x); y = t + stop_gradient(f(x) - t), f in round/sign/floor/clip, g in identity/tanh."""
+
+    def tensorflow(tf, x, *, f, g):
+        t = tf.tanh(x) if g == "tanh" else x
+        fx = tf.clip_by_value(x, -1.0, 1.0) if f == "clip" else getattr(tf.math, f)(x)
+        return t + tf.stop_gradient(fx - t)
+
+    def jax(jax, x, *, f, g):
+        jnp = jax.numpy
+        t = jnp.tanh(x) if g == "tanh" else x
+        fx = jnp.clip(x, -1.0, 1.0) if f == "clip" else getattr(jnp, f)(x)
+        return t + jax.lax.stop_gradient(fx - t)
+
+    def torch(torch, x, *, f, g):
+        t = torch.tanh(x) if g == "tanh" else x
+        fx = torch.clamp(x, -1.0, 1.0) if f == "clip" else getattr(torch, f)(x)
+        return t + (fx - t).detach()
 
 
-def torch(torch, x):
-    return x + (torch.round(x) - x).detach()
+class RoundAlone(Program):
+    def tensorflow(tf, x):
+        return tf.round(x)
 
+    def jax(jax, x):
+        return jax.numpy.round(x)
 
-def tensorflow_trick(tf, x, *, f, g):
-    t = tf.tanh(x) if g == "tanh" else x
-    fx = tf.clip_by_value(x, -1.0, 1.0) if f == "clip" else getattr(tf.math, f)(x)
-    return t + tf.stop_gradient(fx - t)
-
-
-def jax_trick(jax, x, *, f, g):
-    jnp = jax.numpy
-    t = jnp.tanh(x) if g == "tanh" else x
-    fx = jnp.clip(x, -1.0, 1.0) if f == "clip" else getattr(jnp, f)(x)
-    return t + jax.lax.stop_gradient(fx - t)
-
-
-def torch_trick(torch, x, *, f, g):
-    t = torch.tanh(x) if g == "tanh" else x
-    fx = torch.clamp(x, -1.0, 1.0) if f == "clip" else getattr(torch, f)(x)
-    return t + (fx - t).detach()
-
-
-def tensorflow_round(tf, x):
-    return tf.round(x)
-
-
-def jax_round(jax, x):
-    return jax.numpy.round(x)
-
-
-def torch_round(torch, x):
-    return torch.round(x)
+    def torch(torch, x):
+        return torch.round(x)
 
 
 def rounding_rule(x, out):
@@ -111,27 +107,19 @@ def rounding_rule(x, out):
     return "other"
 
 
-NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
-TRICK = {"tensorflow": tensorflow_trick, "jax": jax_trick, "torch": torch_trick}
-ROUND = {"tensorflow": tensorflow_round, "jax": jax_round, "torch": torch_round}
-
-
 # ---------------------------------------------------------------- properties
 @given(xw=ss.values_and_cotangents(halfway=True))
 def test_round_through_value_is_round_and_gradient_is_upstream(subject, oracles, record, xw):
     """Value equals round-half-to-even(x); the gradient of sum(w * y) equals w exactly."""
     record.example(x=xw.x, w=xw.w)
-    out, (grad,) = subject.vjp(NATIVE[subject.framework], xw.x, cotangent=xw.w)
+    out, (grad,) = subject.vjp(RoundThrough.of(subject), xw.x, cotangent=xw.w)
     record.close(name="value", out=out, ref=np.round(xw.x), oracle="closed-form", tol=cmp.EXACT)
     record.close(name="grad", out=grad, ref=xw.w, oracle="closed-form", tol=cmp.EXACT)
     rule = rounding_rule(xw.x, out)
     if rule:
         record.check(EXPECT, rounding=rule)
     record.check(EXPECT, ste_grad="upstream" if np.array_equal(grad, xw.w) else "other")
-    for o in oracles:
-        ref, (rgrad,) = o.vjp(NATIVE[o.framework], xw.x, cotangent=xw.w)
-        record.close(name="value", out=out, ref=ref, oracle=o.id, tol=cmp.EXACT)
-        record.close(name="grad", out=grad, ref=rgrad, oracle=o.id, tol=cmp.EXACT)
+    record.against(oracles, RoundThrough, xw.x, cotangent=xw.w, got={"value": out, "grad": grad}, tol=cmp.EXACT)
 
 
 @given(
@@ -142,20 +130,18 @@ def test_round_through_value_is_round_and_gradient_is_upstream(subject, oracles,
 def test_trick_value_is_f_and_gradient_is_g_prime(subject, oracles, record, xw, f, g):
     """t = g(x); y = t + stop_gradient(f(x) - t): value f(x), gradient g'(x) * w."""
     record.example(x=xw.x, w=xw.w, f=f, g=g)
-    out, (grad,) = subject.vjp(TRICK[subject.framework], xw.x, cotangent=xw.w, f=f, g=g)
+    out, (grad,) = subject.vjp(Trick.of(subject), xw.x, cotangent=xw.w, f=f, g=g)
     record.close(name=f"value[{f},{g}]", out=out, ref=CLOSED_F[f](xw.x), oracle="closed-form", tol=VALUE_TOL)
     record.close(name=f"grad[{f},{g}]", out=grad, ref=CLOSED_DG[g](xw.x) * xw.w, oracle="closed-form")
-    for o in oracles:
-        ref, (rgrad,) = o.vjp(TRICK[o.framework], xw.x, cotangent=xw.w, f=f, g=g)
-        record.close(name=f"value[{f},{g}]", out=out, ref=ref, oracle=o.id, tol=VALUE_TOL)
-        record.close(name=f"grad[{f},{g}]", out=grad, ref=rgrad, oracle=o.id)
+    got = {f"value[{f},{g}]": out, f"grad[{f},{g}]": grad}
+    record.against(oracles, Trick, xw.x, cotangent=xw.w, f=f, g=g, got=got, tol={f"value[{f},{g}]": VALUE_TOL})
 
 
 @given(x=ss.float_arrays(halfway=True))
 def test_round_alone_gradient_is_declared(subject, oracles, record, x):
     """The gradient of round(x) by itself: zeros in JAX/PyTorch, None (unconnected) in TF."""
     record.example(x=x)
-    out, (grad,) = subject.vjp(ROUND[subject.framework], x)
+    out, (grad,) = subject.vjp(RoundAlone.of(subject), x)
     record.close(name="value", out=out, ref=np.round(x), oracle="closed-form", tol=cmp.EXACT)
     record.check(EXPECT, round_grad=cmp.gradient_kind(grad))
 
@@ -166,7 +152,7 @@ def test_round_alone_gradient_is_declared(subject, oracles, record, x):
 def test_seed_round_through_halfway_points(subject, record, x):
     """seeds/000 round_through on half-way points: [0, 2, 2, -0, -2, 0, 1, 4], gradient ones."""
     record.example(x=x)
-    out, (grad,) = subject.vjp(NATIVE[subject.framework], x)
+    out, (grad,) = subject.vjp(RoundThrough.of(subject), x)
     record.equal(name="value", out=out, ref=np.array([0, 2, 2, -0.0, -2, 0, 1, 4], np.float32), oracle="closed-form")
     record.equal(name="grad", out=grad, ref=np.ones(8, np.float32), oracle="closed-form")
     record.check(

@@ -4,30 +4,29 @@ Source: seeds/002 ("taking the gradient in Tensorflow, tf.gradient"). The gradie
 non-scalar target ``y`` (or of a list of targets ``ys``) with respect to ``x`` is the sum
 over targets, ``sum_i dy_i/dx = J^T 1``: the column sum of the Jacobian, shaped like ``x``.
 The asker read the docs ("a list of Tensor of length len(xs) where each tensor is the
-sum(dy/dx) for y in ys") and believed the result had length ``len(ys)``. MEASURED here
-(TensorFlow 2.21, every mode): ``tf.gradients(ys, xs)`` returns a list of length
-``len(xs)``, each entry the sum over ``ys`` (3 targets of different shapes, 2 sources ->
-2 gradients); ``GradientTape.gradient`` does the same. For the seed's ``y = A x`` with
-``A = [[1,2],[3,4],[5,6]]`` the gradient is ``[9, 12]`` (column sums), not ``A``.
+sum(dy/dx) for y in ys") and believed the result had length ``len(ys)``; both
+``tf.gradients(ys, xs)`` and ``GradientTape.gradient`` return ``len(xs)`` sums over ``ys``.
+For the seed's ``y = A x`` with ``A = [[1,2],[3,4],[5,6]]`` the gradient is ``[9, 12]``
+(column sums), not ``A``.
 
 The Jacobian comes from ``GradientTape.jacobian`` / ``batch_jacobian``, vectorised (pfor,
-the default) or as a while loop (``experimental_use_pfor=False``); both equal
-``jax.jacrev``/``jacfwd`` and ``torch.func.jacrev``/``jacfwd`` and the closed form in
-every TF mode, including a ``tf.compat.v1`` graph (shape-free placeholders) run in a
-Session, and XLA. The XLA while-loop Jacobian neither fails nor is slow: its first call
-per shape took 0.1-0.2 s of CPU, like pfor's 0.1-0.3 s (eager pfor re-traces a function
-on every call, ~0.1 s each). Eagerly, the while-loop Jacobian needs
-``GradientTape(persistent=True)``: a non-persistent tape raises RuntimeError (documented);
-inside tf.function, XLA and v1 graphs it does not.
-The seed's workaround, one ``tf.gradients`` call per output row, rebuilds the Jacobian
-in graph, function and XLA modes; ``tf.gradients`` does not exist eagerly (RuntimeError
-"tf.gradients is not supported when eager execution is enabled"), recorded as
-``unavailable``; a persistent tape with one ``gradient`` call per row works everywhere.
+the default) or as a while loop (``experimental_use_pfor=False``), compared with
+``jax.jacrev``/``jacfwd``, ``torch.func.jacrev``/``jacfwd`` and the closed form in every TF
+mode (a ``tf.compat.v1`` graph with shape-free placeholders included). The seed's
+workaround, one ``tf.gradients`` call per output row, rebuilds the Jacobian; a persistent
+tape with one ``gradient`` call per row is its eager spelling.
 
-Porting note, declared below: TensorFlow seeds a non-scalar target with ones implicitly;
-``jax.grad`` refuses a non-scalar output (TypeError, even for shape (1,)) and
-``torch.autograd.grad`` needs ``grad_outputs`` (RuntimeError "grad can be implicitly
-created only for scalar outputs") except for a one-element output, which it seeds with 1.
+Declared surprises:
+
+- TensorFlow eager: ``tf.gradients`` raises RuntimeError ("tf.gradients is not supported
+  when eager execution is enabled"), recorded as ``unavailable`` (list of targets, per row).
+- TensorFlow eager: the while-loop Jacobian on a non-persistent tape raises RuntimeError
+  (documented); inside tf.function, XLA and v1 graphs it does not.
+- JAX: TensorFlow seeds a non-scalar target with ones implicitly, but ``jax.grad`` refuses a
+  non-scalar output (TypeError), even one of shape (1,).
+- PyTorch: ``torch.autograd.grad`` needs ``grad_outputs`` for a non-scalar output
+  (RuntimeError "grad can be implicitly created only for scalar outputs"), except for a
+  one-element output, which it seeds with 1.
 """
 
 import numpy as np
@@ -37,6 +36,7 @@ from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 from suite.frameworks.tf_runner import in_v1_graph
+from suite.program import Program
 
 TF_GRADIENTS_LINK = "https://www.tensorflow.org/api_docs/python/tf/gradients"
 TAPE_LINK = "https://www.tensorflow.org/api_docs/python/tf/GradientTape#jacobian"
@@ -120,142 +120,187 @@ EXPECT = expectations(
 )
 
 
-# ---------------------------------------------------------------- the native functions
-# y = tanh(A x): J = diag(1 - y^2) A, the column sum J^T 1 = A^T (1 - y^2).
-# linear=True: the seed's y = A x (J = A).
-def tensorflow(tf, a, x, *, linear=False):
-    y = tf.linalg.matvec(a, x)
-    return y if linear else tf.tanh(y)
+# ---------------------------------------------------------------- strategies
+# (dtype, m, n) drawn together: every compiled mode (XLA, jax.jit, JAX's eager per-primitive
+# cache, TF eager pfor) compiles once per combination, so three cover a one-element target,
+# m > n and m < n in both dtypes; n <= 4 keeps pfor/while-loop traces cheap.
+MN_MENU = ((np.float32, 1, 1), (np.float64, 3, 2), (np.float32, 2, 4))
+BMN_MENU = ((np.float64, 2, 3, 2), (np.float32, 3, 1, 4))  # (dtype, b, m, n)
+EL = dict(min_value=-2.0, max_value=2.0)
 
 
-def jax(jax, a, x, *, linear=False):
-    return a @ x if linear else jax.numpy.tanh(a @ x)
+@st.composite
+def problems(draw):
+    """(A, x) with A of shape (m, n) and x of shape (n,)."""
+    d, m, n = draw(st.sampled_from(MN_MENU), label="dtype, m, n")
+    return (
+        draw(ss.float_arrays(dtype=d, shape=(m, n), **EL), label="A"),
+        draw(ss.float_arrays(dtype=d, shape=(n,), **EL), label="x"),
+    )
 
 
-def torch(torch, a, x, *, linear=False):
-    return a @ x if linear else torch.tanh(a @ x)
+@st.composite
+def batch_problems(draw):
+    """(A, x) with A of shape (m, n) and a batch x of shape (b, n)."""
+    d, b, m, n = draw(st.sampled_from(BMN_MENU), label="dtype, b, m, n")
+    return (
+        draw(ss.float_arrays(dtype=d, shape=(m, n), **EL), label="A"),
+        draw(ss.float_arrays(dtype=d, shape=(b, n), **EL), label="x"),
+    )
 
 
-def tensorflow_implicit(tf, a, x):
+@st.composite
+def list_problems(draw):
+    """(A, x1, x2): A (m, n), two sources of shape (n,)."""
+    a, x1 = draw(problems())
+    return a, x1, draw(ss.float_arrays(dtype=a.dtype, shape=x1.shape, **EL), label="x2")
+
+
+# ---------------------------------------------------------------- the programs
+class TanhAx(Program):
+    """y = tanh(A x): J = diag(1 - y^2) A, the column sum J^T 1 = A^T (1 - y^2).
+    linear=True: the seed's y = A x (J = A)."""
+
+    def tensorflow(tf, a, x, *, linear=False):
+        y = tf.linalg.matvec(a, x)
+        return y if linear else tf.tanh(y)
+
+    def jax(jax, a, x, *, linear=False):
+        return a @ x if linear else jax.numpy.tanh(a @ x)
+
+    def torch(torch, a, x, *, linear=False):
+        return a @ x if linear else torch.tanh(a @ x)
+
+
+class Implicit(Program):
     """The gradient of a non-scalar target with no cotangent given, as a user writes it."""
-    if in_v1_graph():
-        return tf.gradients(tensorflow(tf, a, x), x)[0]
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tensorflow(tf, a, x)
-    return tape.gradient(y, x)
+
+    def tensorflow(tf, a, x):
+        if in_v1_graph():
+            return tf.gradients(TanhAx.tensorflow(tf, a, x), x)[0]
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = TanhAx.tensorflow(tf, a, x)
+        return tape.gradient(y, x)
+
+    def jax(jax, a, x):
+        return jax.grad(lambda x: TanhAx.jax(jax, a, x))(x)
+
+    def torch(torch, a, x):
+        x.requires_grad_(True)
+        return torch.autograd.grad(TanhAx.torch(torch, a, x), x)[0]
 
 
-def jax_implicit(jax_, a, x):
-    return jax_.grad(lambda x: jax(jax_, a, x))(x)
-
-
-def torch_implicit(torch_, a, x):
-    x.requires_grad_(True)
-    return torch_.autograd.grad(torch(torch_, a, x), x)[0]
-
-
-# A list of three targets of different shapes, two sources of shape (n,).
-def tensorflow_targets(tf, a, x1, x2):
+def _tf_targets(tf, a, x1, x2):
     return [tf.tanh(tf.linalg.matvec(a, x1)), x1 * x2, tf.reduce_sum(tf.sin(x2))]
 
 
-def tensorflow_list_gradients(tf, a, x1, x2):
+class TargetList(Program):
+    """The gradient of a list of three targets of different shapes, two sources of shape (n,)."""
+
+    def tensorflow(tf, a, x1, x2):
+        with tf.GradientTape() as tape:
+            tape.watch([x1, x2])
+            ys = _tf_targets(tf, a, x1, x2)
+        return tape.gradient(ys, [x1, x2])
+
+    def jax(jax, a, x1, x2):
+        jnp = jax.numpy
+        ys, pullback = jax.vjp(lambda u, v: (jnp.tanh(a @ u), u * v, jnp.sum(jnp.sin(v))), x1, x2)
+        return list(pullback(tuple(jnp.ones_like(y) for y in ys)))
+
+    def torch(torch, a, x1, x2):
+        x1.requires_grad_(True)
+        x2.requires_grad_(True)
+        ys = [torch.tanh(a @ x1), x1 * x2, torch.sum(torch.sin(x2))]
+        return list(torch.autograd.grad(ys, [x1, x2], grad_outputs=[torch.ones_like(y) for y in ys]))
+
+
+class TargetListTfGradients(Program):
     """seeds/002's API: tf.gradients(ys, xs) with len(ys) = 3, len(xs) = 2."""
-    return tf.gradients(tensorflow_targets(tf, a, x1, x2), [x1, x2])
+
+    def tensorflow(tf, a, x1, x2):
+        return tf.gradients(_tf_targets(tf, a, x1, x2), [x1, x2])
 
 
-def tensorflow_list_tape(tf, a, x1, x2):
-    with tf.GradientTape() as tape:
-        tape.watch([x1, x2])
-        ys = tensorflow_targets(tf, a, x1, x2)
-    return tape.gradient(ys, [x1, x2])
+class Jacobian(Program):
+    """dy/dx of TanhAx; how: TF "pfor" | "while" (experimental_use_pfor); JAX/PyTorch "jacrev" | "jacfwd"."""
+
+    def tensorflow(tf, a, x, *, how, linear=False):
+        # The while-loop Jacobian calls tape.gradient once per row: eagerly that needs a
+        # persistent tape (see test_while_loop_jacobian_needs_persistent_tape_when_eager).
+        with tf.GradientTape(persistent=how != "pfor") as tape:
+            tape.watch(x)
+            y = TanhAx.tensorflow(tf, a, x, linear=linear)
+        return tape.jacobian(y, x, experimental_use_pfor=how == "pfor")
+
+    def jax(jax, a, x, *, how, linear=False):
+        return getattr(jax, how)(lambda x: TanhAx.jax(jax, a, x, linear=linear))(x)
+
+    def torch(torch, a, x, *, how, linear=False):
+        return getattr(torch.func, how)(lambda x: TanhAx.torch(torch, a, x, linear=linear))(x)
 
 
-def jax_list(jax, a, x1, x2):
-    jnp = jax.numpy
-    ys, pullback = jax.vjp(lambda u, v: (jnp.tanh(a @ u), u * v, jnp.sum(jnp.sin(v))), x1, x2)
-    return list(pullback(tuple(jnp.ones_like(y) for y in ys)))
+class JacobianNonpersistent(Program):
+    """The while-loop Jacobian on a tape that is not persistent."""
+
+    def tensorflow(tf, a, x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = TanhAx.tensorflow(tf, a, x)
+        return tape.jacobian(y, x, experimental_use_pfor=False)
 
 
-def torch_list(torch, a, x1, x2):
-    x1.requires_grad_(True)
-    x2.requires_grad_(True)
-    ys = [torch.tanh(a @ x1), x1 * x2, torch.sum(torch.sin(x2))]
-    return list(torch.autograd.grad(ys, [x1, x2], grad_outputs=[torch.ones_like(y) for y in ys]))
+class BatchJacobian(Program):
+    """Batches: x (b, n), y[b] = tanh(A x[b]) depends on x[b] only; how as for Jacobian."""
+
+    def tensorflow(tf, a, x, *, how):
+        with tf.GradientTape(persistent=how != "pfor") as tape:
+            tape.watch(x)
+            y = tf.tanh(tf.linalg.matmul(x, a, transpose_b=True))
+        return tape.batch_jacobian(y, x, experimental_use_pfor=how == "pfor")
+
+    def jax(jax, a, x, *, how):
+        return jax.vmap(getattr(jax, how)(lambda x: TanhAx.jax(jax, a, x)))(x)
+
+    def torch(torch, a, x, *, how):
+        return torch.func.vmap(getattr(torch.func, how)(lambda x: TanhAx.torch(torch, a, x)))(x)
 
 
-# how: TF "pfor" | "while" (experimental_use_pfor); JAX/PyTorch "jacrev" | "jacfwd".
-def tensorflow_jacobian(tf, a, x, *, how, linear=False):
-    # The while-loop Jacobian calls tape.gradient once per row: eagerly that needs a
-    # persistent tape (see test_while_loop_jacobian_needs_persistent_tape_when_eager).
-    with tf.GradientTape(persistent=how != "pfor") as tape:
-        tape.watch(x)
-        y = tensorflow(tf, a, x, linear=linear)
-    return tape.jacobian(y, x, experimental_use_pfor=how == "pfor")
+class PerRow(Program):
+    """The seed's workaround: one gradient call per output row (rows: static, the length of
+    y); api: TF "tf.gradients" | "tape", JAX/PyTorch "native"."""
+
+    def tensorflow(tf, a, x, *, rows, api):
+        if api == "tf.gradients":
+            y = TanhAx.tensorflow(tf, a, x)
+            return tf.stack([tf.gradients(y[i], x)[0] for i in range(rows)])
+        with tf.GradientTape(persistent=True) as tape:  # one gradient call per row
+            tape.watch(x)
+            y = TanhAx.tensorflow(tf, a, x)
+            ys = [y[i] for i in range(rows)]  # sliced on the tape, or the rows are unconnected
+        return tf.stack([tape.gradient(yi, x) for yi in ys])
+
+    def jax(jax, a, x, *, rows, api):
+        jnp = jax.numpy
+        y, pullback = jax.vjp(lambda x: TanhAx.jax(jax, a, x), x)
+        return jnp.stack([pullback(jnp.zeros_like(y).at[i].set(1))[0] for i in range(rows)])
+
+    def torch(torch, a, x, *, rows, api):
+        x.requires_grad_(True)
+        y = TanhAx.torch(torch, a, x)
+        return torch.stack([torch.autograd.grad(y[i], x, retain_graph=True)[0] for i in range(rows)])
 
 
-def tensorflow_jacobian_nonpersistent(tf, a, x):
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tensorflow(tf, a, x)
-    return tape.jacobian(y, x, experimental_use_pfor=False)
+class SeedV1Graph(Program):
+    """seeds/002 as written in a v1 graph: tf.gradients of the list of rows, and per row."""
+
+    def tensorflow(tf, a, x):
+        y = tf.linalg.matvec(a, x)
+        ys = [y[0], y[1], y[2]]
+        return tf.gradients(ys, x), tf.stack([tf.gradients(yi, x)[0] for yi in ys])
 
 
-def jax_jacobian(jax_, a, x, *, how, linear=False):
-    return getattr(jax_, how)(lambda x: jax(jax_, a, x, linear=linear))(x)
-
-
-def torch_jacobian(torch_, a, x, *, how, linear=False):
-    return getattr(torch_.func, how)(lambda x: torch(torch_, a, x, linear=linear))(x)
-
-
-# Batches: x (b, n), y[b] = tanh(A x[b]) depends on x[b] only.
-def tensorflow_batch_jacobian(tf, a, x, *, how):
-    with tf.GradientTape(persistent=how != "pfor") as tape:
-        tape.watch(x)
-        y = tf.tanh(tf.linalg.matmul(x, a, transpose_b=True))
-    return tape.batch_jacobian(y, x, experimental_use_pfor=how == "pfor")
-
-
-def jax_batch_jacobian(jax_, a, x, *, how):
-    return jax_.vmap(getattr(jax_, how)(lambda x: jax(jax_, a, x)))(x)
-
-
-def torch_batch_jacobian(torch_, a, x, *, how):
-    return torch_.func.vmap(getattr(torch_.func, how)(lambda x: torch(torch_, a, x)))(x)
-
-
-# The seed's workaround: one gradient call per output row (rows: static, the length of y).
-def tensorflow_per_row(tf, a, x, *, rows, api):
-    if api == "tf.gradients":
-        y = tensorflow(tf, a, x)
-        return tf.stack([tf.gradients(y[i], x)[0] for i in range(rows)])
-    with tf.GradientTape(persistent=True) as tape:  # one gradient call per row
-        tape.watch(x)
-        y = tensorflow(tf, a, x)
-        ys = [y[i] for i in range(rows)]  # sliced on the tape, or the rows are unconnected
-    return tf.stack([tape.gradient(yi, x) for yi in ys])
-
-
-def jax_per_row(jax_, a, x, *, rows, api):
-    jnp = jax_.numpy
-    y, pullback = jax_.vjp(lambda x: jax(jax_, a, x), x)
-    return jnp.stack([pullback(jnp.zeros_like(y).at[i].set(1))[0] for i in range(rows)])
-
-
-def torch_per_row(torch_, a, x, *, rows, api):
-    x.requires_grad_(True)
-    y = torch(torch_, a, x)
-    return torch_.stack([torch_.autograd.grad(y[i], x, retain_graph=True)[0] for i in range(rows)])
-
-
-NATIVE = {"tensorflow": tensorflow, "jax": jax, "torch": torch}
-IMPLICIT = {"tensorflow": tensorflow_implicit, "jax": jax_implicit, "torch": torch_implicit}
-LIST = {"tensorflow": tensorflow_list_tape, "jax": jax_list, "torch": torch_list}
-JACOBIAN = {"tensorflow": tensorflow_jacobian, "jax": jax_jacobian, "torch": torch_jacobian}
-BATCH = {"tensorflow": tensorflow_batch_jacobian, "jax": jax_batch_jacobian, "torch": torch_batch_jacobian}
-PER_ROW = {"tensorflow": tensorflow_per_row, "jax": jax_per_row, "torch": torch_per_row}
 HOWS = {"tensorflow": ("pfor", "while"), "jax": ("jacrev", "jacfwd"), "torch": ("jacrev", "jacfwd")}
 
 
@@ -308,40 +353,17 @@ def unavailable(e: Exception) -> str:
     return "unavailable" if "not supported when eager execution" in str(e) else cmp.error_name(e)
 
 
-# ---------------------------------------------------------------- strategies
-# (dtype, m, n) drawn together: every compiled mode (XLA, jax.jit, JAX's eager per-primitive
-# cache, TF eager pfor) compiles once per combination, so three cover a one-element target,
-# m > n and m < n in both dtypes; n <= 4 keeps pfor/while-loop traces cheap.
-MN_MENU = ((np.float32, 1, 1), (np.float64, 3, 2), (np.float32, 2, 4))
-BMN_MENU = ((np.float64, 2, 3, 2), (np.float32, 3, 1, 4))  # (dtype, b, m, n)
-EL = dict(min_value=-2.0, max_value=2.0)
-
-
-@st.composite
-def problems(draw):
-    """(A, x) with A of shape (m, n) and x of shape (n,)."""
-    d, m, n = draw(st.sampled_from(MN_MENU), label="dtype, m, n")
-    return (
-        draw(ss.float_arrays(dtype=d, shape=(m, n), **EL), label="A"),
-        draw(ss.float_arrays(dtype=d, shape=(n,), **EL), label="x"),
-    )
-
-
-@st.composite
-def batch_problems(draw):
-    """(A, x) with A of shape (m, n) and a batch x of shape (b, n)."""
-    d, b, m, n = draw(st.sampled_from(BMN_MENU), label="dtype, b, m, n")
-    return (
-        draw(ss.float_arrays(dtype=d, shape=(m, n), **EL), label="A"),
-        draw(ss.float_arrays(dtype=d, shape=(b, n), **EL), label="x"),
-    )
-
-
-@st.composite
-def list_problems(draw):
-    """(A, x1, x2): A (m, n), two sources of shape (n,)."""
-    a, x1 = draw(problems())
-    return a, x1, draw(ss.float_arrays(dtype=a.dtype, shape=x1.shape, **EL), label="x2")
+def check_jacobian(subject, oracles, record, program, a, x, jac, *, how, key, name, target_axes):
+    """The subject's ``program`` by ``how`` (observed as ``key``) equals the closed form ``jac``
+    and each oracle's jacrev; ``target_axes``: the axes of the targets in ``jac``."""
+    refs = [(o.id, o.run(program.of(o), a, x, how="jacrev")) for o in oracles]
+    out = subject.run(program.of(subject), a, x, how=how)
+    obs = kind(out, jac, target_axes=target_axes, tol=cmp.GRAD)
+    record.observe(**{f"{key}[{how}]": obs})
+    record.check(EXPECT, **{key: obs})
+    record.close(name=name, out=out, ref=jac, oracle="closed-form")
+    for oid, ref in refs:
+        record.close(name=name, out=out, ref=ref, oracle=oid)
 
 
 # ---------------------------------------------------------------- properties
@@ -350,15 +372,12 @@ def test_gradient_of_nonscalar_target_is_column_sum(subject, oracles, record, p)
     """The gradient of y = tanh(A x) (ones cotangent) is A^T (1 - y^2), shaped like x, not J."""
     a, x = p
     record.example(A=a, x=x)
-    out, (ga, gx) = subject.vjp(NATIVE[subject.framework], a, x)
+    out, (ga, gx) = subject.vjp(TanhAx.of(subject), a, x)
     ja, jx = closed_jacobian(a, x)
     record.close(name="grad_x", out=gx, ref=jx.sum(0), oracle="closed-form")
     record.close(name="grad_A", out=ga, ref=ja.sum(0), oracle="closed-form")
     record.check(EXPECT, nonscalar_grad=kind(gx, jx, target_axes=(0,), tol=cmp.GRAD))
-    for o in oracles:
-        _, (ra, rx) = o.vjp(NATIVE[o.framework], a, x)
-        record.close(name="grad_x", out=gx, ref=rx, oracle=o.id)
-        record.close(name="grad_A", out=ga, ref=ra, oracle=o.id)
+    record.against(oracles, TanhAx, a, x, got={"value": ..., "grad_A": ga, "grad_x": gx})
 
 
 @given(p=problems())
@@ -369,7 +388,7 @@ def test_implicit_cotangent_for_nonscalar_target(subject, record, p):
     record.example(A=a, x=x)
     key = "implicit_one_element" if a.shape[0] == 1 else "implicit"
     try:
-        gx = subject.run(IMPLICIT[subject.framework], a, x)
+        gx = subject.run(Implicit.of(subject), a, x)
     except (TypeError, RuntimeError) as e:  # JAX and PyTorch refuse; checked against the declaration
         record.check(EXPECT, **{key: cmp.error_name(e)})
         return
@@ -384,17 +403,16 @@ def test_list_of_targets_gives_len_xs_sums_over_targets(subject, oracles, record
     a, x1, x2 = p
     record.example(A=a, x1=x1, x2=x2)
     refs = closed_list(a, x1, x2)
-    out = subject.run(LIST[subject.framework], a, x1, x2)
+    out = subject.run(TargetList.of(subject), a, x1, x2)
     record.check(EXPECT, list_grad=list_kind(out, refs, n_targets=3, tol=cmp.GRAD))
     record.observe(returned_len=len(out))
-    for i, (g, r) in enumerate(zip(out, refs)):
-        record.close(name=f"grad_x{i + 1}", out=g, ref=r, oracle="closed-form")
-    for o in oracles:
-        for i, (g, r) in enumerate(zip(out, o.run(LIST[o.framework], a, x1, x2))):
-            record.close(name=f"grad_x{i + 1}", out=g, ref=r, oracle=o.id)
+    got = {f"grad_x{i + 1}": g for i, g in enumerate(out)}
+    for (name, g), r in zip(got.items(), refs):
+        record.close(name=name, out=g, ref=r, oracle="closed-form")
+    record.against(oracles, TargetList, a, x1, x2, via="run", got=got)
     if subject.framework == "tensorflow":
         try:
-            tg = subject.run(tensorflow_list_gradients, a, x1, x2)
+            tg = subject.run(TargetListTfGradients.of(subject), a, x1, x2)
         except RuntimeError as e:
             record.check(EXPECT, tf_gradients=unavailable(e))
             record.observe(tf_gradients_error=cmp.error_name(e))
@@ -412,14 +430,8 @@ def test_jacobian_equals_jacrev_and_closed_form(subject, oracles, record, p, dat
     how = data.draw(st.sampled_from(HOWS[subject.framework]), label="how")
     record.example(A=a, x=x, how=how)
     _, jx = closed_jacobian(a, x)
-    refs = [(o.id, o.run(JACOBIAN[o.framework], a, x, how="jacrev")) for o in oracles]
-    out_x = subject.run(JACOBIAN[subject.framework], a, x, how=how)
-    obs = kind(out_x, jx, target_axes=(0,), tol=cmp.GRAD)
-    record.observe(**{f"jacobian[{how}]": obs})
-    record.check(EXPECT, jacobian=obs)
-    record.close(name=f"dy/dx[{how}]", out=out_x, ref=jx, oracle="closed-form")
-    for oid, ref in refs:
-        record.close(name=f"dy/dx[{how}]", out=out_x, ref=ref, oracle=oid)
+    name = f"dy/dx[{how}]"
+    check_jacobian(subject, oracles, record, Jacobian, a, x, jx, how=how, key="jacobian", name=name, target_axes=(0,))
 
 
 @given(p=batch_problems(), data=st.data())
@@ -429,14 +441,10 @@ def test_batch_jacobian_equals_vmapped_jacrev(subject, oracles, record, p, data)
     how = data.draw(st.sampled_from(HOWS[subject.framework]), label="how")
     record.example(A=a, x=x, how=how)
     jac = closed_batch_jacobian(a, x)
-    refs = [(o.id, o.run(BATCH[o.framework], a, x, how="jacrev")) for o in oracles]
-    out = subject.run(BATCH[subject.framework], a, x, how=how)
-    obs = kind(out, jac, target_axes=(1,), tol=cmp.GRAD)
-    record.observe(**{f"batch_jacobian[{how}]": obs})
-    record.check(EXPECT, batch_jacobian=obs)
-    record.close(name=f"batch_jacobian[{how}]", out=out, ref=jac, oracle="closed-form")
-    for oid, ref in refs:
-        record.close(name=f"batch_jacobian[{how}]", out=out, ref=ref, oracle=oid)
+    name = f"batch_jacobian[{how}]"
+    check_jacobian(
+        subject, oracles, record, BatchJacobian, a, x, jac, how=how, key="batch_jacobian", name=name, target_axes=(1,)
+    )
 
 
 @given(p=problems())
@@ -447,12 +455,12 @@ def test_one_gradient_call_per_row_rebuilds_jacobian(subject, oracles, record, p
     record.example(A=a, x=x)
     rows = a.shape[0]
     _, jx = closed_jacobian(a, x)
-    refs = [(o.id, o.run(PER_ROW[o.framework], a, x, rows=rows, api="native")) for o in oracles]
+    refs = [(o.id, o.run(PerRow.of(o), a, x, rows=rows, api="native")) for o in oracles]
     apis = ("tf.gradients", "tape") if subject.framework == "tensorflow" else ("native",)
     for api in apis:
         key = "per_row_tape" if api == "tape" else "per_row"
         try:
-            out = subject.run(PER_ROW[subject.framework], a, x, rows=rows, api=api)
+            out = subject.run(PerRow.of(subject), a, x, rows=rows, api=api)
         except RuntimeError as e:
             record.check(EXPECT, **{key: unavailable(e)})
             continue
@@ -470,7 +478,7 @@ def test_while_loop_jacobian_needs_persistent_tape_when_eager(subject, record, p
     a, x = p
     record.example(A=a, x=x)
     try:
-        out = subject.run(tensorflow_jacobian_nonpersistent, a, x)
+        out = subject.run(JacobianNonpersistent.of(subject), a, x)
     except RuntimeError as e:
         record.check(EXPECT, while_nonpersistent=cmp.error_name(e))
         return
@@ -488,11 +496,11 @@ def test_seed_linear_gradient_is_column_sum_and_jacobian_is_a(subject, record, x
     """seeds/002 with y = A x, A = [[1,2],[3,4],[5,6]]: gradient [9, 12] (column sums, shape of
     x, not len(ys) = 3); the Jacobian (every jacobian API) and the per-row rebuild are A."""
     record.example(A=SEED_A, x=x)
-    _, (_, gx) = subject.vjp(NATIVE[subject.framework], SEED_A, x, linear=True)
+    _, (_, gx) = subject.vjp(TanhAx.of(subject), SEED_A, x, linear=True)
     record.equal(name="grad_x", out=gx, ref=np.array([9.0, 12.0], np.float32), oracle="closed-form")
     record.check(EXPECT, nonscalar_grad=kind(gx, SEED_A, target_axes=(0,), tol=cmp.EXACT))
     for how in HOWS[subject.framework]:
-        jx = subject.run(JACOBIAN[subject.framework], SEED_A, x, how=how, linear=True)
+        jx = subject.run(Jacobian.of(subject), SEED_A, x, how=how, linear=True)
         record.equal(name=f"jacobian[{how}]", out=jx, ref=SEED_A, oracle="closed-form")
         record.check(EXPECT, jacobian=kind(jx, SEED_A, target_axes=(0,), tol=cmp.EXACT))
 
@@ -503,15 +511,9 @@ def test_seed_v1_tf_gradients_as_written(subject, record, x):
     """seeds/002 in a v1 Session: tf.gradients([y0, y1, y2], x) is a list of length 1 = len(xs)
     holding [9, 12]; one tf.gradients call per row stacks to A (v1 graph API: graph only)."""
     record.example(A=SEED_A, x=x)
-    grads, rows = subject.run(_seed_v1_graph, SEED_A, x)
+    grads, rows = subject.run(SeedV1Graph.of(subject), SEED_A, x)
     record.observe(returned_len=len(grads))
     record.check(EXPECT, tf_gradients=list_kind(grads, [np.array([9.0, 12.0], np.float32)], n_targets=3, tol=cmp.EXACT))
     record.equal(name="tf.gradients", out=grads[0], ref=np.array([9.0, 12.0], np.float32), oracle="closed-form")
     record.equal(name="per_row", out=rows, ref=SEED_A, oracle="closed-form")
     record.check(EXPECT, per_row=kind(rows, SEED_A, target_axes=(0,), tol=cmp.EXACT))
-
-
-def _seed_v1_graph(tf, a, x):
-    y = tf.linalg.matvec(a, x)
-    ys = [y[0], y[1], y[2]]
-    return tf.gradients(ys, x), tf.stack([tf.gradients(yi, x)[0] for yi in ys])

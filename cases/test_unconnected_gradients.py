@@ -11,28 +11,24 @@ connected, and the gradient of ``sum(w * y)`` is taken by the mode's native API
 default, ``NONE`` or ``ZERO``; PyTorch's policies are ``allow_unused=True`` (NONE) and
 ``materialize_grads=True`` (ZERO); ``jax.vjp`` has none.
 
-Measured (TF 2.21, every mode alike; JAX 0.10.2; PyTorch 2.13):
+TensorFlow registers a None gradient for integer casts, argmax and stop_gradient
+(math_grad.py ``_CastGrad``, ``_ArgMaxGrad``; ``NotDifferentiable("StopGradient")``,
+although the ``tf.no_gradient`` docstring says such ops "propagate zeros"), so such a
+source is ``None`` unless the policy is ``ZERO``; ``tf.sign`` registers ``zeros_like(x)``.
+An op with no gradient at all (the seed's "not implemented") raises under every policy.
 
-    g(x)                          TF default/NONE  TF ZERO  JAX    torch default / allow_unused / materialize
-    x unused                      none             zeros    zeros  raises:RuntimeError / none / zeros
-    cast(cast(x, int32), float)   none             zeros    zeros  raises:RuntimeError / none / zeros
-    cast(argmax(x))               none             zeros    zeros  raises:RuntimeError / none / zeros
-    round(x)                      none             zeros    zeros  zeros / zeros / zeros
-    sign(x)                       zeros            zeros    zeros  zeros / zeros / zeros
-    stop_gradient(x)              none             zeros    zeros  raises:RuntimeError / none / zeros
-    x + stop_gradient(round(x)-x) w (connected: the policy changes nothing, in every framework)
-    IgammaGradA (no gradient)     raises:LookupError in eager/graph, raises:StagingError in
-                                  function/xla, under every policy; JAX and PyTorch raise
-                                  NotImplementedError for their gradient-less op
+Declared surprises:
 
-So the seed's "generally return 0" does not hold for TensorFlow by default: round, argmax,
-integer casts and stop_gradient register a None gradient (math_grad.py ``_RoundGrad``,
-``_ArgMaxGrad``, ``_CastGrad``; ``NotDifferentiable("StopGradient")``, although the
-``tf.no_gradient`` docstring says such ops "propagate zeros") and the source comes back
-``None``; zeros only with ``unconnected_gradients=ZERO``. It holds for ``tf.sign``, whose
-registered gradient is ``zeros_like(x)`` (zeros under every policy), and for JAX (always
-zeros) and PyTorch's round/sign (zero derivatives). An op with no gradient at all (the
-seed's "not implemented") raises under every policy in all three: ZERO does not rescue it.
+- TensorFlow: ``tf.round`` registers a None gradient (``_RoundGrad``), so the seed's
+  "generally return 0" does not hold for it unless the policy is ``ZERO``; JAX and
+  PyTorch differentiate round to zeros.
+- JAX: ``jax.vjp`` has no policy and no None: a source with no differentiable path gets zeros.
+- PyTorch: ``torch.autograd.grad`` defaults to ``allow_unused=False`` and raises RuntimeError
+  for a source with no differentiable path.
+- TensorFlow function/xla: the op without a gradient raises StagingError (AutoGraph
+  re-raises the LookupError it meets while tracing).
+- JAX and PyTorch: their op without a gradient raises NotImplementedError.
+- TensorFlow eager: ``tf.gradients`` raises RuntimeError (a graph-only API).
 """
 
 import numpy as np
@@ -42,6 +38,7 @@ from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 from suite.frameworks.tf_runner import in_v1_graph
+from suite.program import Program
 
 UG_LINK = "https://www.tensorflow.org/api_docs/python/tf/UnconnectedGradients"
 MATH_GRAD_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
@@ -163,103 +160,170 @@ EXPECT = expectations(
 )
 
 
-# ---------------------------------------------------------------- the native functions
-def tensorflow(tf, x, a, *, path):
-    """y = g(x) + a, where x reaches y only through g (``unconnected``: not at all)."""
-    if path == "unconnected":
-        g = 0.0
-    elif path == "int_cast":
-        g = tf.cast(tf.cast(x, tf.int32), x.dtype)
-    elif path == "argmax":
-        g = tf.cast(tf.argmax(x, axis=-1), x.dtype)[..., None]
-    elif path == "round":
-        g = tf.round(x)
-    elif path == "sign":
-        g = tf.sign(x)
-    elif path == "stop_gradient":
-        g = tf.stop_gradient(x)
-    elif path == "straight_through":
-        g = x + tf.stop_gradient(tf.round(x) - x)
-    else:  # no_gradient: IgammaGradA has no gradient registered at all
-        g = tf.raw_ops.IgammaGradA(a=tf.abs(x) + 0.5, x=tf.ones_like(x))
-    return g + a
+# ---------------------------------------------------------------- strategies
+SHAPES = ((2, 3),)  # argmax needs an axis; one shape x two dtypes: each is one compile per program
 
 
-def jax(jax, x, a, *, path):
-    jnp = jax.numpy
-    if path == "unconnected":
-        g = 0.0
-    elif path == "int_cast":
-        g = x.astype(jnp.int32).astype(x.dtype)
-    elif path == "argmax":
-        g = jnp.argmax(x, axis=-1, keepdims=True).astype(x.dtype)
-    elif path == "round":
-        g = jnp.round(x)
-    elif path == "sign":
-        g = jnp.sign(x)
-    elif path == "stop_gradient":
-        g = jax.lax.stop_gradient(x)
-    elif path == "straight_through":
-        g = x + jax.lax.stop_gradient(jnp.round(x) - x)
-    else:
-        g = jax.lax.igamma_grad_a(jnp.abs(x) + 0.5, jnp.ones_like(x))
-    return g + a
+@st.composite
+def sources(draw):
+    """(x, a, w): x with half-way points (round ties), a, and a cotangent w without zeros."""
+    d, s = draw(ss.float_dtypes()), draw(ss.small_shapes(menu=SHAPES))
+    x = draw(ss.float_arrays(dtype=d, shape=s, halfway=True), label="x")
+    a = draw(ss.float_arrays(dtype=d, shape=s), label="a")
+    # w == 0 would make "upstream" and "zeros" indistinguishable
+    w = draw(ss.like(x).map(lambda w: np.where(w == 0, 1, w).astype(w.dtype)), label="cotangent")
+    return x, a, w
 
 
-def torch(torch, x, a, *, path):
-    if path == "unconnected":
-        g = 0.0
-    elif path == "int_cast":
-        g = x.to(torch.int32).to(x.dtype)
-    elif path == "argmax":
-        g = torch.argmax(x, dim=-1, keepdim=True).to(x.dtype)
-    elif path == "round":
-        g = torch.round(x)
-    elif path == "sign":
-        g = torch.sign(x)
-    elif path == "stop_gradient":
-        g = x.detach()
-    elif path == "straight_through":
-        g = x + (torch.round(x) - x).detach()
-    else:  # torch.igamma has no derivative for its first argument
-        g = torch.igamma(torch.abs(x) + 0.5, torch.ones_like(x))
-    return g + a
+# ---------------------------------------------------------------- the programs
+# The paths g by which x reaches y = g(x) + a, one small program each.
+class Unconnected(Program):
+    """x does not reach y at all."""
+
+    def tensorflow(tf, x):
+        return 0.0
+
+    def jax(jax, x):
+        return 0.0
+
+    def torch(torch, x):
+        return 0.0
 
 
-# The gradient programs: (dy/dx, dy/da) of sum(w * y), by each framework's native API.
-# subject.vjp always takes TF's default policy, so these are the builders for subject.run.
-def tensorflow_grads(tf, x, a, w, *, path, policy):
-    kw = {} if policy == "default" else {"unconnected_gradients": getattr(tf.UnconnectedGradients, policy)}
-    if in_v1_graph():
-        return tf.gradients(tensorflow(tf, x, a, path=path), [x, a], grad_ys=w, **kw)
-    with tf.GradientTape() as tape:
-        tape.watch([x, a])
-        y = tensorflow(tf, x, a, path=path)
-    return tape.gradient(y, [x, a], output_gradients=w, **kw)
+class IntCast(Program):
+    def tensorflow(tf, x):
+        return tf.cast(tf.cast(x, tf.int32), x.dtype)
+
+    def jax(jax, x):
+        return x.astype(jax.numpy.int32).astype(x.dtype)
+
+    def torch(torch, x):
+        return x.to(torch.int32).to(x.dtype)
 
 
-def jax_grads(jax_, x, a, w, *, path, policy):
-    """jax.vjp has no unconnected policy: the one program is built with ``policy=None``."""
-    _, pullback = jax_.vjp(lambda x, a: jax(jax_, x, a, path=path), x, a)
-    return pullback(w)
+class ArgMax(Program):
+    def tensorflow(tf, x):
+        return tf.cast(tf.argmax(x, axis=-1), x.dtype)[..., None]
+
+    def jax(jax, x):
+        return jax.numpy.argmax(x, axis=-1, keepdims=True).astype(x.dtype)
+
+    def torch(torch, x):
+        return torch.argmax(x, dim=-1, keepdim=True).to(x.dtype)
+
+
+class Elementwise(Program):
+    """``op`` (round, sign): the same name in every framework."""
+
+    def tensorflow(tf, x, *, op):
+        return getattr(tf, op)(x)
+
+    def jax(jax, x, *, op):
+        return getattr(jax.numpy, op)(x)
+
+    def torch(torch, x, *, op):
+        return getattr(torch, op)(x)
+
+
+class StopGradient(Program):
+    def tensorflow(tf, x):
+        return tf.stop_gradient(x)
+
+    def jax(jax, x):
+        return jax.lax.stop_gradient(x)
+
+    def torch(torch, x):
+        return x.detach()
+
+
+class StraightThrough(Program):
+    """Connected: x + stop_gradient(round(x) - x), of the two paths above."""
+
+    def tensorflow(tf, x):
+        return x + StopGradient.tensorflow(tf, Elementwise.tensorflow(tf, x, op="round") - x)
+
+    def jax(jax, x):
+        return x + StopGradient.jax(jax, Elementwise.jax(jax, x, op="round") - x)
+
+    def torch(torch, x):
+        return x + StopGradient.torch(torch, Elementwise.torch(torch, x, op="round") - x)
+
+
+class NoGradient(Program):
+    """An op with no gradient for this argument at all (TF: IgammaGradA has none registered)."""
+
+    def tensorflow(tf, x):
+        return tf.raw_ops.IgammaGradA(a=tf.abs(x) + 0.5, x=tf.ones_like(x))
+
+    def jax(jax, x):
+        return jax.lax.igamma_grad_a(jax.numpy.abs(x) + 0.5, jax.numpy.ones_like(x))
+
+    def torch(torch, x):  # torch.igamma has no derivative for its first argument
+        return torch.igamma(torch.abs(x) + 0.5, torch.ones_like(x))
+
+
+# path -> (g, its static arguments)
+G = {
+    "unconnected": (Unconnected, {}),
+    "int_cast": (IntCast, {}),
+    "argmax": (ArgMax, {}),
+    "round": (Elementwise, {"op": "round"}),
+    "sign": (Elementwise, {"op": "sign"}),
+    "stop_gradient": (StopGradient, {}),
+    "straight_through": (StraightThrough, {}),
+    "no_gradient": (NoGradient, {}),
+}
+
+
+class Y(Program):
+    """y = g(x) + a, g = G[path]."""
+
+    def tensorflow(tf, x, a, *, path):
+        g, static = G[path]
+        return g.tensorflow(tf, x, **static) + a
+
+    def jax(jax, x, a, *, path):
+        g, static = G[path]
+        return g.jax(jax, x, **static) + a
+
+    def torch(torch, x, a, *, path):
+        g, static = G[path]
+        return g.torch(torch, x, **static) + a
 
 
 TORCH_POLICY = {"default": {}, "NONE": {"allow_unused": True}, "ZERO": {"materialize_grads": True}}
 
 
-def torch_grads(torch_, x, a, w, *, path, policy):
-    x, a = x.requires_grad_(True), a.requires_grad_(True)
-    y = torch(torch_, x, a, path=path)
-    return torch_.autograd.grad(y, [x, a], grad_outputs=w, **TORCH_POLICY[policy])
+class Grads(Program):
+    """(dy/dx, dy/da) of sum(w * y) by the native API, under a policy. subject.vjp always
+    takes TF's default policy, so these run with subject.run. ``jax.vjp`` has no policy:
+    its one program is built with ``policy=None``."""
+
+    def tensorflow(tf, x, a, w, *, path, policy):
+        kw = {} if policy == "default" else {"unconnected_gradients": getattr(tf.UnconnectedGradients, policy)}
+        if in_v1_graph():
+            return tf.gradients(Y.tensorflow(tf, x, a, path=path), [x, a], grad_ys=w, **kw)
+        with tf.GradientTape() as tape:
+            tape.watch([x, a])
+            y = Y.tensorflow(tf, x, a, path=path)
+        return tape.gradient(y, [x, a], output_gradients=w, **kw)
+
+    def jax(jax, x, a, w, *, path, policy):
+        _, pullback = jax.vjp(lambda x, a: Y.jax(jax, x, a, path=path), x, a)
+        return pullback(w)
+
+    def torch(torch, x, a, w, *, path, policy):
+        x, a = x.requires_grad_(True), a.requires_grad_(True)
+        y = Y.torch(torch, x, a, path=path)
+        return torch.autograd.grad(y, [x, a], grad_outputs=w, **TORCH_POLICY[policy])
 
 
-def tensorflow_v1_gradients(tf, x, a, w, *, path, policy):
+class V1Gradients(Program):
     """tf.gradients spelled the same in every mode (a graph-only API)."""
-    ug = getattr(tf.UnconnectedGradients, policy)
-    return tf.gradients(tensorflow(tf, x, a, path=path), [x, a], grad_ys=w, unconnected_gradients=ug)
 
-
-GRADS = {"tensorflow": tensorflow_grads, "jax": jax_grads, "torch": torch_grads}
+    def tensorflow(tf, x, a, w, *, path, policy):
+        ug = getattr(tf.UnconnectedGradients, policy)
+        return tf.gradients(Y.tensorflow(tf, x, a, path=path), [x, a], grad_ys=w, unconnected_gradients=ug)
 
 
 def gradient_kind(g, x, w) -> str:
@@ -274,29 +338,15 @@ def gradient_kind(g, x, w) -> str:
     return "upstream" if np.array_equal(g, w) else "other"
 
 
-def observe_path(runner, record, builder, x, a, w, *, path, policy):
+def observe_path(runner, record, program, x, a, w, *, path, policy):
     """Run one gradient program; check dy/da == w; return (kind of dy/dx, dy/dx)."""
+    fn = program.of(runner)
     try:  # JAX has one program for every policy: compile and cache it once
-        gx, ga = runner.run(builder, x, a, w, path=path, policy=None if builder is jax_grads else policy)
+        gx, ga = runner.run(fn, x, a, w, path=path, policy=None if runner.framework == "jax" else policy)
     except Exception as e:  # the framework's own answer (no gradient, unused input...)
         return cmp.error_name(e), None
     record.close(name=f"dy/da[{path},{policy}]", out=ga, ref=w, oracle="closed-form", tol=cmp.EXACT)
     return gradient_kind(gx, x, w), gx
-
-
-# ---------------------------------------------------------------- strategies
-SHAPES = ((2, 3),)  # argmax needs an axis; one shape x two dtypes: each is one compile per program
-
-
-@st.composite
-def sources(draw):
-    """(x, a, w): x with half-way points (round ties), a, and a cotangent w without zeros."""
-    d, s = draw(ss.float_dtypes()), draw(ss.small_shapes(menu=SHAPES))
-    x = draw(ss.float_arrays(dtype=d, shape=s, halfway=True), label="x")
-    a = draw(ss.float_arrays(dtype=d, shape=s), label="a")
-    # w == 0 would make "upstream" and "zeros" indistinguishable
-    w = draw(ss.like(x).map(lambda w: np.where(w == 0, 1, w).astype(w.dtype)), label="cotangent")
-    return x, a, w
 
 
 # ---------------------------------------------------------------- properties
@@ -318,13 +368,13 @@ def test_unconnected_source_gradient_per_policy(subject, oracles, record, xaw, p
     x, a, w = xaw
     record.example(x=x, a=a, w=w, policy=policy)
     for path in PATHS:
-        kind, gx = observe_path(subject, record, GRADS[subject.framework], x, a, w, path=path, policy=policy)
+        kind, gx = observe_path(subject, record, Grads, x, a, w, path=path, policy=policy)
         if kind == "upstream":
             record.close(name=f"dy/dx[{path},{policy}]", out=gx, ref=w, oracle="closed-form", tol=cmp.EXACT)
         record.check(EXPECT, **{f"{path}[{policy}]": kind})
         if policy == "ZERO":
             for o in oracles:
-                _, ref = observe_path(o, record, GRADS[o.framework], x, a, w, path=path, policy=policy)
+                _, ref = observe_path(o, record, Grads, x, a, w, path=path, policy=policy)
                 record.close(name=f"dy/dx[{path},ZERO]", out=gx, ref=ref, oracle=o.id, tol=cmp.EXACT)
 
 
@@ -339,7 +389,7 @@ def test_tf_gradients_policy_in_every_mode(subject, record, xaw):
     record.example(x=x, a=a, w=w)
     for policy in ("NONE", "ZERO"):
         kinds = {
-            observe_path(subject, record, tensorflow_v1_gradients, x, a, w, path=p, policy=policy)[0]
+            observe_path(subject, record, V1Gradients, x, a, w, path=p, policy=policy)[0]
             for p in ("unconnected", "int_cast", "round")
         }
         record.check(
@@ -353,17 +403,9 @@ def test_op_without_gradient_raises_under_every_policy(subject, record, x):
     """An op with no gradient at all raises under every policy; ZERO does not make it zeros.
     One fixed input: the error is raised while building the backward pass, whatever x is."""
     record.example(x=x)
+    ones = np.ones_like(x)
     for policy in POLICIES:
-        kind, _ = observe_path(
-            subject,
-            record,
-            GRADS[subject.framework],
-            x,
-            np.ones_like(x),
-            np.ones_like(x),
-            path="no_gradient",
-            policy=policy,
-        )
+        kind, _ = observe_path(subject, record, Grads, x, ones, ones, path="no_gradient", policy=policy)
         record.check(EXPECT, **{f"no_gradient[{policy}]": kind})
 
 
@@ -379,7 +421,7 @@ def test_seed_ops_without_gradient_v1_session(subject, record, x):
     ones = np.ones_like(x)
     for path in ("round", "argmax", "int_cast", "sign"):
         for policy in ("default", "ZERO"):
-            kind, gx = observe_path(subject, record, tensorflow_grads, x, ones, ones, path=path, policy=policy)
+            kind, gx = observe_path(subject, record, Grads, x, ones, ones, path=path, policy=policy)
             if kind == "zeros":
                 record.equal(name=f"dy/dx[{path},{policy}]", out=gx, ref=np.zeros(4, np.float32), oracle="closed-form")
             record.check(EXPECT, **{f"{path}[{policy}]": kind})

@@ -6,36 +6,30 @@ Source: seeds/002 ("How could I limit the range of a variable in tensorflow"): p
 an Optimizer"), or re-parametrise, ``Mj_out = tf.sigmoid(Mj)``. Each optimizer test steps
 two variables with the same gradients, one constrained and one not, from x0 in [0, 1]
 with gradients and learning rates drawn so that the unconstrained step leaves [0, 1];
-``applied`` means the constrained result equals clip(unconstrained) exactly.
-
-Measured (TF 2.21, Keras 3.15, CPU): Keras 3 optimizers (``tf.keras.optimizers.SGD``,
-``Adam``) read ``variable.constraint`` from a plain ``tf.Variable`` and apply it after the
-update (base_optimizer.py ``apply``), for dense and IndexedSlices (``tf.gather``) gradients,
-in eager, tf.function and XLA. In a v1 Session Keras 3's ``apply_gradients`` returns its
-``iterations`` keras.Variable, which ``Session.run``/``control_dependencies`` reject
-(``raises:TypeError``). ``tf.compat.v1.train`` optimizers (GradientDescent, Adam, via
-``minimize``) apply it for dense gradients in every mode, TF2 eager (callable loss),
-tf.function and XLA included; for a sparse gradient they refuse ("Cannot use a
-constraint function on a sparse variable", ``raises:RuntimeError``) in every mode.
-``assign``/``assign_add``/``assign_sub`` and the initial value never apply it. Several
-random SGD steps stay in [0, 1] and follow x <- clip(x - lr g), as the oracles' explicit
+``applied`` means the constrained result equals clip(unconstrained) exactly. Keras
+optimizers (``SGD``, ``Adam``: ``apply_gradients``) and ``tf.compat.v1.train`` ones
+(``minimize``) are stepped with dense and IndexedSlices (``tf.gather``) gradients;
+``assign``/``assign_add``/``assign_sub`` and the initial value must not project. Several
+random SGD steps must stay in [0, 1] and follow x <- clip(x - lr g), as the oracles' explicit
 projections do: PyTorch has no variable constraints (``torch.nn.utils.parametrize`` is its
-re-parametrisation counterpart), so its oracle is ``SGD.step()`` then ``p.clamp_(0, 1)``
+re-parametrisation counterpart), so its oracle is ``SGD.step()`` then ``p.clamp_(0, 1)``,
 and JAX's is ``optax.sgd`` then ``optax.projections.projection_box``. The optimizer tests
-are TensorFlow-only (``@on``): the API under test exists only there.
+are TensorFlow-only (``@on``): the API under test exists only there. The sigmoid
+re-parametrisation stays in the open interval (0, 1), with gradient y (1 - y), for bounded
+w; beyond 1 + e^-w rounding to 1 it saturates to exactly 1 with a zero gradient, so a
+re-parametrised variable pushed there stops learning.
 
-The sigmoid re-parametrisation y = sigmoid(w) stays in the open interval (0, 1) for
-|w| <= 16 (float32) / 36 (float64), with gradient y (1 - y) in every framework and mode.
-Beyond that it saturates: for w >= 17 in float32 (1 + e^-w rounds to 1 for w > 16.64) and
-w >= 37.5 in float64, every framework returns exactly 1.0 and a zero gradient, where the
-true derivative is 4.1e-8 at w = 17: a re-parametrised variable pushed there stops learning.
 tf.function/XLA rows build the variables and optimizer once per (API, optimizer, dtype,
 shape) outside the function and reset them by assignment in it (``_TFState``); eager and
-graph rows build fresh ones per call (a Session re-initialises them from the fed x0). A
-configuration that raises while tracing/building (Keras in a Session, v1 with a sparse
-gradient) is built once per row and its error re-raised for later examples; its state is
-dropped, since a tf.function whose first trace raised after creating variables (v1 Adam
-slots) returns None on later calls (measured, TF 2.21).
+graph rows build fresh ones per call. A configuration that raises while tracing/building is
+built once per row and its error re-raised for later examples (``step_and_observe``).
+
+Declared surprises:
+
+* Keras optimizers in a v1 Session cannot step: Keras 3's ``apply_gradients`` returns a
+  keras.Variable that ``Session.run`` rejects (``raises:TypeError``), Keras 2's op steps nothing.
+* ``tf.compat.v1.train`` optimizers refuse a sparse gradient of a constrained variable
+  ("Cannot use a constraint function on a sparse variable", ``raises:RuntimeError``).
 """
 
 import dataclasses
@@ -44,10 +38,11 @@ import numpy as np
 from hypothesis import assume, given, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from suite import compare as cmp, strategies as ss
+from suite import compare as cmp, optimizers, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 from suite.frameworks.tf_runner import in_v1_graph
+from suite.program import Program
 
 VARIABLE_DOC = "https://www.tensorflow.org/api_docs/python/tf/Variable"
 V1_SRC = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/training/optimizer.py"
@@ -92,41 +87,13 @@ EXPECT = expectations(
         "saturation": "one",
         "saturated_grad": "zeros",
     },
-    expect(
-        "keras_dense",
-        "raises:TypeError",
-        framework="tensorflow",
-        mode="graph",
-        versions=">=2.16",
-        reason=KERAS_IN_SESSION,
-        link=KERAS_BASE_SRC,
-    ),
-    expect(
-        "keras_sparse",
-        "raises:TypeError",
-        framework="tensorflow",
-        mode="graph",
-        versions=">=2.16",
-        reason=KERAS_IN_SESSION,
-        link=KERAS_BASE_SRC,
-    ),
-    expect(
-        "keras_dense",
-        "no-step",
-        framework="tensorflow",
-        mode="graph",
-        versions="<2.16",
-        reason=KERAS2_IN_SESSION,
-        link=KERAS2_OPTIMIZER_SRC,
-    ),
-    expect(
-        "keras_sparse",
-        "no-step",
-        framework="tensorflow",
-        mode="graph",
-        versions="<2.16",
-        reason=KERAS2_IN_SESSION,
-        link=KERAS2_OPTIMIZER_SRC,
+    *(
+        expect(key, value, framework="tensorflow", mode="graph", versions=versions, reason=reason, link=link)
+        for value, versions, reason, link in (
+            ("raises:TypeError", ">=2.16", KERAS_IN_SESSION, KERAS_BASE_SRC),
+            ("no-step", "<2.16", KERAS2_IN_SESSION, KERAS2_OPTIMIZER_SRC),
+        )
+        for key in ("keras_dense", "keras_sparse")
     ),
     expect(
         "v1_sparse",
@@ -149,191 +116,6 @@ MARGIN = 0.05  # how far outside [0, 1] the unconstrained step must land somewhe
 # Sigmoid bounds: 1 + e^-w rounds to 1 beyond 16.64 (float32) / 36.74 (float64).
 OPEN_BOUND = {np.dtype(np.float32): 16.0, np.dtype(np.float64): 36.0}
 SATURATED = {np.dtype(np.float32): (17.0, 80.0), np.dtype(np.float64): (37.5, 700.0)}
-
-
-# ---------------------------------------------------------------- the native functions
-def clip01(tf):
-    """seeds/002's constraint, as written."""
-    return lambda t: tf.clip_by_value(t, 0, 1)
-
-
-def make_optimizer(tf, api, opt, lr):
-    if api == "keras":
-        return {"sgd": tf.keras.optimizers.SGD, "adam": tf.keras.optimizers.Adam}[opt](learning_rate=lr)
-    return {"sgd": tf.compat.v1.train.GradientDescentOptimizer, "adam": tf.compat.v1.train.AdamOptimizer}[opt](
-        learning_rate=lr
-    )
-
-
-def tensorflow(tf, x0, w, lr, idx, *, api, opt, sparse, steps, state=None):
-    """``steps`` optimizer steps on a constrained and an unconstrained variable, both from
-    x0, loss sum(w[t] * v) (dense) or sum(w[t] * gather(v, idx)) (sparse: IndexedSlices).
-    Returns both variables after every step (``steps`` is static: a traced function must not
-    relax it to an unknown dimension). Keras: GradientTape (tf.gradients in a Session)
-    + apply_gradients; v1: minimize (a callable loss outside a Session)."""
-    if state is None:
-        var_c, var_u = tf.Variable(x0, constraint=clip01(tf)), tf.Variable(x0)
-        optimizer = make_optimizer(tf, api, opt, lr if api == "v1" else 1.0)
-    else:
-        var_c, var_u, optimizer = state.var_c, state.var_u, state.opt
-        var_c.assign(x0)
-        var_u.assign(x0)
-        if api == "v1":
-            state.lr.assign(lr)
-    if api == "keras":
-        optimizer.learning_rate = lr
-    read = (lambda v: tf.gather(v, idx)) if sparse else (lambda v: v)
-    outs, after = [], []
-    for t in range(steps):
-
-        def loss(t=t):
-            return tf.reduce_sum(w[t] * read(var_c)) + tf.reduce_sum(w[t] * read(var_u))
-
-        if in_v1_graph():  # a Session runs only what is fetched: chain step t after step t-1
-            with tf.control_dependencies(after):
-                if api == "keras":
-                    train_op = optimizer.apply_gradients(zip(tf.gradients(loss(), [var_c, var_u]), [var_c, var_u]))
-                else:
-                    train_op = optimizer.minimize(loss(), var_list=[var_c, var_u])
-            with tf.control_dependencies([train_op]):
-                after = [var_c.read_value(), var_u.read_value()]
-        else:
-            if api == "keras":
-                with tf.GradientTape() as tape:
-                    value = loss()
-                optimizer.apply_gradients(zip(tape.gradient(value, [var_c, var_u]), [var_c, var_u]))
-            else:
-                optimizer.minimize(loss, var_list=[var_c, var_u])
-            after = [var_c.read_value(), var_u.read_value()]
-        outs.append(after)
-    out = tf.stack([a for a, _ in outs]), tf.stack([b for _, b in outs])
-    if state is not None:
-        state.reset(tf)
-    return out
-
-
-tensorflow.exact_shapes = True  # tf.Variable from a placeholder needs its shape; step count is static
-
-
-def tensorflow_assign(tf, x0, value, *, how, state=None):
-    """A constrained variable written by ``assign``/``assign_add``/``assign_sub`` with ``value``;
-    also (where variables are made per call) a constrained variable initialised to ``value``."""
-    if state is None:
-        var = tf.Variable(x0, constraint=clip01(tf))
-        initial = tf.Variable(value, constraint=clip01(tf)).read_value()
-    else:
-        var, initial = state.var, None
-        var.assign(x0)
-    op = getattr(var, how)(value)
-    if in_v1_graph():
-        with tf.control_dependencies([op]):
-            return var.read_value(), initial
-    return var.read_value(), initial
-
-
-tensorflow_assign.exact_shapes = True
-
-
-def jax_descend(jax, x0, grads, lr):
-    """JAX has no variable constraints: optax.sgd, then an explicit projection per step."""
-    import optax
-
-    opt = optax.sgd(lr)
-    state, x, out = opt.init(x0), x0, []
-    for t in range(grads.shape[0]):
-        updates, state = opt.update(grads[t], state, x)
-        x = optax.projections.projection_box(optax.apply_updates(x, updates), 0.0, 1.0)
-        out.append(x)
-    return jax.numpy.stack(out)
-
-
-def torch_descend(torch, x0, grads, lr):
-    """PyTorch has no variable constraints: SGD.step(), then clamp_ under no_grad."""
-    p = torch.nn.Parameter(x0.clone())
-    opt = torch.optim.SGD([p], lr=float(lr))
-    out = []
-    for g in grads:
-        p.grad = g.clone()
-        opt.step()
-        with torch.no_grad():
-            p.clamp_(0, 1)
-        out.append(p.detach().clone())
-    return torch.stack(out)
-
-
-DESCEND = {"jax": jax_descend, "torch": torch_descend}
-
-
-def tensorflow_sigmoid(tf, w):
-    """seeds/002: Mj_out = tf.sigmoid(Mj)."""
-    return tf.sigmoid(w)
-
-
-def jax_sigmoid(jax, w):
-    return jax.nn.sigmoid(w)
-
-
-def torch_sigmoid(torch, w):
-    return torch.sigmoid(w)
-
-
-def torch_parametrized(torch, w, ct):
-    """torch.nn.utils.parametrize: module.weight reads sigmoid(original); gradient to original."""
-    from torch.nn.utils import parametrize
-
-    class Sigmoid(torch.nn.Module):
-        def forward(self, x):
-            return torch.sigmoid(x)
-
-    m = torch.nn.Module()
-    m.weight = torch.nn.Parameter(w.clone())
-    parametrize.register_parametrization(m, "weight", Sigmoid())
-    y = m.weight
-    (g,) = torch.autograd.grad(y, m.parametrizations.weight.original, grad_outputs=ct)
-    return y.detach(), g
-
-
-SIGMOID = {"tensorflow": tensorflow_sigmoid, "jax": jax_sigmoid, "torch": torch_sigmoid}
-
-
-# ---------------------------------------------------------------- TF state for tf.function / XLA
-class _TFState:
-    """Variables and optimizer of a tf.function/XLA row, one per (subject, API, optimizer, dtype,
-    shape), built eagerly outside the function (tf.function creates variables on the first call
-    only). The traced step assigns x0 (and the v1 learning rate) first and ``reset`` assigns the
-    optimizer's fresh values back last, so each example starts from a fresh optimizer."""
-
-    def __init__(self, tf, api, opt, dtype, shape):
-        self.var_c = tf.Variable(tf.zeros(shape, dtype), constraint=clip01(tf))
-        self.var_u = tf.Variable(tf.zeros(shape, dtype))
-        self.var = self.var_c
-        self.lr = tf.Variable(1.0, dtype=tf.float32)
-        self.opt = make_optimizer(tf, api, opt, self.lr if api == "v1" else 1.0) if api else None
-        if api == "keras":  # v1 slots are made by the first apply_gradients (in an init_scope)
-            self.opt.build([self.var_c, self.var_u])
-        self.initial = None
-
-    def reset(self, tf):
-        variables = self.opt.variables() if callable(self.opt.variables) else list(self.opt.variables)
-        if self.initial is None:  # traced before anything ran: these are the fresh values
-            with tf.init_scope():
-                self.initial = [v.numpy() for v in variables]
-        for v, value in zip(variables, self.initial):
-            v.assign(value)
-
-
-_STATES: dict = {}
-
-
-def tf_state(subject, api, opt, x0):
-    """The row's persistent state in function/xla modes; None where each call builds its own."""
-    if subject.mode not in ("function", "xla"):
-        return None
-    key = (subject.id, api, opt, x0.dtype.str, x0.shape)
-    if key not in _STATES:
-        with subject.module.device(subject.device_name):
-            _STATES[key] = _TFState(subject.module, api, opt, x0.dtype, x0.shape)
-    return _STATES[key]
 
 
 # ---------------------------------------------------------------- strategies and closed forms
@@ -406,6 +188,194 @@ def constraint_kind(constrained, unconstrained) -> str:
     return "other"
 
 
+# ---------------------------------------------------------------- the programs
+def clip01(tf):
+    """seeds/002's constraint, as written."""
+    return lambda t: tf.clip_by_value(t, 0, 1)
+
+
+def make_optimizer(tf, api, opt, lr):
+    if api == "keras":
+        return {"sgd": tf.keras.optimizers.SGD, "adam": tf.keras.optimizers.Adam}[opt](learning_rate=lr)
+    return {"sgd": tf.compat.v1.train.GradientDescentOptimizer, "adam": tf.compat.v1.train.AdamOptimizer}[opt](
+        learning_rate=lr
+    )
+
+
+class ConstrainedSteps(Program):
+    """``steps`` optimizer steps on a constrained and an unconstrained variable (TF-only)."""
+
+    def tensorflow(tf, x0, w, lr, idx, *, api, opt, sparse, steps, state=None):
+        """Both variables from x0, loss sum(w[t] * v) (dense) or sum(w[t] * gather(v, idx)) (sparse:
+        IndexedSlices). Returns both variables after every step (``steps`` is static: a traced
+        function must not relax it to an unknown dimension). Keras: GradientTape (tf.gradients in
+        a Session) + apply_gradients; v1: minimize (a callable loss outside a Session)."""
+        if state is None:
+            var_c, var_u = tf.Variable(x0, constraint=clip01(tf)), tf.Variable(x0)
+            optimizer = make_optimizer(tf, api, opt, lr if api == "v1" else 1.0)
+        else:
+            var_c, var_u, optimizer = state.var_c, state.var_u, state.opt
+            var_c.assign(x0)
+            var_u.assign(x0)
+            if api == "v1":
+                state.lr.assign(lr)
+        if api == "keras":
+            optimizer.learning_rate = lr
+        read = (lambda v: tf.gather(v, idx)) if sparse else (lambda v: v)
+        outs, after = [], []
+        for t in range(steps):
+
+            def loss(t=t):
+                return tf.reduce_sum(w[t] * read(var_c)) + tf.reduce_sum(w[t] * read(var_u))
+
+            if in_v1_graph():  # a Session runs only what is fetched: chain step t after step t-1
+                with tf.control_dependencies(after):
+                    if api == "keras":
+                        grads = tf.gradients(loss(), [var_c, var_u])
+                        train_op = optimizer.apply_gradients(zip(grads, [var_c, var_u]))
+                    else:
+                        train_op = optimizer.minimize(loss(), var_list=[var_c, var_u])
+                with tf.control_dependencies([train_op]):
+                    after = [var_c.read_value(), var_u.read_value()]
+            else:
+                if api == "keras":
+                    with tf.GradientTape() as tape:
+                        value = loss()
+                    optimizer.apply_gradients(zip(tape.gradient(value, [var_c, var_u]), [var_c, var_u]))
+                else:
+                    optimizer.minimize(loss, var_list=[var_c, var_u])
+                after = [var_c.read_value(), var_u.read_value()]
+            outs.append(after)
+        out = tf.stack([a for a, _ in outs]), tf.stack([b for _, b in outs])
+        if state is not None:
+            state.reset(tf)
+        return out
+
+    tensorflow.exact_shapes = True  # tf.Variable from a placeholder needs its shape; step count is static
+
+
+class Assign(Program):
+    """A constrained variable written by ``assign``/``assign_add``/``assign_sub`` with ``value``;
+    also (where variables are made per call) a constrained variable initialised to ``value``."""
+
+    def tensorflow(tf, x0, value, *, how, state=None):
+        if state is None:
+            var = tf.Variable(x0, constraint=clip01(tf))
+            initial = tf.Variable(value, constraint=clip01(tf)).read_value()
+        else:
+            var, initial = state.var, None
+            var.assign(x0)
+        op = getattr(var, how)(value)
+        if in_v1_graph():
+            with tf.control_dependencies([op]):
+                return var.read_value(), initial
+        return var.read_value(), initial
+
+    tensorflow.exact_shapes = True
+
+
+class Descend(Program):
+    """The oracles' SGD on [0, 1]: they have no variable constraints, so each step is followed
+    by an explicit projection. Returns the parameters after every step."""
+
+    def jax(jax, x0, grads, lr):
+        """optax.sgd, then optax.projections.projection_box."""
+        import optax
+
+        opt = optax.sgd(lr)
+        state, x, out = opt.init(x0), x0, []
+        for t in range(grads.shape[0]):
+            updates, state = opt.update(grads[t], state, x)
+            x = optax.projections.projection_box(optax.apply_updates(x, updates), 0.0, 1.0)
+            out.append(x)
+        return jax.numpy.stack(out)
+
+    def torch(torch, x0, grads, lr):
+        """SGD.step(), then clamp_ under no_grad."""
+        p = torch.nn.Parameter(x0.clone())
+        opt = torch.optim.SGD([p], lr=float(lr))
+        out = []
+        for g in grads:
+            p.grad = g.clone()
+            opt.step()
+            with torch.no_grad():
+                p.clamp_(0, 1)
+            out.append(p.detach().clone())
+        return torch.stack(out)
+
+
+class Sigmoid(Program):
+    """seeds/002: Mj_out = tf.sigmoid(Mj)."""
+
+    def tensorflow(tf, w):
+        return tf.sigmoid(w)
+
+    def jax(jax, w):
+        return jax.nn.sigmoid(w)
+
+    def torch(torch, w):
+        return torch.sigmoid(w)
+
+
+class Parametrized(Program):
+    """torch.nn.utils.parametrize: module.weight reads sigmoid(original); gradient to original."""
+
+    def torch(torch, w, ct):
+        from torch.nn.utils import parametrize
+
+        class SigmoidModule(torch.nn.Module):
+            def forward(self, x):
+                return torch.sigmoid(x)
+
+        m = torch.nn.Module()
+        m.weight = torch.nn.Parameter(w.clone())
+        parametrize.register_parametrization(m, "weight", SigmoidModule())
+        y = m.weight
+        (g,) = torch.autograd.grad(y, m.parametrizations.weight.original, grad_outputs=ct)
+        return y.detach(), g
+
+
+class _TFState:
+    """Variables and optimizer of a tf.function/XLA row, one per (subject, API, optimizer, dtype,
+    shape), built eagerly outside the function (tf.function creates variables on the first call
+    only). The traced step assigns x0 (and the v1 learning rate) first and ``reset`` assigns the
+    optimizer's fresh values back last, so each example starts from a fresh optimizer."""
+
+    def __init__(self, tf, api, opt, dtype, shape):
+        self.var_c = tf.Variable(tf.zeros(shape, dtype), constraint=clip01(tf))
+        self.var_u = tf.Variable(tf.zeros(shape, dtype))
+        self.var = self.var_c
+        self.lr = tf.Variable(1.0, dtype=tf.float32)
+        self.opt = make_optimizer(tf, api, opt, self.lr if api == "v1" else 1.0) if api else None
+        if api == "keras":  # v1 slots are made by the first apply_gradients (in an init_scope)
+            self.opt.build([self.var_c, self.var_u])
+        self.initial = None
+
+    def reset(self, tf):
+        self.initial = optimizers.reset_slots(tf, self.opt, self.initial)
+
+
+_STATES: dict = {}
+
+
+def tf_state(subject, api, opt, x0):
+    """The row's persistent state in function/xla modes; None where each call builds its own."""
+    if subject.mode not in ("function", "xla"):
+        return None
+    key = (subject.id, api, opt, x0.dtype.str, x0.shape)
+    if key not in _STATES:
+        with subject.module.device(subject.device_name):
+            _STATES[key] = _TFState(subject.module, api, opt, x0.dtype, x0.shape)
+    return _STATES[key]
+
+
+# ---------------------------------------------------------------- properties
+def run_steps(subject, p, *, api, opt, steps):
+    """``steps`` steps of ``api``/``opt`` on the problem ``p``: the constrained and unconstrained trajectories."""
+    program, state = ConstrainedSteps.of(subject), tf_state(subject, api, opt, p.x0)
+    return subject.run(program, p.x0, p.w, p.lr, p.idx, api=api, opt=opt, sparse=p.sparse, steps=steps, state=state)
+
+
 _BUILD_ERRORS: dict = {}
 
 
@@ -416,18 +386,7 @@ def step_and_observe(subject, record, p, *, api, opt, key):
     try:
         if config in _BUILD_ERRORS:
             raise _BUILD_ERRORS[config]
-        out_c, out_u = subject.run(
-            tensorflow,
-            p.x0,
-            p.w,
-            p.lr,
-            p.idx,
-            api=api,
-            opt=opt,
-            sparse=p.sparse,
-            steps=1,
-            state=tf_state(subject, api, opt, p.x0),
-        )
+        out_c, out_u = run_steps(subject, p, api=api, opt=opt, steps=1)
     except Exception as e:  # Keras 3 in a Session; v1 optimizers with a sparse gradient
         if subject.mode != "eager":
             # Raised while tracing/building, so by the configuration, not the values: build it once
@@ -453,7 +412,6 @@ def step_and_observe(subject, record, p, *, api, opt, key):
         )
 
 
-# ---------------------------------------------------------------- properties
 @on("tensorflow")
 @given(p=problems(), opt=st.sampled_from(OPTIMIZERS))
 def test_keras_optimizer_step_applies_constraint(subject, record, p, opt):
@@ -483,26 +441,13 @@ def test_random_gradients_keep_values_in_range(subject, oracles, record, p):
     assume(leaves_range(pre))
     record.example(x0=p.x0, grads=p.w, lr=p.lr)
     api = "v1" if subject.mode == "graph" else "keras"
-    traj, _ = subject.run(
-        tensorflow,
-        p.x0,
-        p.w,
-        p.lr,
-        p.idx,
-        api=api,
-        opt="sgd",
-        sparse=False,
-        steps=STEPS,
-        state=tf_state(subject, api, "sgd", p.x0),
-    )
+    traj, _ = run_steps(subject, p, api=api, opt="sgd", steps=STEPS)
     record.observe(api=api)
     record.check(EXPECT, in_range="in-range" if np.all((traj >= 0) & (traj <= 1)) else "out-of-range")
     record.close(
         name=f"{api}-sgd trajectory", out=traj, ref=ref_c, oracle="closed-form", tol=STEP_TOL, dtype=p.x0.dtype
     )
-    for o in oracles:
-        ref = o.run(DESCEND[o.framework], p.x0, p.w, p.lr)
-        record.close(name=f"{api}-sgd trajectory", out=traj, ref=ref, oracle=o.id, tol=STEP_TOL)
+    record.against(oracles, Descend, p.x0, p.w, p.lr, got={f"{api}-sgd trajectory": traj}, via="run", tol=STEP_TOL)
 
 
 @on("tensorflow")
@@ -519,7 +464,7 @@ def test_assign_does_not_apply_constraint(subject, record, x0, how, data):
     assume(leaves_range(expected) and leaves_range(value))
     record.example(x0=x0, value=value, how=how)
     state = tf_state(subject, None, None, x0)
-    out, initial = subject.run(tensorflow_assign, x0, value, how=how, state=state)
+    out, initial = subject.run(Assign.of(subject), x0, value, how=how, state=state)
     record.check(EXPECT, assign=constraint_kind(out, expected))
     if initial is not None:
         record.check(EXPECT, initial_value=constraint_kind(initial, value))
@@ -533,17 +478,14 @@ def test_sigmoid_reparametrisation_in_open_unit_interval(subject, oracles, recor
     """y = sigmoid(w) lies in (0, 1) for bounded w; the gradient of sum(ct * y) is y (1 - y) ct."""
     ct = data.draw(ss.like(w), label="cotangent")
     record.example(w=w, ct=ct)
-    out, (grad,) = subject.vjp(SIGMOID[subject.framework], w, cotangent=ct)
+    out, (grad,) = subject.vjp(Sigmoid.of(subject), w, cotangent=ct)
     y = 1 / (1 + np.exp(-w.astype(np.float64)))
     record.close(name="value", out=out, ref=y, oracle="closed-form", tol=cmp.VALUE, dtype=w.dtype)
     record.close(name="grad", out=grad, ref=y * (1 - y) * ct, oracle="closed-form", dtype=w.dtype)
     record.check(EXPECT, reparam_range="open-unit-interval" if np.all((out > 0) & (out < 1)) else "touches-bound")
-    for o in oracles:
-        ref, (rgrad,) = o.vjp(SIGMOID[o.framework], w, cotangent=ct)
-        record.close(name="value", out=out, ref=ref, oracle=o.id, tol=cmp.VALUE)
-        record.close(name="grad", out=grad, ref=rgrad, oracle=o.id)
+    record.against(oracles, Sigmoid, w, cotangent=ct, got={"value": out, "grad": grad}, tol={"value": cmp.VALUE})
     if subject.framework == "torch":  # PyTorch's own counterpart of a constrained parameter
-        pout, pgrad = subject.run(torch_parametrized, w, ct)
+        pout, pgrad = subject.run(Parametrized.of(subject), w, ct)
         record.close(name="parametrize value", out=pout, ref=y, oracle="closed-form", tol=cmp.VALUE, dtype=w.dtype)
         record.close(name="parametrize grad", out=pgrad, ref=y * (1 - y) * ct, oracle="closed-form", dtype=w.dtype)
 
@@ -557,7 +499,7 @@ def test_sigmoid_saturates_beyond_bound(subject, record, w):
     """Beyond the bound (w >= 17 float32, >= 37.5 float64) sigmoid(w) is exactly 1 and its
     gradient exactly 0, though the true derivative e^-w / (1 + e^-w)^2 is positive."""
     record.example(w=w)
-    out, (grad,) = subject.vjp(SIGMOID[subject.framework], w)
+    out, (grad,) = subject.vjp(Sigmoid.of(subject), w)
     record.check(
         EXPECT,
         saturation="one" if np.all(out == 1) else "below-one",
@@ -566,24 +508,25 @@ def test_sigmoid_saturates_beyond_bound(subject, record, w):
 
 
 # ---------------------------------------------------------------- seed examples
-def _seed_get_variable(tf, w, lr):
+class SeedGetVariable(Program):
     """seeds/002 as written: get_variable('Mj_', [500, 4], random_uniform_initializer(0, 1),
     constraint=clip_by_value(t, 0, 1)), one GradientDescentOptimizer step on sum(w * Mj)."""
-    Mj = tf.compat.v1.get_variable(
-        "Mj_",
-        dtype=tf.float32,
-        shape=[500, 4],
-        initializer=tf.compat.v1.random_uniform_initializer(maxval=1, minval=0, seed=1),  # op seed: fixed init
-        constraint=lambda t: tf.clip_by_value(t, 0, 1),
-    )
-    start = Mj.read_value()
-    with tf.control_dependencies([start]):
-        train_op = tf.compat.v1.train.GradientDescentOptimizer(lr).minimize(tf.reduce_sum(w * Mj))
-    with tf.control_dependencies([train_op]):
-        return start, Mj.read_value()
 
+    def tensorflow(tf, w, lr):
+        Mj = tf.compat.v1.get_variable(
+            "Mj_",
+            dtype=tf.float32,
+            shape=[500, 4],
+            initializer=tf.compat.v1.random_uniform_initializer(maxval=1, minval=0, seed=1),  # op seed: fixed init
+            constraint=lambda t: tf.clip_by_value(t, 0, 1),
+        )
+        start = Mj.read_value()
+        with tf.control_dependencies([start]):
+            train_op = tf.compat.v1.train.GradientDescentOptimizer(lr).minimize(tf.reduce_sum(w * Mj))
+        with tf.control_dependencies([train_op]):
+            return start, Mj.read_value()
 
-_seed_get_variable.exact_shapes = True
+    tensorflow.exact_shapes = True
 
 
 @on("tensorflow", modes=("graph",))
@@ -593,7 +536,7 @@ def test_seed_get_variable_clip_constraint(subject, record, v):
     0.5 * [-3, 3] the values are clip(start - 0.5 w) and all in [0, 1]."""
     w, lr = v
     record.example(w=w, lr=lr)
-    start, after = subject.run(_seed_get_variable, w, lr)
+    start, after = subject.run(SeedGetVariable.of(subject), w, lr)
     unconstrained = start - lr * w
     record.check(EXPECT, v1_dense=constraint_kind(after, unconstrained))
     record.close(
@@ -608,16 +551,17 @@ def test_seed_get_variable_clip_constraint(subject, record, v):
     record.observe(clipped_entries=int(np.sum((unconstrained < 0) | (unconstrained > 1))))
 
 
-def _seed_sigmoid(tf, ct):
+class SeedSigmoid(Program):
     """seeds/002's alternative, as written: Mj = get_variable('Mj_', [500, 4]); Mj_out = sigmoid(Mj)."""
-    Mj = tf.compat.v1.get_variable(
-        "Mj_", dtype=tf.float32, shape=[500, 4], initializer=tf.compat.v1.glorot_uniform_initializer(seed=2)
-    )
-    Mj_out = tf.sigmoid(Mj)
-    return Mj.read_value(), Mj_out, tf.gradients(Mj_out, Mj, grad_ys=ct)[0]
 
+    def tensorflow(tf, ct):
+        Mj = tf.compat.v1.get_variable(
+            "Mj_", dtype=tf.float32, shape=[500, 4], initializer=tf.compat.v1.glorot_uniform_initializer(seed=2)
+        )
+        Mj_out = tf.sigmoid(Mj)
+        return Mj.read_value(), Mj_out, tf.gradients(Mj_out, Mj, grad_ys=ct)[0]
 
-_seed_sigmoid.exact_shapes = True
+    tensorflow.exact_shapes = True
 
 
 @on("tensorflow", modes=("graph",))
@@ -626,7 +570,7 @@ def test_seed_sigmoid_reparametrisation(subject, record, ct):
     """seeds/002's Mj_out = tf.sigmoid(Mj) on the default (Glorot) initializer: in (0, 1),
     gradient sigmoid (1 - sigmoid) times the cotangent (graph only: the seed's v1 code)."""
     record.example(ct=ct)
-    mj, out, grad = subject.run(_seed_sigmoid, ct)
+    mj, out, grad = subject.run(SeedSigmoid.of(subject), ct)
     y = 1 / (1 + np.exp(-mj.astype(np.float64)))
     record.close(name="Mj_out", out=out, ref=y, oracle="closed-form", tol=cmp.VALUE, dtype=np.float32)
     record.close(name="dMj", out=grad, ref=y * (1 - y) * ct, oracle="closed-form", dtype=np.float32)

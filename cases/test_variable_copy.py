@@ -7,28 +7,19 @@ Sessions with ``vars_2[i].load(vars_1[i].eval(session=session_1), session_2)``, 
 deep copy; for making a deep copy use load". Oracle: sequential Python/NumPy; after ``dst =
 copy(src); src += d`` a copy still holds the old value, an alias the new one.
 
-Measured (TF 2.21, CPU), per mode. eager: ``v2.assign(v1)``, ``tf.Variable(v1)`` and
-``v2.load(v1.read_value())`` (deprecated; eager ``load`` is ``assign``) copy, ``v2 = v1``
-aliases, as in PyTorch (``copy_``, ``clone``, ``load_state_dict`` copy; ``b = a`` aliases).
-JAX arrays are immutable: an update returns a new array, so even ``b = a`` keeps the old
-value (declared). tf.function/XLA (variables created outside, reset by ``assign`` in every
-call): ``assign`` copies, a reference aliases, ``tf.Variable(v1)`` inside raises (ValueError,
-singleton variables; XLA's first call UnimplementedError, lifting fails) and ``load`` raises
-ValueError (no default session). graph, two Graphs and two Sessions: the seed's loop as
-written raises RuntimeError in TF2 (``Session.as_default()`` does not make its graph the
-default, eager is on, ``eval``/``load`` refuse); with ``session.graph.as_default()`` added,
-``load`` copies, and a copied network keeps its values while the source trains.
-``v2.assign(v1)`` across graphs raises ValueError; ``tf.compat.v1.Variable(v1)`` under graph 2
-silently creates the copy in graph 1. Within one graph ``assign`` and ``tf.Variable(other)``
-copy between resource variables (TF2's kind) and between RefVariables (``use_resource=False``,
-the seed's 2019 kind), but a RefVariable copied into a resource variable ALIASES under every
-later in-place update (assign_add, assign, a gradient-descent step): declared, with the kernel
-source. ``tf.contrib`` is gone (``unavailable``), ``Variable.load`` is deprecated. Two networks
-in one Graph train independently with ``minimize(var_list=...)``: the seed's "impossible" is
-not what TF does. Defaults are what a copy means to the oracles (``copy``; ``alias`` for a
-Python reference); for the seed's TF-only spellings (its loop, copies across graphs,
-``copy_variable_to_graph``) the default is the deep copy the seed wants, and TF 2.21's answer
-is declared. The seed gives no numbers: the seed example's values are ours.
+Declared surprises: JAX arrays are immutable, so even a Python reference keeps the old value;
+inside ``tf.function`` ``tf.Variable(other)`` raises (ValueError; XLA's first call
+UnimplementedError) and ``Variable.load`` raises ValueError (no default session); in a v1 graph
+a RefVariable copied into a resource variable by ``assign`` or ``tf.Variable(other)`` aliases it
+under every later in-place update; the seed's loop as written raises RuntimeError in TF2
+(``Session.as_default()`` does not make its graph the default); ``v2.assign(v1)`` across graphs
+raises ValueError; ``tf.compat.v1.Variable(v1)`` under graph 2 creates the copy in graph 1;
+``tf.contrib.copy_graph`` is gone; ``Variable.load`` is deprecated. Defaults are what a copy
+means to the oracles (``copy``; ``alias`` for a Python reference); for the seed's TF-only
+spellings (its loop, copies across graphs, ``copy_variable_to_graph``) the default is the deep
+copy the seed wants, and the seed's "impossible" two networks in one Graph is expected to train
+independently with ``minimize(var_list=...)``. The seed gives no numbers: the seed example's
+values are ours.
 """
 
 import types
@@ -41,6 +32,7 @@ from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 from suite.frameworks import resources
+from suite.program import Program
 
 LOAD = "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Variable#load"
 TF_FUNCTION_VARIABLES = "https://www.tensorflow.org/guide/function#creating_tfvariables"
@@ -190,7 +182,37 @@ def kind_of(before, after, ref, moved) -> str:
     return "alias" if np.array_equal(after, moved) else "other"
 
 
-# ---------------------------------------------------------------- the native functions
+# ---------------------------------------------------------------- strategies
+def _offsets(dtype, shape):
+    """Elements in +-[0.5, 4]: a + offset differs from a in every element (|a| <= 10)."""
+    width = 32 if np.dtype(dtype) == np.float32 else 64
+    mag = st.floats(0.5, 4, width=width)
+    return hnp.arrays(dtype, shape, elements=st.one_of(mag, mag.map(lambda v: -v)))
+
+
+@st.composite
+def copy_inputs(draw):
+    """(source, destination's own value, the change to the source), small float vectors."""
+    dtype, shape = draw(ss.float_dtypes()), draw(st.sampled_from(SHAPES))
+    a = draw(ss.float_arrays(dtype=dtype, shape=shape), label="source")
+    b0 = a + draw(_offsets(dtype, shape), label="destination - source")
+    return a, b0, draw(_offsets(dtype, shape), label="change")
+
+
+@st.composite
+def network_inputs(draw):
+    dtype = draw(ss.float_dtypes())
+    arr = {
+        n: draw(ss.float_arrays(dtype=dtype, shape=s, min_value=-3, max_value=3), label=n)
+        for n, s in NET_SHAPES.items()
+    }
+    net2 = tuple(arr[n] + draw(_offsets(dtype, s), label=f"network 2 {n}") for n, s in NET_SHAPES.items())
+    x = draw(ss.float_arrays(dtype=dtype, shape=(1, 2), min_value=-3, max_value=3), label="x")
+    t = draw(_offsets(dtype, (1, 3)), label="t")
+    return tuple(arr.values()) + net2 + (x, t)
+
+
+# ---------------------------------------------------------------- the programs
 _VARIABLES = {}
 
 
@@ -203,108 +225,136 @@ def _variable(tf, name, shape, sig):
     return _VARIABLES[key]
 
 
-def tensorflow_copy(tf, a, b0, d, *, mechanism, sig, attempt=0):
-    src, dst = (_variable(tf, n, sig[1], sig) for n in ("src", "dst"))  # sig: reduce_retracing hides shapes
-    src.assign(a)  # the reset, in every call
-    dst.assign(b0)
-    if mechanism == "assign":
+# The copy mechanisms: each spelling makes the destination from the source (``dst`` holds its own value).
+class Assign(Program):
+    def tensorflow(tf, src, dst):
         dst.assign(src)
-    elif mechanism == "tf.Variable(other)":
-        dst = tf.Variable(src)
-    elif mechanism == "load":
-        dst.load(src.read_value())  # TF2's eval(): a snapshot of the source
-    else:
-        dst = src
-    before = dst.read_value()
-    src.assign_add(d)
-    return before, dst.read_value(), src.read_value()
+        return dst
 
+    def jax(jax, src, dst):
+        return dst.at[...].set(src)
 
-def torch_copy(torch, a, b0, d, *, mechanism):
-    src = a.clone()
-    if mechanism == "assign":
-        dst = b0.clone()
+    def torch(torch, src, dst):
         dst.copy_(src)
-    elif mechanism == "tf.Variable(other)":
-        dst = src.clone()
-    elif mechanism == "load":
+        return dst
+
+
+class FromVariable(Program):
+    """``tf.Variable(other)``: a new variable (array, tensor) initialised from the source."""
+
+    def tensorflow(tf, src, dst):
+        return tf.Variable(src)
+
+    def jax(jax, src, dst):
+        return jax.numpy.array(src, copy=True)
+
+    def torch(torch, src, dst):
+        return src.clone()
+
+
+class Load(Program):
+    """``Variable.load`` (TF2: of a snapshot of the source); ``device_put``; ``load_state_dict``."""
+
+    def tensorflow(tf, src, dst):
+        dst.load(src.read_value())  # TF2's eval(): a snapshot of the source
+        return dst
+
+    def jax(jax, src, dst):
+        return jax.device_put(src)
+
+    def torch(torch, src, dst):
         net1, net2 = torch.nn.Module(), torch.nn.Module()
         net1.register_buffer("p", src)
-        net2.register_buffer("p", b0.clone())
+        net2.register_buffer("p", dst)
         net2.load_state_dict(net1.state_dict())
-        dst = net2.p
-    else:
-        dst = src
-    before = dst.clone()
-    src.add_(d)
-    return before, dst, src
+        return net2.p
 
 
-def jax_copy(jax, a, b0, d, *, mechanism):
-    src = a
-    dst = (
-        b0.at[...].set(src)
-        if mechanism == "assign"
-        else jax.numpy.array(src, copy=True)
-        if mechanism == "tf.Variable(other)"
-        else jax.device_put(src)
-        if mechanism == "load"
-        else src
-    )
-    before = dst
-    src = src.at[...].add(d)
-    return before, dst, src
+class Reference(Program):
+    def tensorflow(tf, src, dst):
+        return src
+
+    def jax(jax, src, dst):
+        return src
+
+    def torch(torch, src, dst):
+        return src
 
 
-COPY = {"tensorflow": tensorflow_copy, "torch": torch_copy, "jax": jax_copy}
+COPIES = {"assign": Assign, "tf.Variable(other)": FromVariable, "load": Load, "python reference": Reference}
 
 
-def tensorflow_networks(tf, w, b, c, w2, b2, c2, x, t, *, sig):
-    """seeds/001 in TF2: copy the 'generator' variables of network 1 into network 2, train network 1."""
-    train_vars1 = [_variable(tf, f"network1/{n}", s, sig) for n, s in NET_SHAPES.items()]
-    train_vars2 = [_variable(tf, f"network2/{n}", s, sig) for n, s in NET_SHAPES.items()]
-    for var, value in zip(train_vars1 + train_vars2, (w, b, c, w2, b2, c2)):
-        var.assign(value)
-    vars_1 = [var for var in train_vars1 if "generator" in var.name]
-    vars_2 = [var for var in train_vars2 if "generator" in var.name]
-    for var_idx, var in enumerate(vars_1):
-        vars_2[var_idx].assign(vars_1[var_idx])
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(t * (tf.matmul(x, vars_1[0]) + vars_1[1]))
-    for var, g in zip(vars_1, tape.gradient(loss, vars_1)):
-        var.assign_sub(LR * g)
-    return tuple(v.read_value() for v in train_vars2), tuple(v.read_value() for v in vars_1)
+class Copy(Program):
+    """dst = mechanism(src); src += d: (dst before the change, dst after it, src after it)."""
+
+    def tensorflow(tf, a, b0, d, *, mechanism, sig, attempt=0):
+        src, dst = (_variable(tf, n, sig[1], sig) for n in ("src", "dst"))  # sig: reduce_retracing hides shapes
+        src.assign(a)  # the reset, in every call
+        dst.assign(b0)
+        dst = COPIES[mechanism].tensorflow(tf, src, dst)
+        before = dst.read_value()
+        src.assign_add(d)
+        return before, dst.read_value(), src.read_value()
+
+    def jax(jax, a, b0, d, *, mechanism):
+        src = a
+        dst = COPIES[mechanism].jax(jax, src, b0)
+        before = dst
+        src = src.at[...].add(d)
+        return before, dst, src
+
+    def torch(torch, a, b0, d, *, mechanism):
+        src = a.clone()
+        dst = COPIES[mechanism].torch(torch, src, b0.clone())
+        before = dst.clone()
+        src.add_(d)
+        return before, dst, src
 
 
-def torch_networks(torch, w, b, c, w2, b2, c2, x, t):
-    def network(w, b, c):
-        net = torch.nn.Module()
-        net.generator, net.discriminator = torch.nn.Module(), torch.nn.Module()
-        net.generator.W, net.generator.b = torch.nn.Parameter(w), torch.nn.Parameter(b)
-        net.discriminator.c = torch.nn.Parameter(c)
-        return net
+class Networks(Program):
+    """seeds/001: copy the 'generator' variables of network 1 into network 2, train network 1 one
+    step; returns (network 2's variables, network 1's generator)."""
 
-    net1, net2 = network(w, b, c), network(w2, b2, c2)
-    net2.load_state_dict({k: v for k, v in net1.state_dict().items() if "generator" in k}, strict=False)
-    (t * (x @ net1.generator.W + net1.generator.b)).sum().backward()
-    torch.optim.SGD(net1.generator.parameters(), lr=LR).step()
-    return (
-        tuple(p.detach().clone() for p in (net2.generator.W, net2.generator.b, net2.discriminator.c)),
-        (net1.generator.W.detach(), net1.generator.b.detach()),
-    )
+    def tensorflow(tf, w, b, c, w2, b2, c2, x, t, *, sig):
+        train_vars1 = [_variable(tf, f"network1/{n}", s, sig) for n, s in NET_SHAPES.items()]
+        train_vars2 = [_variable(tf, f"network2/{n}", s, sig) for n, s in NET_SHAPES.items()]
+        for var, value in zip(train_vars1 + train_vars2, (w, b, c, w2, b2, c2)):
+            var.assign(value)
+        vars_1 = [var for var in train_vars1 if "generator" in var.name]
+        vars_2 = [var for var in train_vars2 if "generator" in var.name]
+        for var_idx, var in enumerate(vars_1):
+            vars_2[var_idx].assign(vars_1[var_idx])
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(t * (tf.matmul(x, vars_1[0]) + vars_1[1]))
+        for var, g in zip(vars_1, tape.gradient(loss, vars_1)):
+            var.assign_sub(LR * g)
+        return tuple(v.read_value() for v in train_vars2), tuple(v.read_value() for v in vars_1)
 
+    def jax(jax, w, b, c, w2, b2, c2, x, t):
+        params_1 = dict(zip(NET_SHAPES, (w, b, c)))
+        params_2 = dict(zip(NET_SHAPES, (w2, b2, c2)))
+        params_2.update({k: v for k, v in params_1.items() if "generator" in k})
+        gen = {k: v for k, v in params_1.items() if "generator" in k}
+        grads = jax.grad(lambda p: jax.numpy.sum(t * (x @ p["generator/W"] + p["generator/b"])))(gen)
+        params_1.update(jax.tree_util.tree_map(lambda p, g: p - LR * g, gen, grads))
+        return tuple(params_2[k] for k in NET_SHAPES), (params_1["generator/W"], params_1["generator/b"])
 
-def jax_networks(jax, w, b, c, w2, b2, c2, x, t):
-    params_1 = dict(zip(NET_SHAPES, (w, b, c)))
-    params_2 = dict(zip(NET_SHAPES, (w2, b2, c2)))
-    params_2.update({k: v for k, v in params_1.items() if "generator" in k})
-    gen = {k: v for k, v in params_1.items() if "generator" in k}
-    grads = jax.grad(lambda p: jax.numpy.sum(t * (x @ p["generator/W"] + p["generator/b"])))(gen)
-    params_1.update(jax.tree_util.tree_map(lambda p, g: p - LR * g, gen, grads))
-    return tuple(params_2[k] for k in NET_SHAPES), (params_1["generator/W"], params_1["generator/b"])
+    def torch(torch, w, b, c, w2, b2, c2, x, t):
+        def network(w, b, c):
+            net = torch.nn.Module()
+            net.generator, net.discriminator = torch.nn.Module(), torch.nn.Module()
+            net.generator.W, net.generator.b = torch.nn.Parameter(w), torch.nn.Parameter(b)
+            net.discriminator.c = torch.nn.Parameter(c)
+            return net
 
-
-NETWORKS = {"tensorflow": tensorflow_networks, "torch": torch_networks, "jax": jax_networks}
+        net1, net2 = network(w, b, c), network(w2, b2, c2)
+        net2.load_state_dict({k: v for k, v in net1.state_dict().items() if "generator" in k}, strict=False)
+        (t * (x @ net1.generator.W + net1.generator.b)).sum().backward()
+        torch.optim.SGD(net1.generator.parameters(), lr=LR).step()
+        return (
+            tuple(p.detach().clone() for p in (net2.generator.W, net2.generator.b, net2.discriminator.c)),
+            (net1.generator.W.detach(), net1.generator.b.detach()),
+        )
 
 
 # ---------------------------------------------------------------- v1: two graphs, two sessions
@@ -417,36 +467,6 @@ def v1_networks(n, w, b, c, w2, b2, c2, x, t):
     return tuple(session_2.run(n.train_vars[1])), tuple(session_1.run(vars_1))
 
 
-# ---------------------------------------------------------------- strategies
-def _offsets(dtype, shape):
-    """Elements in +-[0.5, 4]: a + offset differs from a in every element (|a| <= 10)."""
-    width = 32 if np.dtype(dtype) == np.float32 else 64
-    mag = st.floats(0.5, 4, width=width)
-    return hnp.arrays(dtype, shape, elements=st.one_of(mag, mag.map(lambda v: -v)))
-
-
-@st.composite
-def copy_inputs(draw):
-    """(source, destination's own value, the change to the source), small float vectors."""
-    dtype, shape = draw(ss.float_dtypes()), draw(st.sampled_from(SHAPES))
-    a = draw(ss.float_arrays(dtype=dtype, shape=shape), label="source")
-    b0 = a + draw(_offsets(dtype, shape), label="destination - source")
-    return a, b0, draw(_offsets(dtype, shape), label="change")
-
-
-@st.composite
-def network_inputs(draw):
-    dtype = draw(ss.float_dtypes())
-    arr = {
-        n: draw(ss.float_arrays(dtype=dtype, shape=s, min_value=-3, max_value=3), label=n)
-        for n, s in NET_SHAPES.items()
-    }
-    net2 = tuple(arr[n] + draw(_offsets(dtype, s), label=f"network 2 {n}") for n, s in NET_SHAPES.items())
-    x = draw(ss.float_arrays(dtype=dtype, shape=(1, 2), min_value=-3, max_value=3), label="x")
-    t = draw(_offsets(dtype, (1, 3)), label="t")
-    return tuple(arr.values()) + net2 + (x, t)
-
-
 # ---------------------------------------------------------------- properties
 @given(v=copy_inputs())
 def test_copy_keeps_value_alias_follows_source(subject, record, v):
@@ -457,14 +477,14 @@ def test_copy_keeps_value_alias_follows_source(subject, record, v):
     for m in MECHANISMS:
         try:
             if subject.framework != "tensorflow":
-                out = subject.run(COPY[subject.framework], a, b0, d, mechanism=m)
+                out = subject.run(Copy.of(subject), a, b0, d, mechanism=m)
             elif subject.mode == "graph":
                 out = v1_copy(
                     _v1_pair(subject.module, a.dtype.name, a.shape, subject.device_name), a, b0, d, mechanism=m
                 )
             else:  # a fresh tf.function per example where creating a variable makes the first call special
                 out = subject.run(
-                    tensorflow_copy,
+                    Copy.of(subject),
                     a,
                     b0,
                     d,
@@ -511,10 +531,9 @@ def test_copied_network_keeps_values_while_source_trains(subject, record, v):
     record.example(w=w, b=b, c=c, w2=w2, b2=b2, c2=c2, x=x, t=t)
     if subject.framework == "tensorflow" and subject.mode == "graph":
         net2, net1 = v1_networks(_v1_networks(subject.module, w.dtype.name, subject.device_name), *v)
-    elif subject.framework == "tensorflow":
-        net2, net1 = subject.run(tensorflow_networks, *v, sig=(w.dtype.name, subject.device))
     else:
-        net2, net1 = subject.run(NETWORKS[subject.framework], *v)
+        sig = {"sig": (w.dtype.name, subject.device)} if subject.framework == "tensorflow" else {}
+        net2, net1 = subject.run(Networks.of(subject), *v, **sig)
     trained = (w - LR * np.outer(x[0], t[0]), b - LR * t[0])
     record.close(name="network 1 W", out=net1[0], ref=trained[0], oracle="closed-form", tol=cmp.GRAD)
     record.close(name="network 1 b", out=net1[1], ref=trained[1], oracle="closed-form", tol=cmp.GRAD)
@@ -525,6 +544,33 @@ def test_copied_network_keeps_values_while_source_trains(subject, record, v):
 
 
 # ---------------------------------------------------------------- seed examples
+def _one_graph_two_networks(tf, a, b0, d):
+    """Two networks in ONE graph, each trained by its own minimize(var_list=): does a step of one
+    leave the other alone and move itself by -lr * grad?"""
+    v1 = tf.compat.v1
+    with tf.Graph().as_default():
+        with v1.variable_scope("generator"):
+            g = v1.Variable(a)
+        with v1.variable_scope("discriminator"):
+            c = v1.Variable(b0)
+        opt = v1.train.GradientDescentOptimizer(LR)
+        train_g = opt.minimize(tf.reduce_sum(d * g), var_list=[g])
+        train_c = opt.minimize(tf.reduce_sum(d * c), var_list=[c])
+        with v1.Session() as session:
+            session.run(v1.global_variables_initializer())
+            session.run(train_g)  # the step, then the reads: one run would race them
+            after_g = session.run([g, c])
+            session.run(train_c)
+            after_c = session.run([g, c])
+    ok = (
+        np.array_equal(after_g[0], a - LR * d)
+        and np.array_equal(after_g[1], b0)
+        and np.array_equal(after_c[0], a - LR * d)
+        and np.array_equal(after_c[1], b0 - LR * d)
+    )
+    return "independent" if ok else "coupled"
+
+
 @on("tensorflow", modes=("graph",))
 @given(v=st.just((np.float32([1.0, 2.0]), np.float32([0.0, 0.0]), np.float32([10.0, 10.0]))))
 def test_seed_two_graphs_two_sessions(subject, record, v):
@@ -591,30 +637,3 @@ def test_seed_two_graphs_two_sessions(subject, record, v):
         },
     )
     record.check(EXPECT, **{"networks in one graph": _one_graph_two_networks(tf, a, b0, d)})
-
-
-def _one_graph_two_networks(tf, a, b0, d):
-    """Two networks in ONE graph, each trained by its own minimize(var_list=): does a step of one
-    leave the other alone and move itself by -lr * grad?"""
-    v1 = tf.compat.v1
-    with tf.Graph().as_default():
-        with v1.variable_scope("generator"):
-            g = v1.Variable(a)
-        with v1.variable_scope("discriminator"):
-            c = v1.Variable(b0)
-        opt = v1.train.GradientDescentOptimizer(LR)
-        train_g = opt.minimize(tf.reduce_sum(d * g), var_list=[g])
-        train_c = opt.minimize(tf.reduce_sum(d * c), var_list=[c])
-        with v1.Session() as session:
-            session.run(v1.global_variables_initializer())
-            session.run(train_g)  # the step, then the reads: one run would race them
-            after_g = session.run([g, c])
-            session.run(train_c)
-            after_c = session.run([g, c])
-    ok = (
-        np.array_equal(after_g[0], a - LR * d)
-        and np.array_equal(after_g[1], b0)
-        and np.array_equal(after_c[0], a - LR * d)
-        and np.array_equal(after_c[1], b0 - LR * d)
-    )
-    return "independent" if ok else "coupled"
