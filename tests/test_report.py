@@ -233,3 +233,23 @@ def test_single_report_puts_failures_first_and_folds_columns_of_an_absent_device
     assert "Observed in the failing example: `k = w`" in md
     assert "tensorflow-eager-gpu |" not in md and "- no GPU visible: 1 rows skipped (tensorflow-eager-gpu)" in md
     assert "- `j` = `a \\| b`: tensorflow eager" in md and "{'" not in md
+
+
+def test_a_failed_row_shows_only_what_the_failing_example_observed():
+    """An earlier, passing draw's observation must not sit beside an error that contradicts it."""
+    from types import SimpleNamespace
+
+    from suite.expectations import expectations
+    from suite.report.record import Record
+
+    rec = Record(
+        SimpleNamespace(id="tensorflow-eager-cpu", framework="tensorflow", mode="eager", device="cpu", version="2.21.0")
+    )
+    want = expectations({"ste_grad": "upstream"})
+    rec.example(x=1)
+    rec.check(want, ste_grad="upstream")  # a passing draw
+    rec.example(x=2)  # the falsifying draw fails before it observes anything
+    assert rec.row_fields(failed=True)["observed"] == {} and rec.row_fields(failed=True)["expected"] == {}
+    assert rec.row_fields()["observed"] == {"ste_grad": "upstream"}  # a passed row keeps every draw's
+    rec.observe(ste_grad="other")
+    assert rec.row_fields(failed=True)["observed"] == {"ste_grad": "other"}
