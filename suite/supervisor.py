@@ -45,7 +45,9 @@ def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
-        if signalled or (rc == 2 and _interrupted(jsonl)):
+        # Interrupted: the stream says so, or the signal ended the child before its footer. A
+        # signal that came after the run had finished leaves a complete report and its status.
+        if _interrupted(jsonl) or (signalled and not _finished(jsonl)):
             print(
                 "autodiff-semantics: interrupted; the partial report is in "
                 f"{report_dir}/latest.json (render it with 'autodiff-semantics report')",
@@ -98,6 +100,16 @@ def _interrupted(jsonl: Path) -> bool:
     try:
         last = jsonl.read_text(encoding="utf-8").splitlines()[-1]
         return bool(json.loads(last).get("interrupted"))
+    except (OSError, IndexError, ValueError):
+        return False
+
+
+def _finished(jsonl: Path) -> bool:
+    """The stream ends with a footer (the run wrote its whole report)."""
+    import json
+
+    try:
+        return json.loads(jsonl.read_text(encoding="utf-8").splitlines()[-1]).get("kind") == "footer"
     except (OSError, IndexError, ValueError):
         return False
 

@@ -187,7 +187,9 @@ def test_a_signal_to_the_cli_process_leaves_a_partial_report_that_renders(tmp_pa
     import signal
     import time
 
-    code = f"import sys; from suite.cli import main; sys.exit(main({['run', *FAST, '--report-dir', str(tmp_path)]!r}))"
+    # two whole behaviours (~60 rows): the signal lands mid-run however loaded the machine is
+    args = ["run", *behaviours_args(FIRST[:2]), "--profile", "ci", "--devices", "cpu", "--report-dir", str(tmp_path)]
+    code = f"import sys; from suite.cli import main; sys.exit(main({args!r}))"
     # a session of its own: the signal reaches the CLI process only, as kill -INT <pid> does
     proc = subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
