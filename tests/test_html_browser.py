@@ -17,6 +17,26 @@ PASSED_RGB = (0xD8, 0xF0, 0xD8)  # .passed in suite/report/html.py
 FAILED_RGB = (0xF6, 0xC9, 0xC9)  # .failed
 
 
+def chromium(tmp_path, window: str, *args) -> subprocess.CompletedProcess:
+    """Headless Chromium as the project machines allow it (no network, no sandbox as root)."""
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ]
+    return subprocess.run(
+        [CHROMIUM, *flags, f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={window}", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def decode_png(data: bytes):
     """(width, height, rows of RGB tuples) for an 8-bit RGB/RGBA non-interlaced PNG."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
@@ -87,26 +107,7 @@ def test_html_report_renders_the_colour_coded_matrix_in_chromium(tmp_path):
     src.write_text(json.dumps(report))
     assert cli.main(["report", str(src), "--out", str(tmp_path)]) == 0
     shot = tmp_path / "shot.png"
-    p = subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--window-size=1000,600",
-            f"--screenshot={shot}",
-            f"file://{tmp_path / 'r.html'}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    p = chromium(tmp_path, "1000,600", f"--screenshot={shot}", f"file://{tmp_path / 'r.html'}")
     assert shot.exists(), p.stderr[-2000:]
     width, height, rows = decode_png(shot.read_bytes())
     assert (width, height) == (1000, 600)
@@ -155,26 +156,7 @@ def test_a_whole_suite_matrix_fits_1400_px_without_horizontal_scrolling(tmp_path
     probe.write_text(
         page.replace("</body>", "<script>document.title = 'W=' + document.documentElement.scrollWidth;</script></body>")
     )
-    p = subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--window-size=1400,900",
-            "--dump-dom",
-            f"file://{probe}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    p = chromium(tmp_path, "1400,900", "--dump-dom", f"file://{probe}")
     import re
 
     m = re.search(r"<title>W=(\d+)</title>", p.stdout)

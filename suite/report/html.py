@@ -146,11 +146,7 @@ def version_matrix_html(reports, details=None) -> str:
     """Behaviour x TensorFlow version: the worst TensorFlow outcome per behaviour; a cell
     whose observations changed since the release to its left is outlined and says how many."""
     versions, bs, cells = render.version_outcomes(reports)
-    moved = collections.defaultdict(set)
-    for e in render.observation_changes(reports):
-        for i, changed in enumerate(render.changed_since_previous(e["values"])):
-            if changed:
-                moved[(e["behaviour"], versions[i])].add(e["key"])
+    moved = render.moved_keys(reports)
     heads = [
         f"<a href='{_e(d)}'>TF {_e(v)}</a>" if d else f"TF {_e(v)}"
         for v, d in zip(versions, details or [None] * len(versions))

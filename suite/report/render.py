@@ -352,15 +352,22 @@ def changed_since_previous(values) -> list[bool]:
     return [i > 0 and values[i] != values[i - 1] for i in range(len(values))]
 
 
-def version_matrix_md(reports) -> list[str]:
-    """Behaviour x TensorFlow version (TensorFlow rows only), worst outcome per cell; a cell
-    whose observations changed since the release before it is marked with a triangle."""
-    versions, bs, cells_by = version_outcomes(reports)
+def moved_keys(reports) -> dict:
+    """(behaviour, version) -> the observation keys that changed since the release before it."""
+    versions = [tf_version(r) for r in reports]
     moved = collections.defaultdict(set)
     for e in observation_changes(reports):
         for i, changed in enumerate(changed_since_previous(e["values"])):
             if changed:
                 moved[(e["behaviour"], versions[i])].add(e["key"])
+    return moved
+
+
+def version_matrix_md(reports) -> list[str]:
+    """Behaviour x TensorFlow version (TensorFlow rows only), worst outcome per cell; a cell
+    whose observations changed since the release before it is marked with a triangle."""
+    versions, bs, cells_by = version_outcomes(reports)
+    moved = moved_keys(reports)
     lines = ["| behaviour | " + " | ".join(f"TF {v}" for v in versions) + " |", "|---|" + "---|" * len(versions)]
     for b in bs:
         row = []
