@@ -139,8 +139,6 @@ def pytest_generate_tests(metafunc):
     modes = [m for m in cfg.getoption("modes") if (b is None or m in b.modes) and (only is None or m in only)]
     wanted = getattr(metafunc.function, "frameworks", None)  # @on("tensorflow") restricts a test
     fws = [f for f in cfg.getoption("frameworks") if wanted is None or f in wanted]
-    if not modes:  # no TensorFlow mode of this test was asked for: no TensorFlow row (not every mode)
-        fws = [f for f in fws if f != "tensorflow"]
     params = []
     for spec in frameworks.specs(frameworks=fws, modes=modes, devices=cfg.getoption("devices")):
         marks = [pytest.mark.gpu] if spec.device == "gpu" else []

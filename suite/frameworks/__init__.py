@@ -162,11 +162,12 @@ class Spec:
 
 
 def specs(*, frameworks=FRAMEWORKS, modes=None, devices=DEVICES) -> list[Spec]:
-    """Every framework x mode x device the options ask for, available or not."""
+    """Every framework x mode x device the options ask for, available or not. ``modes``
+    filters TensorFlow's modes: ``None`` is every mode, an empty list none."""
     out = []
     for fw in sorted(frameworks, key=lambda f: ("tensorflow", "jax", "torch").index(f)):
         for mode in MODES[fw]:
-            if modes and fw == "tensorflow" and mode not in modes:
+            if modes is not None and fw == "tensorflow" and mode not in modes:  # []: no TensorFlow spec
                 continue
             for dev in devices:
                 out.append(Spec(fw, mode, dev))
