@@ -182,7 +182,15 @@ def failure_kind(exc: BaseException) -> str:
     return next(type(e).__name__ for e in leaves if not isinstance(e, AssertionError))
 
 
+#: Signals this process received. A KeyboardInterrupt raised by the handler can be swallowed
+#: where it lands (framework C++ boundaries turn a Python error in a callback into an error
+#: status, which a case may then record as an observation); the run still stops after the
+#: case and ends as interrupted.
+_SIGNALLED: list[int] = []
+
+
 def _raise_interrupt(signum, frame):
+    _SIGNALLED.append(signum)
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
@@ -208,7 +216,8 @@ class ReportWriter:
         # SIGTERM ends the run like Ctrl-C: pytest unwinds, the footer says "interrupted"
         # and latest.json is written (marked partial) from what was measured.
         try:
-            signal.signal(signal.SIGTERM, _raise_interrupt)
+            for s in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(s, _raise_interrupt)
         except ValueError:  # not the main thread
             pass
 
@@ -283,6 +292,8 @@ class ReportWriter:
     def pytest_runtest_logfinish(self, nodeid, location):
         for test, message in deprecations.take():
             self._deprecation(test, message)
+        if _SIGNALLED:  # the case swallowed the interrupt: stop here, as pytest would have
+            raise KeyboardInterrupt(f"signal {signal.Signals(_SIGNALLED[0]).name}")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item):
@@ -388,6 +399,8 @@ class ReportWriter:
             return
         if self.missing_not_allowed() and exitstatus == pytest.ExitCode.OK:
             session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
+        if _SIGNALLED:  # interrupted, even where the KeyboardInterrupt itself was swallowed
+            session.exitstatus = exitstatus = pytest.ExitCode.INTERRUPTED
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         footer = {
             "kind": "footer",
