@@ -43,8 +43,10 @@ EMPTY_SHAPES = ((0,), (2, 0))
 def edge_values(dtype, edges, lo=-np.inf, hi=np.inf) -> list[float]:
     """The edge values of ``edges`` representable in ``dtype`` and inside ``[lo, hi]``.
 
+    Each is rounded to ``dtype`` first (NumPy 1.x refuses an element that changes when cast):
+
     >>> edge_values(np.float32, ("zero", "tiny"))[:4]
-    [0.0, -0.0, 1e-05, -1e-05]
+    [0.0, -0.0, 9.999999747378752e-06, -9.999999747378752e-06]
     """
     bad = set(edges) - set(EDGES)
     if bad:
@@ -61,6 +63,7 @@ def edge_values(dtype, edges, lo=-np.inf, hi=np.inf) -> list[float]:
         vals.append(float("nan"))
     if "inf" in edges:
         vals += [float("inf"), float("-inf")]
+    vals = [float(np.asarray(v, dtype=dtype)) for v in vals]
     return [v for v in vals if np.isnan(v) or lo <= v <= hi or np.isinf(v)]
 
 
