@@ -57,6 +57,17 @@ def real_name(dtype) -> str:
     return _REAL.get(name, name)
 
 
+def is_inexact(dtype) -> bool:
+    """A float or complex dtype, bfloat16 included (ml_dtypes gives it NumPy's kind ``V``).
+
+    >>> import ml_dtypes
+    >>> is_inexact(ml_dtypes.bfloat16), np.dtype(ml_dtypes.bfloat16).kind, is_inexact(np.int32)
+    (True, 'V', False)
+    """
+    d = np.dtype(dtype)
+    return d.kind in "fc" or real_name(d) in EPS
+
+
 @dataclasses.dataclass(frozen=True)
 class Tolerance:
     """Per-dtype ``rtol`` table. ``Tolerance.of(dtype)`` gives the number to use;
@@ -69,8 +80,7 @@ class Tolerance:
         return self.floor_ulps.get(real_name(dtype), FLOOR_ULPS)
 
     def of(self, dtype) -> float:
-        dtype = np.dtype(dtype)
-        if dtype.kind in "biuUSO":
+        if not is_inexact(dtype):
             return 0.0
         return self.table[real_name(dtype)]
 
@@ -139,10 +149,10 @@ def rel_err(out, ref, *, rtol: float | None = None, scale: float | None = None, 
     finite = np.isfinite(mag)
     if scale is None:
         scale = float(np.max(mag[finite])) if finite.any() else 0.0
-    dtype = np.dtype(dtype) if dtype is not None else ref.dtype if ref.dtype.kind in "fc" else out.dtype
+    dtype = np.dtype(dtype) if dtype is not None else ref.dtype if is_inexact(ref.dtype) else out.dtype
     if rtol is None:
-        rtol = GRAD.of(dtype) if dtype.kind in "fc" and real_name(dtype) in GRAD.table else 0.0
-    fl = floor(dtype, rtol, scale, ulps) if dtype.kind in "fc" else 0.0
+        rtol = GRAD.of(dtype) if is_inexact(dtype) and real_name(dtype) in GRAD.table else 0.0
+    fl = floor(dtype, rtol, scale, ulps) if is_inexact(dtype) else 0.0
     tiny = np.finfo(np.float64).tiny
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         err = np.where(same, 0.0, np.abs(o - r) / np.maximum(np.maximum(mag, fl), tiny))
@@ -202,9 +212,9 @@ def assert_close(
     else:
         check_dtype_and_shape(name=name, out=out, ref=ref, who=who, oracle=oracle, dtype=dtype)
     kind_of = np.dtype(dtype) if dtype is not None else np.asarray(ref).dtype
-    if kind_of.kind not in "fc":
+    if not is_inexact(kind_of):
         kind_of = np.asarray(out).dtype
-    t = tol.of(kind_of) if kind_of.kind in "fc" else 0.0
+    t = tol.of(kind_of) if is_inexact(kind_of) else 0.0
     err = rel_err(out, ref, rtol=t, scale=scale, dtype=kind_of, ulps=tol.ulps(kind_of))
     if not err <= t:
         raise AssertionError(
@@ -218,7 +228,7 @@ def assert_equal(*, name: str, out, ref, who: str, oracle: str, dtype=None):
     __tracebackhide__ = True
     if _is_array(out) or _is_array(ref):
         check_dtype_and_shape(name=name, out=out, ref=ref, who=who, oracle=oracle, dtype=dtype)
-        ok = np.array_equal(out, ref, equal_nan=np.asarray(out).dtype.kind in "fc")
+        ok = np.array_equal(out, ref, equal_nan=is_inexact(np.asarray(out).dtype))
     else:
         ok = out == ref
     if not ok:

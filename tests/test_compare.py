@@ -95,3 +95,20 @@ def test_subnormal_references_may_be_flushed_to_zero_but_normal_ones_not():
     sub = np.float32(5.877472e-39)  # below float32's smallest normal (flush-to-zero kernels give 0)
     assert cmp.rel_err(f32([0.0]), np.array([sub], f32), rtol=2e-5) <= 2e-5
     assert cmp.rel_err(f32([0.0]), f32([1e-30]), rtol=2e-5) > 2e-5
+
+
+def test_bfloat16_is_held_to_its_own_row_of_the_table():
+    """ml_dtypes gives bfloat16 NumPy's kind 'V': it still gets bfloat16's tolerance and floor
+    (not exactness, not float32's); a zeroed element fails (elementwise results, held with
+    ``scale=0``, purely relatively: bfloat16's 32-ulp floor is 6x the array's magnitude)."""
+    import ml_dtypes
+
+    bf = ml_dtypes.bfloat16
+    assert cmp.GRAD.of(bf) == cmp.GRAD_TOL["bfloat16"]
+    ref = np.array([1.0, 0.25], bf)
+    out = np.array([1.0078125, 0.25], bf)  # one bfloat16 ulp off at 1
+    assert cmp.assert_close(name="g", out=out, ref=ref, who="w", oracle="o", tol=cmp.GRAD) <= cmp.GRAD_TOL["bfloat16"]
+    with pytest.raises(AssertionError, match="max rel err"):
+        cmp.assert_close(name="g", out=np.array([1.0, 0.0], bf), ref=ref, who="w", oracle="o", tol=cmp.GRAD, scale=0)
+    with pytest.raises(AssertionError, match="dtype float32"):
+        cmp.assert_close(name="g", out=ref.astype(np.float32), ref=ref, who="w", oracle="o", tol=cmp.GRAD)

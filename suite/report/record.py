@@ -91,7 +91,7 @@ class Record:
                 todo.extend(v)
                 continue
             a = np.asarray(v)
-            if a.dtype.kind in "fc" and a.size:
+            if cmp.is_inexact(a.dtype) and a.size:
                 finite = np.abs(a[np.isfinite(a)])
                 if finite.size:
                     mags.append(float(finite.max()))
