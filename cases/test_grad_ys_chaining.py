@@ -13,6 +13,14 @@ has dy_i/dx_j = A_ij sech^2(x_j), so the VJP is ``(w @ A) * sech^2(x)``, and ``w
 for A. The seed's example as numbers: ys = [h^2, 3h], h = 2x, x = 1: no grad_ys gives 14;
 grad_ys = [2, -1] gives 10; chained, dL/dh = 5 seeds h -> x and gives 10 again.
 
+Saturating functions: the same chain through h = [sigmoid, softplus, exp](x) (one per row)
+and y = a * h, at |x| up to 90 (20 in float16, and exp below its overflow), in float16,
+bfloat16, float32 and float64 (TensorFlow registers all three gradients for the half types
+in every mode, measured), against the float64 closed form ``w * a * f'(x)`` held per element
+relatively, JAX and PyTorch in the same dtype. sigmoid's gradient is computed from its
+output, ``w * y * (1 - y)``, in all three frameworks, so where y rounds to 1 its error is
+absolute (~eps * |w * a|).
+
 Declared surprises:
 
 - ``tf.gradients`` needs a graph: in eager it raises RuntimeError ("tf.gradients is not
@@ -26,12 +34,16 @@ Declared surprises:
   broadcast silently through ``sin`` (gradient ``w * cos(x)``), or gives the tape a
   gradient whose shape is not x's (which tf.gradients, building a graph, refuses with
   ValueError); JAX raises ValueError and PyTorch RuntimeError for every wrong shape.
+- PyTorch's softplus is linear above ``threshold=20`` ("reverts to the linear function"), so
+  its gradient there is exactly the cotangent: in float64, 1 - sigmoid(x) = e^-x is visible
+  up to x ~ 27.6 (TensorFlow and JAX give sigmoid(x)).
 """
 
 import dataclasses
 
+import ml_dtypes
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
@@ -56,6 +68,7 @@ TORCH_GRAD_LINK = "https://docs.pytorch.org/docs/stable/generated/torch.autograd
 TORCH_MAKE_GRADS = "https://github.com/pytorch/pytorch/blob/main/torch/autograd/__init__.py"
 MATH_GRAD_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
 BACKPROP_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/eager/backprop.py"
+TORCH_SOFTPLUS_LINK = "https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.softplus.html"
 NO_EAGER_GRADIENTS = raises("RuntimeError", r"tf\.gradients is not supported when eager execution is enabled")
 NO_EAGER = dict(
     framework="tensorflow",
@@ -152,11 +165,23 @@ EXPECT = expectations(
         "default_one_element": "ones",
         "default_ys_list": "ones",
         "default_grad_ys": "ones",
+        "saturating_chain": "equal",
+        "saturating_chain_grad_ys": "equal",
+        "softplus_tail": "sigmoid",
         **{k: JAX_BAD_COTANGENT for k in BAD_KEYS},
     },
     expect("grad_ys", NO_EAGER_GRADIENTS, **NO_EAGER),
     expect("chain_grad_ys", NO_EAGER_GRADIENTS, **NO_EAGER),
     expect("default_grad_ys", NO_EAGER_GRADIENTS, **NO_EAGER),
+    expect("saturating_chain_grad_ys", NO_EAGER_GRADIENTS, **NO_EAGER),
+    expect(
+        "softplus_tail",
+        "linear",
+        framework="torch",
+        link=TORCH_SOFTPLUS_LINK,
+        reason="torch.nn.functional.softplus 'reverts to the linear function when input x beta > "
+        "threshold' (default 20): its gradient there is the cotangent itself, not w * sigmoid(x)",
+    ),
     *[expect(k, NO_EAGER_GRADIENTS, **NO_EAGER) for k in BAD_KEYS if k.startswith("bad_grad_ys")],
     *_tf_bad_expectations(),
     expect(
@@ -249,6 +274,18 @@ def bad_shape_kind(grad, a, x, w, func) -> str:
     return "broadcast" if cmp.rel_err(grad, ref, rtol=t, scale=magnitude(a, x, w)) <= t else "other"
 
 
+def saturating_derivatives(x):
+    """f'(x) per row of x (3, n), in float64: sigmoid' = s(x) s(-x) (no cancellation),
+    softplus' = s(x), exp' = exp."""
+    x = np.asarray(x, np.float64)
+
+    def s(v):  # sigmoid, relatively accurate in both tails (e^v / (1 + e^v) below 0)
+        e = np.exp(-np.abs(v))
+        return np.where(v >= 0, 1 / (1 + e), e / (1 + e))
+
+    return np.stack([s(x[0]) * s(-x[0]), s(x[1]), np.exp(x[2])])
+
+
 # ---------------------------------------------------------------- strategies
 @dataclasses.dataclass(frozen=True)
 class Problem:
@@ -270,6 +307,55 @@ def problems(draw):
     x = draw(ss.float_arrays(dtype=d, shape=lead + (n,), min_value=-10, max_value=10), label="x")
     w = draw(ss.float_arrays(dtype=d, shape=lead + (m,), min_value=-4, max_value=4), label="cotangent")
     return Problem(a, x, w)
+
+
+#: Saturating functions, one per row of x, and the (low, high) x per dtype: sigmoid and
+#: softplus saturate and their gradients underflow (e^-90 is below float32's smallest
+#: normal; float16's range ends near e^-17); exp stops where w * a * e^x (|w * a| <= 8) still
+#: fits the dtype (float16's 65504: x <= 8.5; float32 and bfloat16: 85).
+SATURATING = ("sigmoid", "softplus", "exp")
+HALF_DTYPES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+X_RANGE = {
+    "float16": ((-20, 20), (-20, 20), (-20, 8.5)),
+    "bfloat16": ((-90, 90), (-90, 90), (-90, 85)),
+    "float32": ((-90, 90), (-90, 90), (-90, 85)),
+    "float64": ((-90, 90), (-90, 90), (-90, 90)),
+}
+SAT_N = 4  # one shape (3, 4) for every example: one trace per dtype and API
+
+
+def _cast(draw, dtype, values, label):
+    return np.asarray(draw(values, label=label), np.float64).astype(dtype)
+
+
+@st.composite
+def saturating_problems(draw):
+    """(a, x, w) of shape (3, SAT_N): row i of x is the input of SATURATING[i], drawn over the
+    whole range (the tails), near 0 (|x| <= 4) or exactly 0 / +-1e-3; drawn in float64 and
+    rounded to the dtype (Hypothesis has no bfloat16)."""
+    d = draw(st.sampled_from([*HALF_DTYPES, *(np.dtype(t) for t in ss.FLOAT_DTYPES)]), label="dtype")
+    fl = lambda lo, hi: st.floats(lo, hi, allow_nan=False, allow_subnormal=False)  # noqa: E731
+    rows = [
+        st.lists(
+            st.one_of(fl(lo, hi), fl(-4, 4), st.sampled_from([0.0, -0.0, 1e-3, -1e-3])), min_size=SAT_N, max_size=SAT_N
+        )
+        for lo, hi in X_RANGE[d.name]
+    ]
+    x = _cast(draw, d, st.tuples(*rows), "x")
+    a = _cast(draw, d, st.lists(fl(-2, 2), min_size=3 * SAT_N, max_size=3 * SAT_N), "a").reshape(3, SAT_N)
+    tiny = [v for v in (1e-5, -1e-5, 1e-30) if v >= float(ml_dtypes.finfo(d).tiny)]
+    wv = st.one_of(fl(-4, 4), st.sampled_from([0.0, -0.0, *tiny]))
+    w = _cast(draw, d, st.lists(wv, min_size=3 * SAT_N, max_size=3 * SAT_N), "cotangent").reshape(3, SAT_N)
+    return a, x, w
+
+
+#: float64 tails at fixed points, run first in every row: softplus at 25 (where PyTorch's
+#: threshold shows), exp at its float32 overflow edge, sigmoid where y rounds to 1 in float32.
+SAT_FIXED = (
+    np.array([[1.5, -0.5, 2.0, 1.0]] * 3),
+    np.array([[-90.0, 17.0, 0.0, 40.0], [25.0, -60.0, 21.0, 1e-3], [-90.0, 85.0, -30.0, 0.5]]),
+    np.array([[0.75, -2.0, 1.0, 3.0]] * 3),
+)
 
 
 # Wrong-shape cotangents for a y of shape (3,), and one fixed float32 input set (A, x per
@@ -394,6 +480,71 @@ class WrongShape(Program):
         x = x.requires_grad_(True)
         y = torch.einsum("mn,...n->...m", a, torch.tanh(x)) if func == "matvec" else torch.sin(x)
         return torch.autograd.grad(y, x, grad_outputs=w)[0]
+
+
+def _saturate(x, nn, exp):
+    """(sigmoid, softplus, exp) of the three inputs, with the framework's own ops (``nn``:
+    the namespace holding sigmoid and softplus). Three inputs, not rows of one: JAX's eager
+    VJP of a stack of slices compiles a dozen more primitives per dtype."""
+    return nn.sigmoid(x[0]), nn.softplus(x[1]), exp(x[2])
+
+
+class SaturatingChain(Program):
+    """h = (sigmoid, softplus, exp)(x), y_i = a[i] * h_i: (dL/dh, dL/dx seeded with dL/dh,
+    dL/dx in one call), all with cotangents w[i]; each a tuple over the three functions."""
+
+    def tensorflow(tf, a, w, *x, api="GradientTape"):
+        ws = [w[i] for i in range(3)]
+        if api == "tf.gradients":
+            h = _saturate(x, tf.math, tf.exp)
+            y = [a[i] * h[i] for i in range(3)]
+            g_h = tf.gradients(y, h, grad_ys=ws)
+            return tuple(g_h), tuple(tf.gradients(h, x, grad_ys=g_h)), tuple(tf.gradients(y, x, grad_ys=ws))
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            h = _saturate(x, tf.math, tf.exp)
+            y = [a[i] * h[i] for i in range(3)]
+        g_h = tape.gradient(y, h, output_gradients=ws)
+        chained = tape.gradient(h, x, output_gradients=g_h)
+        return tuple(g_h), tuple(chained), tuple(tape.gradient(y, x, output_gradients=ws))
+
+    def jax(jax, a, w, *x, api="jax.vjp"):
+        jnp, ws = jax.numpy, tuple(w[i] for i in range(3))
+        h, pull_h = jax.vjp(lambda *x: _saturate(x, jax.nn, jnp.exp), *x)
+        g_h = jax.vjp(lambda *h: tuple(a[i] * h[i] for i in range(3)), *h)[1](ws)
+        whole = jax.vjp(lambda *x: tuple(a[i] * hi for i, hi in enumerate(_saturate(x, jax.nn, jnp.exp))), *x)[1](ws)
+        return g_h, pull_h(g_h), whole
+
+    def torch(torch, a, w, *x, api="autograd.grad"):
+        # torch.from_numpy has no bfloat16 (TypeError, measured): bfloat16 travels as its bits
+        a, w, *x = (v.view(torch.bfloat16) if v.dtype == torch.uint16 else v for v in (a, w, *x))
+        x, ws = [v.requires_grad_(True) for v in x], [w[i] for i in range(3)]
+        h = _saturate(x, torch.nn.functional, torch.exp)
+        y = [a[i] * h[i] for i in range(3)]
+        g_h = torch.autograd.grad(y, h, grad_outputs=ws, retain_graph=True)
+        chained = torch.autograd.grad(h, x, grad_outputs=g_h, retain_graph=True)
+        out = g_h, chained, torch.autograd.grad(y, x, grad_outputs=ws)
+        return tuple(tuple(g.view(torch.uint16) if g.dtype == torch.bfloat16 else g for g in gs) for gs in out)
+
+
+def run_in_dtype(runner, a, x, w, **static):
+    """SaturatingChain on ``runner`` with x's rows as the three inputs; each result stacked
+    back to (3, n). bfloat16 goes to PyTorch as its bits and back (see SaturatingChain.torch);
+    a result of any other dtype comes back as it is."""
+    bits = runner.framework == "torch" and x.dtype == ml_dtypes.bfloat16
+    arrays = (a, w, *x)
+    out = runner.run(SaturatingChain.of(runner), *(v.view(np.uint16) if bits else v for v in arrays), **static)
+    back = lambda g: g.view(ml_dtypes.bfloat16) if bits and g.dtype == np.uint16 else g  # noqa: E731
+    return tuple(np.stack([back(g) for g in gs]) for gs in out)
+
+
+def above_threshold(runner, x):
+    """PyTorch's softplus elements that are linear (x > threshold 20, declared): a mask of x's
+    shape, all False for the other frameworks."""
+    mask = np.zeros(x.shape, bool)
+    if runner.framework == "torch":
+        mask[1] = np.asarray(x[1], np.float64) > 20
+    return mask
 
 
 class Seed(Program):
@@ -539,6 +690,55 @@ def test_wrong_shape_cotangent_is_observed(subject, record, v):
                 grad, err = attempt(subject, WrongShape.of(subject), a, x, w, api=api, func=func, kind=kind)
                 seen = err or bad_shape_kind(grad, a, x, w, func)
                 record.check(EXPECT, **{key(api, f"bad_shape[{func},{kind}]", f"bad_grad_ys[{func},{kind}]"): seen})
+
+
+@given(p=saturating_problems())
+@example(p=SAT_FIXED)
+def test_cotangent_chains_through_saturating_functions(subject, oracles, record, p):
+    """Through sigmoid, softplus and exp at their tails, in every float dtype: grad(h, x,
+    grad(y, h, w)) equals grad(y, x, w) = w * a * f'(x), held relatively per element."""
+    a, x, w = p
+    record.example(a=a, x=x, w=w)
+    ref_h = w.astype(np.float64) * a.astype(np.float64)
+    ref_x = ref_h * saturating_derivatives(x)
+    # per row: sigmoid's w * y * (1 - y) is absolute near y = 1 (see the docstring), at the
+    # scale of w * a; softplus and exp are relative down to the dtype's smallest normal
+    scales = (float(np.max(np.abs(ref_h[0]))), 0.0, 0.0)
+    t = TOL.of(x.dtype)
+
+    def near(out, ref, i):
+        out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+        return cmp.rel_err(out, ref, rtol=t, scale=scales[i], dtype=x.dtype) <= t
+
+    refs = [(o, run_in_dtype(o, a, x, w)) for o in oracles]
+    for api in APIS[subject.framework]:
+        k = key(api, "saturating_chain", "saturating_chain_grad_ys")
+        try:
+            g_h, chained, whole = run_in_dtype(subject, a, x, w, api=api)
+        except Exception as e:  # noqa: BLE001 - the error's name is the observation
+            record.check(EXPECT, **{k: cmp.error_name(e)})
+            continue
+        same = np.shape(chained) == np.shape(whole) and all(near(chained[i], whole[i], i) for i in range(3))
+        record.check(EXPECT, **{k: "equal" if same else "differs"})
+        record.close(name=f"dL/dh[{api}]", out=g_h, ref=ref_h, oracle="closed-form", dtype=x.dtype, scale=0.0)
+        lin = above_threshold(subject, x)
+        x1 = x[1].astype(np.float64)
+        visible = (x1 > 20) & (np.exp(-x1) > 2 * t) & (ref_h[1] != 0)  # the two readings differ
+        if visible.any():
+            g = whole[1][visible].astype(np.float64)
+            sig, ones = ref_x[1][visible], ref_h[1][visible]
+            tail = "sigmoid" if cmp.rel_err(g, sig, rtol=t, scale=0.0) <= t else "other"
+            tail = "linear" if tail == "other" and cmp.rel_err(g, ones, rtol=t, scale=0.0) <= t else tail
+            record.check(EXPECT, softplus_tail=tail)
+        for i, f in enumerate(SATURATING):
+            for name, pos in (("chained", 1), ("one-call", 2)):
+                g = (g_h, chained, whole)[pos][i]
+                keep = ~lin[i]  # PyTorch's linear tail: declared, observed above
+                args = dict(name=f"{name} dL/dx[{f},{api}]", dtype=x.dtype, scale=scales[i])
+                record.close(**args, out=g[keep], ref=ref_x[i][keep], oracle="closed-form")
+                for o, r in refs:
+                    keep = ~(lin[i] | above_threshold(o, x)[i])
+                    record.close(**args, out=g[keep], ref=r[pos][i][keep], oracle=o.id)
 
 
 # ---------------------------------------------------------------- seed examples

@@ -6,6 +6,8 @@ over targets, ``sum_i dy_i/dx = J^T 1``: the column sum of the Jacobian, shaped 
 The asker read the docs ("a list of Tensor of length len(xs) where each tensor is the
 sum(dy/dx) for y in ys") and believed the result had length ``len(ys)``; both
 ``tf.gradients(ys, xs)`` and ``GradientTape.gradient`` return ``len(xs)`` sums over ``ys``.
+An empty target (A of shape (0, n)) sums nothing: the gradient is zeros of x's shape; an
+empty source (A of shape (m, 0)) has an empty gradient.
 For the seed's ``y = A x`` with ``A = [[1,2],[3,4],[5,6]]`` the gradient is ``[9, 12]``
 (column sums), not ``A``.
 
@@ -129,12 +131,17 @@ EXPECT = expectations(
 MN_MENU = ((np.float32, 1, 1), (np.float64, 3, 2), (np.float32, 2, 4))
 BMN_MENU = ((np.float64, 2, 3, 2), (np.float32, 3, 1, 4))  # (dtype, b, m, n)
 EL = dict(min_value=-2.0, max_value=2.0)
+# The summed gradient alone also takes an empty target (m = 0: the gradient is zeros shaped like
+# x) and an empty source (n = 0: every y is tanh(0) and the gradient is empty): A's shapes are
+# ss.EMPTY_SHAPES' (2, 0) and its transpose. Two more compiled shapes, in that test only.
+EMPTY_MN = ((np.float32, 0, 2), (np.float64, 2, 0))
+assert {(m, n) for _, m, n in EMPTY_MN} >= {s for s in ss.EMPTY_SHAPES if len(s) == 2}
 
 
 @st.composite
-def problems(draw):
+def problems(draw, *, menu=MN_MENU):
     """(A, x) with A of shape (m, n) and x of shape (n,)."""
-    d, m, n = draw(st.sampled_from(MN_MENU), label="dtype, m, n")
+    d, m, n = draw(st.sampled_from(menu), label="dtype, m, n")
     return (
         draw(ss.float_arrays(dtype=d, shape=(m, n), **EL), label="A"),
         draw(ss.float_arrays(dtype=d, shape=(n,), **EL), label="x"),
@@ -367,14 +374,18 @@ def check_jacobian(subject, oracles, record, program, a, x, jac, *, how, key, na
 
 
 # ---------------------------------------------------------------- properties
-@given(p=problems())
+@given(p=problems(menu=MN_MENU + EMPTY_MN))
 def test_gradient_of_nonscalar_target_is_column_sum(subject, oracles, record, p):
-    """The gradient of y = tanh(A x) (ones cotangent) is A^T (1 - y^2), shaped like x, not J."""
+    """The gradient of y = tanh(A x) (ones cotangent) is A^T (1 - y^2), shaped like x, not J;
+    with an empty target or source, zeros of x's and A's shapes."""
     a, x = p
     record.example(A=a, x=x)
     record.scale = "inputs"  # 1 - tanh^2 cancels where tanh saturates
     out, (ga, gx) = subject.vjp(TanhAx.of(subject), a, x)
     ja, jx = closed_jacobian(a, x)
+    if a.size == 0:  # nothing to sum: exactly zero, in x's and A's shapes and dtype
+        record.equal(name="grad_x (empty)", out=gx, ref=np.zeros_like(x), oracle="closed-form")
+        record.equal(name="grad_A (empty)", out=ga, ref=np.zeros_like(a), oracle="closed-form")
     record.close(name="grad_x", out=gx, ref=jx.sum(0), oracle="closed-form")
     record.close(name="grad_A", out=ga, ref=ja.sum(0), oracle="closed-form")
     record.check(EXPECT, nonscalar_grad=kind(gx, jx, target_axes=(0,), tol=cmp.GRAD, scale=record.input_scale()))
