@@ -20,7 +20,7 @@ through ``stop_gradient``. Either way, the per-scope gradients add up to the tot
 import numpy as np
 from hypothesis import given, strategies as st
 
-from suite import compare as cmp, strategies as ss
+from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expectations
 from suite.program import Program
@@ -57,6 +57,18 @@ def numpy_scope(x, w, ct):
     dh = (w.T @ dy) * (1 - h**2)
     first = np.outer(dh, x)
     return first, second
+
+
+def differences(record, subject, program, *arrays, got, **kwargs) -> list:
+    """``record.finite_differences`` with the floor at the inputs' magnitude: the step is
+    eps^(1/3) * max(1, |x|), so a gradient far below the inputs (B = 3e-17 beside A = x = 1,
+    stepped by 6e-6, where y = B A B x is ~h^2) carries rounding at the inputs' scale."""
+    __tracebackhide__ = True
+    before, record.scale = record.scale, "inputs"
+    try:
+        return record.finite_differences(subject, program, *arrays, got=got, **kwargs)
+    finally:
+        record.scale = before
 
 
 # ---------------------------------------------------------------- strategies
@@ -177,6 +189,62 @@ class OneOp(Program):
         return {"mul": torch.mul, "add": torch.add, "matmul": torch.matmul}[op](first, second)
 
 
+# The same forward passes with the reused tensor's occurrences as separate inputs: differences
+# in one occurrence alone (the others held where they are) are that occurrence's gradient, the
+# finite-difference reading of what stop_gradient on the other occurrences isolates.
+class ProductSplit(Program):
+    """Z = X_A * Y1 * Y_A * Y2: Product with Y_B's two occurrences as inputs."""
+
+    def tensorflow(tf, xa, y1, ya, y2):
+        return xa * y1 * ya * y2
+
+    def jax(jax, xa, y1, ya, y2):
+        return xa * y1 * ya * y2
+
+    def torch(torch, xa, y1, ya, y2):
+        return xa * y1 * ya * y2
+
+
+class ChainSplit(Program):
+    """y = outer @ A @ inner @ x: Chain with B's two occurrences as inputs."""
+
+    def tensorflow(tf, outer, a, inner, x):
+        return tf.linalg.matvec(outer, tf.linalg.matvec(a, tf.linalg.matvec(inner, x)))
+
+    def jax(jax, outer, a, inner, x):
+        return outer @ (a @ (inner @ x))
+
+    def torch(torch, outer, a, inner, x):
+        return outer @ (a @ (inner @ x))
+
+
+class OneOpSplit(Program):
+    """op(first, second): OneOp with its two operand slots as inputs."""
+
+    def tensorflow(tf, first, second, *, op):
+        return {"mul": tf.multiply, "add": tf.add, "matmul": tf.linalg.matmul}[op](first, second)
+
+    def jax(jax, first, second, *, op):
+        jnp = jax.numpy
+        return {"mul": jnp.multiply, "add": jnp.add, "matmul": jnp.matmul}[op](first, second)
+
+    def torch(torch, first, second, *, op):
+        return {"mul": torch.mul, "add": torch.add, "matmul": torch.matmul}[op](first, second)
+
+
+class TwoBlocks(Program):
+    """y = tanh(W2 tanh(W1 x)): the reused block's forward, one weight input per application."""
+
+    def tensorflow(tf, x, w1, w2):
+        return tf.tanh(tf.linalg.matvec(w2, tf.tanh(tf.linalg.matvec(w1, x))))
+
+    def jax(jax, x, w1, w2):
+        return jax.numpy.tanh(w2 @ jax.numpy.tanh(w1 @ x))
+
+    def torch(torch, x, w1, w2):
+        return torch.tanh(w2 @ torch.tanh(w1 @ x))
+
+
 # Scope wrappers: a reused block of variables applied twice, y = block(block(x)), with every
 # variable of one application read through stop_gradient. Each returns the gradient of
 # sum(ct * y) with respect to the block's variable W.
@@ -243,7 +311,7 @@ def test_reused_variable_gradient_is_sum_over_occurrences(subject, oracles, reco
     xa, yb, ya = t
     record.example(xa=xa, yb=yb, ya=ya)
     f = Product.of(subject)
-    _, (_, total, _) = subject.vjp(f, xa, yb, ya)
+    _, (gxa, total, gya) = subject.vjp(f, xa, yb, ya)
     _, (_, g1, _) = subject.vjp(f, xa, yb, ya, freeze="second")
     _, (_, g2, _) = subject.vjp(f, xa, yb, ya, freeze="first")
     record.close(name="total", out=total, ref=2 * xa * yb * ya, oracle="closed-form", tol=SUM_TOL)
@@ -253,6 +321,10 @@ def test_reused_variable_gradient_is_sum_over_occurrences(subject, oracles, reco
     skip = {"Z": ..., "dX_A": ...}  # the oracles' outputs before dY_B are not compared
     record.against(oracles, Product, xa, yb, ya, got={**skip, "total": total}, tol=SUM_TOL)
     record.against(oracles, Product, xa, yb, ya, freeze="second", got={**skip, "first": g1}, tol=SUM_TOL)
+    # the fourth oracle: float64 differences of this framework's own forward passes
+    differences(record, subject, Product, xa, yb, ya, got={"dX_A": gxa, "total": total, "dY_A": gya})
+    split = {"dX_A": ..., "first": g1, "dY_A": ..., "second": g2}
+    differences(record, subject, ProductSplit, xa, yb, ya, yb, got=split)
 
 
 @given(c=chains())
@@ -260,8 +332,11 @@ def test_non_commutative_occurrences_differ_and_add_up(subject, oracles, record,
     """y = B A B x: outer B gets w (ABx)^T, inner B gets (BA)^T w x^T; they sum to the total."""
     b, a, x, w = c
     record.example(B=b, A=a, x=x, w=w)
+    # (BA)^T w sums products of either sign: it cancels (B = A = x = 1 and w summing to -0.003
+    # gave float32 an error of 1.4e-5 of the result), so the floor is at the inputs' magnitude
+    record.scale = "inputs"
     f = Chain.of(subject)
-    _, (total, _, _) = subject.vjp(f, b, a, x, cotangent=w)
+    _, (total, ga, gx) = subject.vjp(f, b, a, x, cotangent=w)
     _, (outer, _, _) = subject.vjp(f, b, a, x, cotangent=w, freeze="second")
     _, (inner, _, _) = subject.vjp(f, b, a, x, cotangent=w, freeze="first")
     ref_outer = np.outer(w, a @ b @ x)
@@ -269,9 +344,15 @@ def test_non_commutative_occurrences_differ_and_add_up(subject, oracles, record,
     record.close(name="outer", out=outer, ref=ref_outer, oracle="closed-form", tol=SUM_TOL)
     record.close(name="inner", out=inner, ref=ref_inner, oracle="closed-form", tol=SUM_TOL)
     record.close(name="total", out=total, ref=ref_outer + ref_inner, oracle="closed-form", tol=SUM_TOL)
-    record.check(EXPECT, occurrences="sum" if cmp.rel_err(outer + inner, total) <= SUM_TOL.of(b.dtype) else "not-sum")
+    t = SUM_TOL.of(b.dtype)
+    scale = max(record.input_scale(), float(np.max(np.abs(total))))
+    summed = cmp.rel_err(outer + inner, total, rtol=t, scale=scale) <= t
+    record.check(EXPECT, occurrences="sum" if summed else "not-sum")
     record.against(oracles, Chain, b, a, x, cotangent=w, got={"y": ..., "total": total}, tol=SUM_TOL)
     record.against(oracles, Chain, b, a, x, cotangent=w, freeze="first", got={"y": ..., "inner": inner}, tol=SUM_TOL)
+    differences(record, subject, Chain, b, a, x, cotangent=w, got={"total": total, "dA": ga, "dx": gx})
+    split = {"outer": outer, "dA": ..., "inner": inner, "dx": ...}
+    differences(record, subject, ChainSplit, b, a, b, x, cotangent=w, got=split)
 
 
 @given(c=one_op_inputs())
@@ -293,6 +374,9 @@ def test_occurrences_inside_one_op_add_up(subject, oracles, record, c):
     record.against(oracles, OneOp, t, cotangent=w, op=op, got={"y": ..., f"total[{op}]": total}, tol=SUM_TOL)
     got = {"y": ..., f"first[{op}]": first}
     record.against(oracles, OneOp, t, cotangent=w, op=op, freeze="second", got=got, tol=SUM_TOL)
+    differences(record, subject, OneOp, t, cotangent=w, op=op, got={f"total[{op}]": total})
+    split = {f"first[{op}]": first, f"second[{op}]": second}
+    differences(record, subject, OneOpSplit, t, t, cotangent=w, op=op, got=split)
 
 
 @on("tensorflow", "jax", "torch", modes=("eager", "graph"))
@@ -316,6 +400,21 @@ def test_scope_wrapper_per_scope_gradients_add_up(subject, record, c):
     t = SUM_TOL.of(w.dtype)
     summed = cmp.rel_err(first + second, total, rtol=t, scale=record.input_scale()) <= t
     record.check(EXPECT, occurrences="sum" if summed else "not-sum")
+    # differences of this framework's own forward: in one application's W (per scope), and in
+    # the one W both applications read (the total), through the same compiled TwoBlocks
+    split = {"dx": ..., "scope1": first, "scope2": second}
+    differences(record, subject, TwoBlocks, x, w, w, cotangent=ct, got=split)
+    blocks = TwoBlocks.of(subject)
+    x64 = x.astype(np.float64)
+    (ref_total,) = finite_diff.vjp(lambda v: subject.run(blocks, x64, v, v), w, cotangent=ct)
+    record.close(
+        name="total[finite difference, central]",
+        out=total.astype(np.float64),
+        ref=ref_total,
+        oracle="finite-difference",
+        tol=cmp.FINITE_DIFF,
+        derived_from=total.dtype,
+    )
 
 
 # ---------------------------------------------------------------- seed examples

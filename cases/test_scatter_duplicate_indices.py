@@ -14,7 +14,10 @@ point: the update is an independent op, so a v1 Session must run it explicitly
 centers unchanged (``not-run``/``run``). The mechanisms: ``tf.compat.v1.scatter_sub`` (on a
 resource variable, and with ``use_resource=False``, the seed's 2019 RefVariable kernel),
 ``Variable.scatter_sub``, ``tf.tensor_scatter_nd_sub``; JAX ``.at[].add``/``.at[].subtract``;
-PyTorch ``index_add_`` and ``x[idx] -= v``.
+PyTorch ``index_add_`` and ``x[idx] -= v``. The functional scatters are differentiable: the
+gradient of ``sum(w * scatter_sub(c, labels, u))`` is ``w`` for ``c`` and ``-w[labels]`` for
+``u`` (every duplicate gets its class's whole cotangent), and the update as a function of
+(centers, x, alpha) is held to differences of each framework's own forward pass.
 
 Declared surprises:
 
@@ -177,6 +180,20 @@ class ScatterSub(Program):
 
     def torch(torch, centers, labels, diff):
         return centers.clone().index_add_(0, labels, diff, alpha=-1)
+
+
+class CenterStep(Program):
+    """update_centers_op as a function: centers - the accumulating scatter of diff_i over labels,
+    differentiable in centers (directly and through c_{y_i}), x and alpha."""
+
+    def tensorflow(tf, centers, x, labels, alpha):
+        return ScatterSub.tensorflow(tf, centers, labels, Diff.tensorflow(tf, centers, x, labels, alpha))
+
+    def jax(jax, centers, x, labels, alpha):
+        return ScatterSub.jax(jax, centers, labels, Diff.jax(jax, centers, x, labels, alpha))
+
+    def torch(torch, centers, x, labels, alpha):
+        return ScatterSub.torch(torch, centers, labels, Diff.torch(torch, centers, x, labels, alpha))
 
 
 _VARIABLES = {}
@@ -411,6 +428,46 @@ def test_center_update_runs_only_when_fetched_in_a_session(subject, record, b):
     """A v1 Session fetching only the train op skips the update; eager, function and XLA run it unused."""
     record.example(centers=b.centers, x=b.x, labels=b.labels, alpha=b.alpha)
     _check_fetches(subject, record, b)
+
+
+@given(b=center_batches(), data=st.data())
+def test_scatter_gradients_with_repeated_labels_match_differences(subject, oracles, record, b, data):
+    """d/du sum(w * scatter_sub(c, labels, u)) = -w[labels], d/dc = w (a gather of the cotangent,
+    no arithmetic: exact); the gradients of update_centers_op in (centers, x, alpha) match
+    differences of the subject's own forward pass and the oracles."""
+    w = data.draw(ss.like(b.centers), label="cotangent")
+    u = data.draw(ss.like(b.x), label="updates")
+    record.example(centers=b.centers, x=b.x, labels=b.labels, alpha=b.alpha, updates=u, w=w)
+    # the differences' rounding is at the inputs' magnitude (steps of eps^(1/3) * max(1, |x|),
+    # values ~|w| |c|), not at a small gradient's own; d centers = w * (1 - alpha n/(1+n)) likewise
+    record.scale = "inputs"
+    _, (gc, _, gu) = subject.vjp(ScatterSub.of(subject), b.centers, b.labels, u, cotangent=w)
+    record.close(name="d centers[scatter]", out=gc, ref=w, oracle="closed-form", tol=cmp.EXACT)
+    record.close(name="d updates", out=gu, ref=-w[b.labels], oracle="closed-form", tol=cmp.EXACT)
+    got = {"d centers[scatter]": gc, "d updates": gu}
+    record.finite_differences(subject, ScatterSub, b.centers, b.labels, u, cotangent=w, got=got)
+    got = {"value": ..., "d centers[scatter]": gc, "d labels": ..., "d updates": gu}
+    record.against(oracles, ScatterSub, b.centers, b.labels, u, cotangent=w, got=got, tol=cmp.EXACT)
+
+    _, (gc, gx, _, ga) = subject.vjp(CenterStep.of(subject), *_args(b), cotangent=w)
+    got = {"d centers": gc, "d x": gx, "d alpha": ...}
+    refs = record.finite_differences(subject, CenterStep, *_args(b), cotangent=w, got=got)
+    # d alpha = -sum_i w[y_i] . (c_{y_i} - x_i) / (1 + n_{y_i}) sums M terms of either sign: the
+    # subject's rounding is that of the terms (the sum may cancel), the differences' that of the inputs
+    y, c64 = b.labels, b.centers.astype(np.float64)
+    n = (y[:, None] == y[None, :]).sum(1)
+    terms = float(np.sum(np.abs(w[y].astype(np.float64) * (c64[y] - b.x)) / (1 + n)[:, None]))
+    record.close(
+        name="d alpha[finite difference, central]",
+        out=np.asarray(ga, np.float64),
+        ref=refs[2],
+        oracle="finite-difference",
+        tol=cmp.FINITE_DIFF,
+        scale=max(terms, record.input_scale()),
+        derived_from=ga.dtype,
+    )
+    got = {"value": ..., "d centers": gc, "d x": gx, "d labels": ..., "d alpha": ...}
+    record.against(oracles, CenterStep, *_args(b), cotangent=w, got=got, tol=UPDATE_TOL)
 
 
 # ---------------------------------------------------------------- seed examples

@@ -19,7 +19,7 @@ Declared surprise: ``tf.gradients`` of ``tf.gradients`` is traced in a v1 graph,
 import numpy as np
 from hypothesis import given, strategies as st
 
-from suite import compare as cmp, strategies as ss
+from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
@@ -165,6 +165,47 @@ class Hessian(Program):
         return torch.autograd.functional.hessian(lambda p: p[0] * torch.tanh(p[1] * p[2]), p)
 
 
+# First-order programs whose gradients (the subject's own vjp, run in float64) are differenced
+# for the second order: an oracle that does not use the second backward pass.
+class SeedFunction(Program):
+    """y = w1*tanh(w2*x), differentiated once."""
+
+    def tensorflow(tf, w1, w2, x):
+        return w1 * tf.tanh(w2 * x)
+
+    def jax(jax, w1, w2, x):
+        return w1 * jax.numpy.tanh(w2 * x)
+
+    def torch(torch, w1, w2, x):
+        return w1 * torch.tanh(w2 * x)
+
+
+class Net(Program):
+    """f = v . tanh(W x), differentiated once."""
+
+    def tensorflow(tf, w, v, x):
+        return tf.reduce_sum(v * tf.tanh(tf.linalg.matvec(w, x)))
+
+    def jax(jax, w, v, x):
+        return v @ jax.numpy.tanh(w @ x)
+
+    def torch(torch, w, v, x):
+        return v @ torch.tanh(w @ x)
+
+
+class Packed(Program):
+    """y = p[0]*tanh(p[1]*p[2]), the Hessian's function, differentiated once."""
+
+    def tensorflow(tf, p):
+        return p[0] * tf.tanh(p[1] * p[2])
+
+    def jax(jax, p):
+        return p[0] * jax.numpy.tanh(p[1] * p[2])
+
+    def torch(torch, p):
+        return p[0] * torch.tanh(p[1] * p[2])
+
+
 class GradientsOfGradients(Program):
     """The v1 spelling in any mode: (first_deriv, second_deriv) by tf.gradients twice."""
 
@@ -213,6 +254,43 @@ def hessian_closed(w1, w2, x):
     return np.array(
         [[0.0, x * s, w2 * s], [x * s, -2 * w1 * x**2 * s * t, mixed], [w2 * s, mixed, -2 * w1 * w2**2 * s * t]]
     )
+
+
+def differenced_hvp(subject, program, *arrays, along: int, v) -> list:
+    """``H v`` by central differences (``finite_diff.hvp``) of the subject's own gradient of
+    ``program`` (its vjp of sum(y), run in float64), moving input ``along`` in direction ``v``;
+    one float64 product per input, shaped like it (row ``along`` of the Hessian's blocks).
+
+    >>> dw, dv, dx = differenced_hvp(subject, Net, w, v, x, along=2, v=ct)  # doctest: +SKIP
+    """
+    fn = program.of(subject)
+    base = [np.asarray(a, np.float64) for a in arrays]
+
+    def gradient(z):
+        _, grads = subject.vjp(fn, *base[:along], z, *base[along + 1 :])
+        return np.concatenate([np.ravel(g) for g in grads])
+
+    # a unit-sized direction: hvp's step is eps^(1/3) * max(1, |x|) along it
+    s = max(1.0, float(np.max(np.abs(v)))) if np.size(v) else 1.0
+    hv = finite_diff.hvp(gradient, base[along], np.asarray(v, np.float64) / s) * s
+    parts = np.split(hv, np.cumsum([a.size for a in base])[:-1])
+    return [part.reshape(a.shape) for part, a in zip(parts, base)]
+
+
+def close_to_differences(record, *, got: dict, refs) -> None:
+    """Each result in ``got`` against its differenced ``H v`` (``cmp.FINITE_DIFF``: a float64
+    central difference, and the subject's own rounding in its dtype)."""
+    __tracebackhide__ = True
+    for (name, out), ref in zip(got.items(), refs):
+        out = np.asarray(out)
+        record.close(
+            name=f"{name}[finite difference, hvp]",
+            out=out.astype(np.float64),
+            ref=ref,
+            oracle="finite-difference",
+            tol=cmp.FINITE_DIFF,
+            derived_from=out.dtype,
+        )
 
 
 # ---------------------------------------------------------------- observations
@@ -282,9 +360,11 @@ def test_double_backprop_seed_function(subject, oracles, record, p):
     record.against(oracles, FirstDeriv, w1, w2, x, cotangent=ct, got=got, tol=tols)
     # the second order against differences of the subject's own first derivative (float64);
     # PyTorch's spelling differentiates inputs that require grad, which only vjp() gives it
+    second = {k: got[k] for k in ("dL/dw1", "dL/dw2", "dL/dx")}
     if subject.framework != "torch":
-        second = {k: got[k] for k in ("dL/dw1", "dL/dw2", "dL/dx")}
         record.finite_differences(subject, FirstDeriv, w1, w2, x, cotangent=ct, got=second)
+    else:  # L = ct . grad_x sum(y): the Hessian of sum(y) along (0, 0, ct), from PyTorch's own gradient
+        close_to_differences(record, got=second, refs=differenced_hvp(subject, SeedFunction, w1, w2, x, along=2, v=ct))
 
 
 @given(n=networks())
@@ -298,13 +378,20 @@ def test_double_backprop_reaches_network_weights(subject, oracles, record, n):
     record.check(
         EXPECT,
         double_backprop=double_backprop_kind(
-            dw, full=ref["dw"], first_only=ref["dw_first_only"], tol=SECOND_TOL.of(x.dtype)
+            dw,
+            full=ref["dw"],
+            first_only=ref["dw_first_only"],
+            tol=SECOND_TOL.of(x.dtype),
+            scale=record.input_scale(),  # as the comparisons: sech^2 cancels where W x saturates tanh
         ),
     )
     got = {"g": g, "dw": dw, "dv": dv, "dx": dx}
     for name, out in got.items():
         record.close(name=name, out=out, ref=ref[name], oracle="closed-form", tol=SECOND_TOL, dtype=x.dtype)
     record.against(oracles, NetInputGradient, w, v, x, cotangent=ct, got=got, tol=SECOND_TOL)
+    # L = ct . grad_x f is the Hessian of f along (0, 0, ct): differences of the subject's own gradient of f
+    second = {k: got[k] for k in ("dw", "dv", "dx")}
+    close_to_differences(record, got=second, refs=differenced_hvp(subject, Net, w, v, x, along=2, v=ct))
 
 
 @given(p=hessian_points())
@@ -312,11 +399,18 @@ def test_hessian_matches_closed_form_and_weight_block_is_indefinite(subject, ora
     """3x3 Hessian of w1*tanh(w2*x) in (w1, w2, x) (tape.jacobian of tape.gradient, tf.hessians,
     jax.hessian, torch.autograd.functional.hessian); the (w1, w2) block is indefinite."""
     record.example(p=p)
-    record.scale = "inputs"  # tanh'' and sech^2 cancel where tanh saturates
+    # sech^2 = 1 - tanh^2 cancels where tanh saturates: tanh's rounding (an ulp of 1) enters each
+    # entry times its factors in (w1, w2, x), so the floor is at the entries' size where s = t = 1
+    # (p = (2, 2, 2.96), float32: TF and JAX differ by 1.7e-5 on -1.0e-3, a few ulps of tanh(5.9))
+    w1, w2, x = (abs(float(a)) for a in p)
+    record.scale = max(record.input_scale(), x, w2, 2 * w1 * x * x, 2 * w1 * w2 * w2, w1 * (1 + 2 * w2 * x))
     h = subject.run(Hessian.of(subject), p)
     record.check(EXPECT, weight_hessian="none" if h is None else definiteness(np.asarray(h)[:2, :2]))
     record.close(name="hessian", out=h, ref=hessian_closed(*p), oracle="closed-form", tol=SECOND_TOL, dtype=p.dtype)
     record.against(oracles, Hessian, p, via="run", got={"hessian": h}, tol=SECOND_TOL)
+    # column i is H e_i: differences of the subject's own gradient along each axis
+    cols = [differenced_hvp(subject, Packed, p, along=0, v=e)[0] for e in np.eye(p.size)]
+    close_to_differences(record, got={"hessian": h}, refs=[np.stack(cols, axis=1)])
 
 
 @on("tensorflow")
@@ -380,4 +474,6 @@ def test_seed_weight_hessian_at_one(subject, record, p):
     ref = hessian_closed(*p)
     record.close(name="hessian[w1,w2]", out=np.asarray(h)[:2, :2], ref=ref[:2, :2], oracle="closed-form", dtype=p.dtype)
     record.close(name="d2y/dx2", out=np.asarray(h)[2, 2], ref=ref[2, 2], oracle="closed-form", dtype=p.dtype)
+    cols = [differenced_hvp(subject, Packed, p, along=0, v=e)[0] for e in np.eye(p.size)]
+    close_to_differences(record, got={"hessian": h}, refs=[np.stack(cols, axis=1)])
     record.observe(weight_hessian_eigenvalues=np.round(np.linalg.eigvalsh(np.asarray(h, np.float64)[:2, :2]), 3))
