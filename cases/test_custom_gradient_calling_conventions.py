@@ -602,7 +602,9 @@ def classify(got, candidates: dict, dtype) -> str:
 
 
 def call_candidates(call, x, y, w) -> dict:
-    s = SCALE.get(call, 1.0)
+    # in x's dtype: under NumPy 1.x a Python float promotes float32 scalars to float64, and
+    # w * x - 1.0 * w * x is then float32 rounding (~1e-8), not the backward's exact 0
+    s = x.dtype.type(SCALE.get(call, 1.0))
     if call == "same_tensor":  # one input: both slots' gradients land on it
         return {"applied": (w * x - s * w * x,), "first-occurrence": (w * x,), "autodiff": (2 * w * x,)}
     return {"applied": (w * y, -s * w * x), "autodiff": (w * y, w * x)}
@@ -636,7 +638,8 @@ def test_custom_gradient_applies_per_calling_convention(subject, oracles, record
         kind = classify(got, candidates, x.dtype)
         record.check(EXPECT, **{f"call[{call}]": kind})
         for name, g, r in zip(("dx", "dy"), got, candidates[kind] if kind in candidates else ()):
-            record.close(name=f"{name}[{call}]", out=g, ref=r, oracle="closed-form")
+            # dtype=: the subject must return x's dtype whatever precision the closed form has
+            record.close(name=f"{name}[{call}]", out=g, ref=r, oracle="closed-form", dtype=x.dtype)
         if kind == "applied":
             got_named = {"value": out, "dx": gx, "dy": ... if same else gy}
             record.against(oracles, Call, x, y, cotangent=w, call=call, got=got_named)
