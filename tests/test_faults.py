@@ -75,6 +75,19 @@ def test_a_crash_under_a_fault_is_reported_not_counted_as_a_kill(monkeypatch):
     assert runner.run_fault(CATALOGUE["stop-gradient-zeros"], lambda b: ["x.py"]).killed
 
 
+def test_a_control_run_that_times_out_is_a_clear_failure(monkeypatch):
+    """A control run that outlasts its limit (a loaded machine) stops the catalogue with a line
+    that says so, not a traceback."""
+    from suite.faults import runner
+
+    def slow(*a, **k):
+        raise subprocess.TimeoutExpired(["pytest"], k["timeout"])
+
+    monkeypatch.setattr(runner, "_pytest", slow)
+    ok, why = runner.control(["x.py"])
+    assert not ok and why == f"the control run did not finish in {runner.CONTROL_TIMEOUT_S} s"
+
+
 def test_versioned_reports_refuse_a_run_under_a_fault(tmp_path):
     import json
 

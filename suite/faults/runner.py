@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+CONTROL_TIMEOUT_S = 3600
+
 
 @dataclasses.dataclass
 class Outcome:
@@ -100,7 +102,11 @@ def run_fault(fault, files_for, profile="ci", seed=None) -> Outcome:
 
 def control(files, profile="ci", seed=None) -> tuple[bool, str]:
     with tempfile.TemporaryDirectory(prefix="fault-control-") as d:
-        p, rows = _pytest(files, [], d, profile, stop_first=True, seed=seed)
+        # every module's TensorFlow rows in one process: minutes, more on a loaded machine
+        try:
+            p, rows = _pytest(files, [], d, profile, stop_first=True, seed=seed, timeout=CONTROL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return False, f"the control run did not finish in {CONTROL_TIMEOUT_S} s"
     bad = [r["test"] for r in rows if r["outcome"] in ("failed", "error", "crashed")]
     return p.returncode == 0 and not bad, "\n".join(bad) or p.stdout[-1500:]
 
