@@ -215,6 +215,7 @@ class ReportWriter:
     def pytest_sessionstart(self, session):
         # SIGTERM ends the run like Ctrl-C: pytest unwinds, the footer says "interrupted"
         # and latest.json is written (marked partial) from what was measured.
+        _SIGNALLED.clear()  # a session of its own (in-process pytest runs share the module)
         try:
             for s in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(s, _raise_interrupt)
