@@ -157,6 +157,23 @@ def test_missing_torch_fails_the_run_with_skipped_rows_and_one_clear_line(tmp_pa
     assert any(r["framework"] == "tensorflow" and r["outcome"] == "passed" for r in report["results"])
 
 
+def test_a_row_whose_only_oracle_is_allowed_missing_is_skipped_with_that_reason(tmp_path):
+    """The TF 2.12/2.13 envs have no PyTorch (--allow-missing torch): a JAX row that compares
+    against PyTorch only has compared nothing, which is not a pass and, since the user allowed
+    it, not a failure: a skip that names the missing oracle."""
+    path = _hidden(tmp_path, "torch", "ModuleNotFoundError(\"No module named 'torch'\", name='torch')")
+    args = ["run", "--behaviour", "adam-epsilon", "--profile", "ci", "--devices", "cpu", "--report-dir", str(tmp_path)]
+    args += ["--allow-missing", "torch", "--", "-k", "identical_hyperparameters and jax"]
+    p = run_cli(args, tmp_path, env={"PYTHONPATH": path})
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    rows = json.loads((tmp_path / "latest.json").read_text())["results"]
+    jax_rows = [r for r in rows if r["framework"] == "jax"]
+    assert len(jax_rows) == 2
+    for r in jax_rows:
+        assert r["outcome"] == "skipped", r
+        assert "compared nothing: its oracle(s) torch are not installed" in r["reason"]
+
+
 def test_a_broken_tensorflow_fails_the_run_unless_allowed(tmp_path):
     path = _hidden(tmp_path, "tensorflow", "ImportError('numpy.core.multiarray failed to import')")
     p = _run_partial_stop_gradient(tmp_path / "strict", {"PYTHONPATH": path})
