@@ -38,7 +38,31 @@ class TFRunner(Runner):
         self.tf = fw.module
         self.device_name = "/GPU:0" if spec.device == "gpu" else "/CPU:0"
 
+    def _to_tf(self, a) -> np.ndarray:
+        """``a`` as an array TensorFlow takes: ml_dtypes' bfloat16 becomes TensorFlow's own
+        bfloat16 NumPy type where the release has one of its own (TF 2.12 refuses ml_dtypes'
+        with "Unsupported numpy type: NPY_USERDEF"; measured). The values are unchanged."""
+        a = np.asarray(a)
+        if a.dtype.name == "bfloat16":
+            own = np.dtype(self.tf.bfloat16.as_numpy_dtype)
+            if a.dtype != own:
+                return a.astype(np.float32).astype(own)
+        return a
+
+    @staticmethod
+    def _from_tf(out):
+        """TensorFlow's own bfloat16 arrays as ml_dtypes' (the dtype the suite compares)."""
+        if isinstance(out, np.ndarray) and out.dtype.name == "bfloat16":
+            import ml_dtypes
+
+            if out.dtype != ml_dtypes.bfloat16:
+                return out.astype(np.float32).astype(ml_dtypes.bfloat16)
+        return out
+
     def numpy(self, x):
+        return self._from_tf(self._numpy(x))
+
+    def _numpy(self, x):
         tf = self.tf
         if isinstance(x, tf.IndexedSlices):
             x = tf.convert_to_tensor(x)
@@ -59,7 +83,7 @@ class TFRunner(Runner):
 
             def call(*arrays):
                 with tf.device(self.device_name):
-                    out = builder(tf, *[tf.constant(a) for a in arrays], **static)
+                    out = builder(tf, *[tf.constant(self._to_tf(a)) for a in arrays], **static)
                 return nest_map(self.numpy, out)
 
             return call
@@ -75,7 +99,7 @@ class TFRunner(Runner):
                         functools.partial(builder, tf, **static), reduce_retracing=True, jit_compile=self.mode == "xla"
                     )
                 with tf.device(self.device_name):
-                    out = fn(*[tf.constant(a) for a in arrays])
+                    out = fn(*[tf.constant(self._to_tf(a)) for a in arrays])
                 return nest_map(self.numpy, out)
 
             call.tf_functions = fns
@@ -84,7 +108,7 @@ class TFRunner(Runner):
             graphs = resources.PerTest()  # one graph per test: its Session closes when the test ends
 
             def call(*arrays):
-                arrays = [np.asarray(a) for a in arrays]
+                arrays = [self._to_tf(a) for a in arrays]
                 exact = getattr(static.get("fn", builder), "exact_shapes", False)
                 key = tuple((a.dtype.str, a.shape if exact else a.ndim) for a in arrays)
                 if key not in graphs:
