@@ -46,7 +46,13 @@ EXPECT = expectations(
 VALUE_TOL = cmp.tolerance(base=cmp.VALUE_TOL, float32=4e-7, float64=5e-16)
 
 # closed forms of f (the forward) and g' (the surrogate whose gradient the backward takes)
-CLOSED_F = {"round": np.round, "sign": np.sign, "floor": np.floor, "clip": lambda x: np.clip(x, -1.0, 1.0)}
+# (clip's bounds in x's dtype: NumPy 1.x promotes a 0-d float32 clipped by Python floats to float64)
+CLOSED_F = {
+    "round": np.round,
+    "sign": np.sign,
+    "floor": np.floor,
+    "clip": lambda x: np.clip(x, x.dtype.type(-1), x.dtype.type(1)),
+}
 CLOSED_DG = {"identity": lambda x: np.ones_like(x), "tanh": lambda x: 1 - np.tanh(x) ** 2}
 
 
