@@ -277,22 +277,6 @@ def differenced_hvp(subject, program, *arrays, along: int, v) -> list:
     return [part.reshape(a.shape) for part, a in zip(parts, base)]
 
 
-def close_to_differences(record, *, got: dict, refs) -> None:
-    """Each result in ``got`` against its differenced ``H v`` (``cmp.FINITE_DIFF``: a float64
-    central difference, and the subject's own rounding in its dtype)."""
-    __tracebackhide__ = True
-    for (name, out), ref in zip(got.items(), refs):
-        out = np.asarray(out)
-        record.close(
-            name=f"{name}[finite difference, hvp]",
-            out=out.astype(np.float64),
-            ref=ref,
-            oracle="finite-difference",
-            tol=cmp.FINITE_DIFF,
-            derived_from=out.dtype,
-        )
-
-
 # ---------------------------------------------------------------- observations
 def double_backprop_kind(out, *, full, first_only, tol, scale=None) -> str:
     """``second-order``: the outer gradient has the term through tanh''; ``first-order-only``:
@@ -364,7 +348,8 @@ def test_double_backprop_seed_function(subject, oracles, record, p):
     if subject.framework != "torch":
         record.finite_differences(subject, FirstDeriv, w1, w2, x, cotangent=ct, got=second)
     else:  # L = ct . grad_x sum(y): the Hessian of sum(y) along (0, 0, ct), from PyTorch's own gradient
-        close_to_differences(record, got=second, refs=differenced_hvp(subject, SeedFunction, w1, w2, x, along=2, v=ct))
+        hv = differenced_hvp(subject, SeedFunction, w1, w2, x, along=2, v=ct)
+        record.against_differences(second, label="hvp", refs=hv)
 
 
 @given(n=networks())
@@ -391,7 +376,7 @@ def test_double_backprop_reaches_network_weights(subject, oracles, record, n):
     record.against(oracles, NetInputGradient, w, v, x, cotangent=ct, got=got, tol=SECOND_TOL)
     # L = ct . grad_x f is the Hessian of f along (0, 0, ct): differences of the subject's own gradient of f
     second = {k: got[k] for k in ("dw", "dv", "dx")}
-    close_to_differences(record, got=second, refs=differenced_hvp(subject, Net, w, v, x, along=2, v=ct))
+    record.against_differences(second, label="hvp", refs=differenced_hvp(subject, Net, w, v, x, along=2, v=ct))
 
 
 @given(p=hessian_points())
@@ -410,7 +395,7 @@ def test_hessian_matches_closed_form_and_weight_block_is_indefinite(subject, ora
     record.against(oracles, Hessian, p, via="run", got={"hessian": h}, tol=SECOND_TOL)
     # column i is H e_i: differences of the subject's own gradient along each axis
     cols = [differenced_hvp(subject, Packed, p, along=0, v=e)[0] for e in np.eye(p.size)]
-    close_to_differences(record, got={"hessian": h}, refs=[np.stack(cols, axis=1)])
+    record.against_differences({"hessian": h}, label="hvp", refs=[np.stack(cols, axis=1)])
 
 
 @on("tensorflow")
@@ -475,5 +460,5 @@ def test_seed_weight_hessian_at_one(subject, record, p):
     record.close(name="hessian[w1,w2]", out=np.asarray(h)[:2, :2], ref=ref[:2, :2], oracle="closed-form", dtype=p.dtype)
     record.close(name="d2y/dx2", out=np.asarray(h)[2, 2], ref=ref[2, 2], oracle="closed-form", dtype=p.dtype)
     cols = [differenced_hvp(subject, Packed, p, along=0, v=e)[0] for e in np.eye(p.size)]
-    close_to_differences(record, got={"hessian": h}, refs=[np.stack(cols, axis=1)])
+    record.against_differences({"hessian": h}, label="hvp", refs=[np.stack(cols, axis=1)])
     record.observe(weight_hessian_eigenvalues=np.round(np.linalg.eigvalsh(np.asarray(h, np.float64)[:2, :2]), 3))

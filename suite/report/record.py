@@ -240,19 +240,25 @@ class Record:
             if r is not None
         ]
         tol = tol or (cmp.FINITE_DIFF if side == "central" else cmp.ONE_SIDED)
+        self.against_differences(got, refs, label=side, tol=tol)
+        return refs
+
+    def against_differences(self, got: dict, refs, *, label: str, tol=cmp.FINITE_DIFF) -> None:
+        """Hold each result in ``got`` (name -> framework output; ``...``/``None`` skipped) to
+        its float64 finite difference in ``refs``, at the output dtype's tolerance."""
+        __tracebackhide__ = True
         for (name, out), ref in zip(got.items(), refs):
             if out is ... or out is None:
                 continue
             out = np.asarray(out)
             self.close(
-                name=f"{name}[finite difference, {side}]",
+                name=f"{name}[finite difference, {label}]",
                 out=out.astype(np.float64),
                 ref=ref,
                 oracle="finite-difference",
                 tol=tol,
                 derived_from=out.dtype,
             )
-        return refs
 
     def equal(self, *, name: str, out, ref, oracle: str, dtype=None) -> None:
         """``compare.assert_equal``: exact, and for arrays the same shape and dtype too."""
