@@ -76,7 +76,9 @@ def pytest_configure(config):
             settings.register_profile("ci-seeded", parent=settings.get_profile("ci"), derandomize=False)
             profile = "ci-seeded"
         settings.load_profile(profile)
-    if hasattr(config, "workerinput"):
+    # rows are built where the cases run: here, or in each pytest-xdist worker (run --jobs N)
+    config.pluginmanager.register(plugin.RowMaker(config), "adsem-rows")
+    if hasattr(config, "workerinput"):  # the controller writes the report
         return
     if cases:
         from suite.report.files import ReportDirError, check_report_dir

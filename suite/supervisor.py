@@ -67,7 +67,7 @@ def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
         crashes += 1
         print(f"autodiff-semantics: {crashed} crashed the interpreter ({sig}); resuming without it", file=sys.stderr)
         with open(jsonl, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"kind": "row", **_crashed_row(crashed, sig)}) + "\n")
+            fh.write(json.dumps({"kind": "row", **crashed_row(crashed, sig)}) + "\n")
         done = sorted(set(finished) | {crashed})
         extra = ["--report-append", *[f"--deselect={t}" for t in done]]
     if rc == 4:  # pytest's usage error (its message is above): bad input, as for our own flags
@@ -135,7 +135,9 @@ def _progress(jsonl: Path):
     return started, finished
 
 
-def _crashed_row(nodeid: str, sig: str) -> dict:
+def crashed_row(nodeid: str, sig: str, error: str | None = None) -> dict:
+    """The row of a case that killed the process running it (this supervisor's child, or a
+    pytest-xdist worker, which xdist restarts)."""
     import re
 
     m = re.search(r"\[(\w+)-(\w+)-(\w+)\]$", nodeid)
@@ -154,7 +156,7 @@ def _crashed_row(nodeid: str, sig: str) -> dict:
         "max_rel_err": {},
         "examples": 0,
         "duration_s": 0.0,
-        "error": f"the interpreter died with {sig} while this case ran",
+        "error": error or f"the interpreter died with {sig} while this case ran",
         "signal": sig,
         "reproducer": f"# reproduces {nodeid}\n#   autodiff-semantics run -- '{nodeid}'",
     }

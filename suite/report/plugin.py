@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -194,118 +195,52 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
-class ReportWriter:
+#: The names under which a case's row and the deprecations TensorFlow logged during it
+#: travel on pytest's own teardown report (``user_properties``): from the process that ran
+#: the case (a serial run's pytest, or a pytest-xdist worker) to the one writing the report.
+ROW_PROPERTY = "autodiff_semantics_row"
+DEPRECATIONS_PROPERTY = "autodiff_semantics_deprecations"
+#: The declared divergences of the case modules a process imported, sent once with its first
+#: row: the report's declaration statuses need them where no case module was imported (the
+#: pytest-xdist controller).
+DECLARED_PROPERTY = "autodiff_semantics_declared"
+_PROPERTIES = (ROW_PROPERTY, DEPRECATIONS_PROPERTY, DECLARED_PROPERTY)
+#: What a pytest-xdist worker hands its controller when it ends: the tests it deselected.
+DESELECTED_OUTPUT = "autodiff_semantics_deselected"
+
+
+class RowMaker:
+    """Registered where cases run (a serial run's pytest, every pytest-xdist worker): builds
+    each case's row when its teardown is reported and puts it on that report, which xdist
+    carries to the controller; :class:`ReportWriter` takes it from there. One row type and
+    one path, in serial and parallel runs alike."""
+
     def __init__(self, config):
         self.config = config
-        self.dir = Path(config.getoption("report_dir"))
-        self.rows: list[dict] = []
-        self.started = time.time()
-        self.header: dict | None = None
-        self.deprecations: dict[str, set] = {}
-        self.missing: dict[str, str] = {}
-        self.stale: list[dict] = []
-        self._deselected: list = []
-        self._fh = None
-
-    def missing_not_allowed(self) -> dict[str, str]:
-        allowed = set(self.config.getoption("allow_missing") or ())
-        return {k: v for k, v in self.missing.items() if k not in allowed}
-
-    # session
-    def pytest_sessionstart(self, session):
-        # SIGTERM ends the run like Ctrl-C: pytest unwinds, the footer says "interrupted"
-        # and latest.json is written (marked partial) from what was measured.
-        _SIGNALLED.clear()  # a session of its own (in-process pytest runs share the module)
-        try:
-            for s in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(s, _raise_interrupt)
-        except ValueError:  # not the main thread
-            pass
-
-    def pytest_collection_finish(self, session):
-        """Start the report once the session is known to run cases (else stay inert)."""
-        if not any(getattr(getattr(i, "module", None), "BEHAVIOUR", None) for i in session.items):
-            return
-        self.dir.mkdir(parents=True, exist_ok=True)
-        env = frameworks.python_environment()
-        env.pop("executable", None)
-        env["frameworks"] = frameworks.environment()
-        env["hypothesis"] = {
-            "profile": settings.get_current_profile_name(),
-            "seed": self.config.getoption("hypothesis_seed", None),
-        }
-        env["suite_revision"] = _git_sha()
-        env["options"] = {k: self.config.getoption(k) for k in ("frameworks", "modes", "devices")}
-        # A subject that is asked for and missing fails the run unless --allow-missing names it.
-        self.missing = frameworks.missing(
-            frameworks=self.config.getoption("frameworks"), devices=self.config.getoption("devices")
-        )
-        allowed = self.config.getoption("allow_missing")
-        if allowed:
-            env["allowed_missing"] = list(allowed)
-        if self.missing:
-            env["missing"] = dict(self.missing)
-        injected = getattr(self.config, "_adsem_faults", None)  # set only by -p suite.faults.plugin
-        if injected:
-            env["faults"] = list(injected)
-        self.header = {
-            "kind": "header",
-            "schema_version": schema.SCHEMA_VERSION,
-            "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "environment": env,
-        }
-        append = self.config.getoption("report_append")
-        self._fh = open(self.dir / "latest.jsonl", "a" if append else "w", encoding="utf-8")
-        self._write(self.header)
-        cases = [
-            (i.nodeid, b.id) for i in session.items if (b := getattr(getattr(i, "module", None), "BEHAVIOUR", None))
-        ]
-        self._write({"kind": "collected", "tests": cases})
-        if self._deselected:
-            self._write({"kind": "deselected", "tests": self._deselected})
-
-    def pytest_deselected(self, items):
-        """Tests left out by ``-k``/``--deselect``: their behaviour did not run whole."""
-        for i in items:
-            b = getattr(getattr(i, "module", None), "BEHAVIOUR", None)
-            if b is not None:
-                self._deselected.append((i.nodeid, b.id))
+        self._declared_sent = False
 
     def pytest_runtest_logstart(self, nodeid, location):
         deprecations.start_test(nodeid)
-        if self._fh is not None:
-            self._write({"kind": "start", "test": nodeid})
 
-    def pytest_warning_recorded(self, warning_message, when, nodeid, location):
-        if (
-            nodeid
-            and issubclass(warning_message.category, deprecations.CATEGORIES)
-            and deprecations.from_framework(warning_message.filename)
-        ):
-            self._deprecation(nodeid, deprecations.normalise(warning_message.message))
+    def pytest_deselected(self, items):
+        out = getattr(self.config, "workeroutput", None)
+        if out is not None:  # a worker: the controller learns what was deselected when it ends
+            found = out.setdefault(DESELECTED_OUTPUT, [])
+            found += [[i.nodeid, b.id] for i in items if (b := getattr(getattr(i, "module", None), "BEHAVIOUR", None))]
 
-    def _deprecation(self, nodeid, message):
-        b = _behaviour_of(nodeid)
-        if b and self._fh is not None and message not in self.deprecations.setdefault(b, set()):
-            self.deprecations[b].add(message)
-            self._write({"kind": "deprecation", "behaviour": b, "message": message})
-
-    def pytest_runtest_logfinish(self, nodeid, location):
-        for test, message in deprecations.take():
-            self._deprecation(test, message)
-        if _SIGNALLED:  # the case swallowed the interrupt: stop here, as pytest would have
-            raise KeyboardInterrupt(f"signal {signal.Signals(_SIGNALLED[0]).name}")
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        if hasattr(self.config, "workerinput"):
+            done = crashed_list(self.config)
+            if done.exists() and item.nodeid in done.read_text(encoding="utf-8").splitlines():
+                return True  # it killed a worker already: its row is the controller's crashed row
+        return None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item):
         planted = os.environ.get("AUTODIFF_SEMANTICS_CRASH")
         if planted and planted in item.nodeid:  # self-check: a case that kills the interpreter
             os.kill(os.getpid(), signal.SIGSEGV)
-
-    def _write(self, obj):
-        self._fh.write(json.dumps(obj, default=str) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -330,69 +265,251 @@ class ReportWriter:
         elif call.excinfo is not None and rep.failed:
             item.__dict__.setdefault("_adsem_failures", {})[call.when] = failure_kind(call.excinfo.value)
         if call.when == "teardown":
-            row = self._row(item, reps)
+            row = make_row(item, reps)
             if row is not None:
-                self.rows.append(row)
-                self._write({"kind": "row", **row})
+                if not self._declared_sent:  # every case module was imported at collection
+                    from suite.expectations import all_declared
 
-    def _row(self, item, reps) -> dict | None:
-        mod = getattr(item, "module", None)
-        b = getattr(mod, "BEHAVIOUR", None)
-        if b is None:  # not a case module (self-tests): no report row
-            return None
-        spec = getattr(getattr(item, "callspec", None), "params", {}).get("subject")
-        setup, call, teardown = reps.get("setup"), reps.get("call"), reps.get("teardown")
-        if setup is not None and setup.skipped:
-            outcome, reason = "skipped", setup.longrepr[2] if isinstance(setup.longrepr, tuple) else str(setup.longrepr)
-            reason = re.sub(r"^Skipped: ", "", reason)
-        elif setup is not None and setup.failed:
-            outcome, reason = "error", _short_error(setup)
-        elif call is not None and call.skipped:
-            outcome = "skipped"
-            reason = re.sub(
-                r"^Skipped: ", "", call.longrepr[2] if isinstance(call.longrepr, tuple) else str(call.longrepr)
-            )
-        elif call is not None and call.failed:
-            outcome, reason = "failed", _short_error(call)
-        elif teardown is not None and teardown.failed:
-            outcome, reason = "error", _short_error(teardown)
-        else:
-            outcome, reason = "passed", None
-        rec = getattr(item, "_adsem_record", None)
-        duration = sum(r.duration for r in reps.values())
-        row = {
-            "behaviour": b.id,
-            "test": item.nodeid,
-            "framework": spec.framework if spec else "none",
-            "mode": spec.mode if spec else "none",
-            "device": spec.device if spec else "cpu",
-            "outcome": outcome,
-            "observed": {},
-            "expected": {},
-            "max_rel_err": {},
-            "examples": 0,
-            "duration_s": round(duration, 4),
+                    self._declared_sent = True
+                    rep.user_properties.append((DECLARED_PROPERTY, [e.as_dict() for e in all_declared()]))
+                rep.user_properties.append((ROW_PROPERTY, json.dumps(row, default=str)))
+            logged = deprecations.take()
+            if logged:
+                rep.user_properties.append((DEPRECATIONS_PROPERTY, [list(x) for x in logged]))
+
+
+def crashed_list(config) -> Path:
+    """The tests that killed a pytest-xdist worker in this run (one node id a line)."""
+    return Path(config.invocation_params.dir) / config.getoption("report_dir") / ".crashed"
+
+
+def make_row(item, reps) -> dict | None:
+    """The report row of a case test from its setup/call/teardown reports (None outside cases)."""
+    mod = getattr(item, "module", None)
+    b = getattr(mod, "BEHAVIOUR", None)
+    if b is None:  # not a case module (self-tests): no report row
+        return None
+    spec = getattr(getattr(item, "callspec", None), "params", {}).get("subject")
+    setup, call, teardown = reps.get("setup"), reps.get("call"), reps.get("teardown")
+    if setup is not None and setup.skipped:
+        outcome, reason = "skipped", setup.longrepr[2] if isinstance(setup.longrepr, tuple) else str(setup.longrepr)
+        reason = re.sub(r"^Skipped: ", "", reason)
+    elif setup is not None and setup.failed:
+        outcome, reason = "error", _short_error(setup)
+    elif call is not None and call.skipped:
+        outcome = "skipped"
+        reason = re.sub(r"^Skipped: ", "", call.longrepr[2] if isinstance(call.longrepr, tuple) else str(call.longrepr))
+    elif call is not None and call.failed:
+        outcome, reason = "failed", _short_error(call)
+    elif teardown is not None and teardown.failed:
+        outcome, reason = "error", _short_error(teardown)
+    else:
+        outcome, reason = "passed", None
+    rec = getattr(item, "_adsem_record", None)
+    duration = sum(r.duration for r in reps.values())
+    row = {
+        "behaviour": b.id,
+        "test": item.nodeid,
+        "framework": spec.framework if spec else "none",
+        "mode": spec.mode if spec else "none",
+        "device": spec.device if spec else "cpu",
+        "outcome": outcome,
+        "observed": {},
+        "expected": {},
+        "max_rel_err": {},
+        "examples": 0,
+        "duration_s": round(duration, 4),
+    }
+    if rec is not None:
+        row.update(rec.row_fields(failed=outcome in ("failed", "error")))
+    call_time = call.duration if call is not None else 0.0
+    row["examples_per_s"] = round(row["examples"] / call_time, 2) if row["examples"] and call_time > 0 else None
+    if reason:
+        row["reason" if outcome == "skipped" else "error"] = reason
+    if outcome in ("failed", "error"):
+        row["reproducer"] = _reproducer(item, rec, call)
+        kinds = getattr(item, "_adsem_failures", {})
+        row["failure"] = kinds.get("call") or kinds.get("setup") or kinds.get("teardown") or "unknown"
+    return row
+
+
+def _reproducer(item, rec, call) -> str:
+    lines = [f"# reproduces {item.nodeid}", f"#   autodiff-semantics run -- '{item.nodeid}'"]
+    fals = _falsifying(call) if call is not None else ""
+    if fals:
+        lines.append("# falsifying example: " + fals.replace("\n", "\n#   "))
+    if rec is not None and rec.last_inputs:
+        lines += ["import numpy as np", rec.inputs_source()]
+    return "\n".join(lines)
+
+
+class ReportWriter:
+    """Registered in the process that writes the report (a serial run's pytest, or the
+    pytest-xdist controller): streams the header, each row as its teardown report arrives,
+    and the footer, then writes latest.{json,md,html}."""
+
+    def __init__(self, config):
+        self.config = config
+        self.dir = Path(config.getoption("report_dir"))
+        self.started = time.time()
+        self.header: dict | None = None
+        self.deprecations: dict[str, set] = {}
+        self.missing: dict[str, str] = {}
+        self.stale: list[dict] = []
+        self._deselected: list = []
+        self._collected: list = []
+        self._xdist_ids: list[str] | None = None
+        self._fh = None
+
+    def missing_not_allowed(self) -> dict[str, str]:
+        allowed = set(self.config.getoption("allow_missing") or ())
+        return {k: v for k, v in self.missing.items() if k not in allowed}
+
+    # session
+    def pytest_sessionstart(self, session):
+        # SIGTERM ends the run like Ctrl-C: pytest unwinds, the footer says "interrupted"
+        # and latest.json is written (marked partial) from what was measured.
+        _SIGNALLED.clear()  # a session of its own (in-process pytest runs share the module)
+        try:
+            for s in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(s, _raise_interrupt)
+        except ValueError:  # not the main thread
+            pass
+
+    def pytest_collection_finish(self, session):
+        """Start the report once the session is known to run cases (else stay inert)."""
+        cases = [
+            (i.nodeid, b.id) for i in session.items if (b := getattr(getattr(i, "module", None), "BEHAVIOUR", None))
+        ]
+        if cases:
+            self._start(cases)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        """A parallel run: this controller collects nothing itself; every worker collects the
+        same tests. The report starts when the first case row (or crash) comes back."""
+        if self._xdist_ids is None:
+            self._xdist_ids = list(ids)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        found = [tuple(t) for t in (getattr(node, "workeroutput", None) or {}).get(DESELECTED_OUTPUT, [])]
+        new = [t for t in found if t not in self._deselected]
+        if new and self._fh is not None:
+            self._deselected += new
+            self._write({"kind": "deselected", "tests": new})
+
+    def _start_parallel(self):
+        if self._fh is None and self.header is None and self._xdist_ids is not None:
+            self._start([(i, b) for i in self._xdist_ids if (b := _behaviour_of(i))])
+
+    def _start(self, cases):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        crashed_list(self.config).unlink(missing_ok=True)
+        env = frameworks.python_environment()
+        env.pop("executable", None)
+        env["frameworks"] = frameworks.environment()
+        env["hypothesis"] = {
+            "profile": settings.get_current_profile_name(),
+            "seed": self.config.getoption("hypothesis_seed", None),
         }
-        if rec is not None:
-            row.update(rec.row_fields(failed=outcome in ("failed", "error")))
-        call_time = call.duration if call is not None else 0.0
-        row["examples_per_s"] = round(row["examples"] / call_time, 2) if row["examples"] and call_time > 0 else None
-        if reason:
-            row["reason" if outcome == "skipped" else "error"] = reason
-        if outcome in ("failed", "error"):
-            row["reproducer"] = self._reproducer(item, rec, call)
-            kinds = getattr(item, "_adsem_failures", {})
-            row["failure"] = kinds.get("call") or kinds.get("setup") or kinds.get("teardown") or "unknown"
-        return row
+        env["suite_revision"] = _git_sha()
+        env["options"] = {k: self.config.getoption(k) for k in ("frameworks", "modes", "devices")}
+        # A subject that is asked for and missing fails the run unless --allow-missing names it.
+        self.missing = frameworks.missing(
+            frameworks=self.config.getoption("frameworks"), devices=self.config.getoption("devices")
+        )
+        allowed = self.config.getoption("allow_missing")
+        if allowed:
+            env["allowed_missing"] = list(allowed)
+        if self.missing:
+            env["missing"] = dict(self.missing)
+        injected = getattr(self.config, "_adsem_faults", None)  # set only by -p suite.faults.plugin
+        if injected:
+            env["faults"] = list(injected)
+        splits = self.config.getoption("splits", None)  # pytest-split (run --shard i/n)
+        if splits:
+            env["shard"] = f"{self.config.getoption('group')}/{splits}"
+        workers = getattr(self.config.option, "numprocesses", None)  # pytest-xdist (run --jobs N)
+        if self._xdist_ids is not None and workers:
+            env["jobs"] = workers
+        self.header = {
+            "kind": "header",
+            "schema_version": schema.SCHEMA_VERSION,
+            "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "environment": env,
+        }
+        append = self.config.getoption("report_append")
+        self._fh = open(self.dir / "latest.jsonl", "a" if append else "w", encoding="utf-8")
+        self._write(self.header)
+        self._collected = list(cases)
+        self._write({"kind": "collected", "tests": self._collected})
+        if self._deselected:
+            self._write({"kind": "deselected", "tests": self._deselected})
 
-    def _reproducer(self, item, rec, call) -> str:
-        lines = [f"# reproduces {item.nodeid}", f"#   autodiff-semantics run -- '{item.nodeid}'"]
-        fals = _falsifying(call) if call is not None else ""
-        if fals:
-            lines.append("# falsifying example: " + fals.replace("\n", "\n#   "))
-        if rec is not None and rec.last_inputs:
-            lines += ["import numpy as np", rec.inputs_source()]
-        return "\n".join(lines)
+    def pytest_deselected(self, items):
+        """Tests left out by ``-k``/``--deselect`` or by another shard: their behaviour did not
+        run whole here."""
+        for i in items:
+            b = getattr(getattr(i, "module", None), "BEHAVIOUR", None)
+            if b is not None:
+                self._deselected.append((i.nodeid, b.id))
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        if self._fh is not None:
+            self._write({"kind": "start", "test": nodeid})
+
+    @pytest.hookimpl(tryfirst=True)  # before junitxml, which would copy the row into its XML
+    def pytest_runtest_logreport(self, report):
+        mine = [(k, v) for k, v in report.user_properties if k in _PROPERTIES]
+        if mine:
+            report.user_properties = [(k, v) for k, v in report.user_properties if k not in dict(mine)]
+        crashed = report.when == "???" and report.failed and _behaviour_of(report.nodeid)  # an xdist worker died
+        if not (mine or crashed):
+            return
+        self._start_parallel()
+        if self._fh is None:
+            return
+        for k, v in mine:
+            if k == DEPRECATIONS_PROPERTY:
+                for test, message in v:
+                    self._deprecation(test, message)
+            elif k == DECLARED_PROPERTY:
+                self._write({"kind": "declared", "declarations": v})
+            else:
+                self._write({"kind": "row", **json.loads(v)})
+        if crashed:
+            from suite.supervisor import crashed_row
+
+            print(f"autodiff-semantics: {report.nodeid} crashed its worker; pytest-xdist restarted it", file=sys.stderr)
+            self._write({"kind": "row", **crashed_row(report.nodeid, "unknown", str(report.longrepr))})
+            # xdist's loadfile scheduler hands the crashed test out again with the rest of its
+            # module; the workers read this list and pass over it (RowMaker.pytest_runtest_protocol)
+            with open(crashed_list(self.config), "a", encoding="utf-8") as fh:
+                fh.write(report.nodeid + "\n")
+
+    def pytest_warning_recorded(self, warning_message, when, nodeid, location):
+        if (
+            nodeid
+            and issubclass(warning_message.category, deprecations.CATEGORIES)
+            and deprecations.from_framework(warning_message.filename)
+        ):
+            self._deprecation(nodeid, deprecations.normalise(warning_message.message))
+
+    def _deprecation(self, nodeid, message):
+        b = _behaviour_of(nodeid)
+        if b and self._fh is not None and message not in self.deprecations.setdefault(b, set()):
+            self.deprecations[b].add(message)
+            self._write({"kind": "deprecation", "behaviour": b, "message": message})
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        if _SIGNALLED:  # the case swallowed the interrupt: stop here, as pytest would have
+            raise KeyboardInterrupt(f"signal {signal.Signals(_SIGNALLED[0]).name}")
+
+    def _write(self, obj):
+        self._fh.write(json.dumps(obj, default=str) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
@@ -416,8 +533,13 @@ class ReportWriter:
         # Built from the stream, so rows of earlier (crashed) processes of the same run
         # and the supervisor's ``crashed`` rows are included.
         streamed = schema.load(self.dir / "latest.jsonl", coverage=True)
+        # in the order the tests were collected, however the workers' rows came back
+        order: dict[str, int] = {}
+        for test, _ in streamed["_coverage"]["collected"]:
+            order.setdefault(test, len(order))
+        rows = sorted(streamed["results"], key=lambda r: order.get(r["test"], len(order)))
         report = schema.assemble(
-            self.header, streamed["results"], footer, streamed.get("deprecations"), streamed["_coverage"]
+            self.header, rows, footer, streamed.get("deprecations"), streamed["_coverage"], streamed["_declared"]
         )
         stale = [d for d in report.get("declared", []) if d["status"] == "stale"]
         if stale and settings.get_current_profile_name() in STALE_FAILS_IN:

@@ -105,10 +105,16 @@ def incomplete_behaviours(collected, deselected, rows) -> list[str]:
 
 
 def assemble(
-    header: dict, rows: list[dict], footer: dict | None, deprecations: dict | None = None, coverage=None
+    header: dict,
+    rows: list[dict],
+    footer: dict | None,
+    deprecations: dict | None = None,
+    coverage=None,
+    declared: list[dict] | None = None,
 ) -> dict:
     """The report from a run's stream. ``coverage``: ``{"collected": [(test, behaviour)],
-    "deselected": [...]}`` from the stream, for declaration statuses."""
+    "deselected": [...]}`` from the stream, for declaration statuses; ``declared``: the
+    declarations the stream carries (default: those of the case modules imported here)."""
     from suite.expectations import all_declared
 
     report = {
@@ -128,7 +134,9 @@ def assemble(
     incomplete = incomplete_behaviours(coverage.get("collected", []), coverage.get("deselected", []), rows)
     if incomplete:
         report["incomplete"] = incomplete
-    decl = [e.as_dict() for e in all_declared()]
+    if header["environment"].get("shard"):  # what ``merge`` needs to tell what the shards ran together
+        report["coverage"] = {k: [list(t) for t in coverage.get(k, [])] for k in ("collected", "deselected")}
+    decl = declared or [e.as_dict() for e in all_declared()]
     if decl:
         report["declared"] = declaration_statuses(
             decl, rows, header["environment"], incomplete, partial=bool(report.get("partial"))
@@ -185,6 +193,7 @@ def load(path, *, coverage: bool = False) -> dict:
         report.pop("_footer", None)
         if not coverage:
             report.pop("_coverage", None)
+            report.pop("_declared", None)
         return report
     try:
         report = json.loads(text)
@@ -196,7 +205,7 @@ def load(path, *, coverage: bool = False) -> dict:
 
 
 def _load_jsonl(text, path) -> dict:
-    header, rows, footer, deps = None, [], None, {}
+    header, rows, footer, deps, declared = None, [], None, {}, {}
     coverage = {"collected": [], "deselected": []}
     lines = text.splitlines()
     for n, line in enumerate(lines, 1):
@@ -221,6 +230,9 @@ def _load_jsonl(text, path) -> dict:
             coverage[kind] += [tuple(t) for t in obj.get("tests", [])]
         elif kind == "deprecation":
             deps.setdefault(obj.get("behaviour"), set()).add(obj.get("message"))
+        elif kind == "declared":  # each process sends the declarations it imported (the same ids)
+            for d in obj.get("declarations", []):
+                declared.setdefault(d.get("id"), d)
         else:
             raise ReportError(f"{path}: line {n} has unknown kind {kind!r}")
     if header is None:
@@ -236,4 +248,5 @@ def _load_jsonl(text, path) -> dict:
     if footer is None or footer.get("interrupted"):
         report["partial"] = True
     report["_coverage"] = coverage  # for assemble(); not part of a written report
+    report["_declared"] = list(declared.values())
     return _validate(report, path)
