@@ -1,9 +1,11 @@
 """Command line: ``autodiff-semantics run | list`` (also ``python -m suite``).
 
-    autodiff-semantics run [--behaviour ID ...] [--profile P] [--report-dir DIR] [-- PYTEST_ARGS]
+    autodiff-semantics run [--behaviour ID ...] [--profile P] [--report-dir DIR] [--jobs N] [--shard I/N]
+                           [-- PYTEST_ARGS]
     autodiff-semantics list
     autodiff-semantics report [REPORT ...] [--out DIR] [--bench JSON]
     autodiff-semantics diff OLD NEW
+    autodiff-semantics merge SHARD.json ... -o merged.json
     autodiff-semantics upgrade OLD NEW          (tox -e tfOLD,tfNEW, then diff)
     autodiff-semantics bench [--quick] [--device cpu|gpu] [--save NAME] [--compare ID]
     autodiff-semantics faults [--fault NAME ...] [--jobs N] [--list]
@@ -101,6 +103,7 @@ def cmd_run(args, pytest_args) -> int:
     ]
     if not args.verbose:
         argv += ["-q"]
+    argv += _parallel_args(args.jobs) + _shard_args(args.shard, args.durations_from, Path(args.report_dir))
     argv += pytest_args
     print(
         f"autodiff-semantics: running {len(ids) or len(found)} behaviour(s), profile {args.profile}, "
@@ -115,6 +118,73 @@ def cmd_run(args, pytest_args) -> int:
     if (d / "latest.json").exists():
         print(f"autodiff-semantics: report {d / 'latest.html'} (also latest.md, latest.json)", flush=True)
     return rc
+
+
+#: Workers a case may kill before a parallel run gives up (the serial supervisor's limit).
+MAX_CRASHES = 25
+
+
+def _parallel_args(jobs) -> list[str]:
+    """``--jobs N`` -> pytest-xdist's workers. Distributed by module (``loadfile``): a case
+    module's tests share the functions its runners traced and compiled, and its v1 graphs and
+    JAX caches stay in one worker, as in a serial run. A case that kills its worker becomes a
+    ``crashed`` row and xdist starts a new worker."""
+    if jobs in (None, "1"):
+        return []
+    try:
+        import xdist  # noqa: F401
+    except ImportError:
+        raise CliError("--jobs needs pytest-xdist: pip install pytest-xdist") from None
+    return ["-n", jobs, "--dist", "loadfile", "--max-worker-restart", str(MAX_CRASHES)]
+
+
+def _shard_args(shard, durations_from, report_dir: Path) -> list[str]:
+    """``--shard i/n`` -> pytest-split's group i of n, balanced by the durations of a report's
+    rows when ``--durations-from`` names one (else by test count)."""
+    if shard is None:
+        if durations_from:
+            raise CliError("--durations-from only balances shards: give --shard i/n too")
+        return []
+    try:
+        import pytest_split  # noqa: F401
+    except ImportError:
+        raise CliError("--shard needs pytest-split: pip install pytest-split") from None
+    i, n = shard
+    out = ["--splits", str(n), "--group", str(i), "--splitting-algorithm", "least_duration"]
+    if durations_from:
+        import json
+
+        from suite.report import schema
+
+        report = schema.load(durations_from)
+        durations = {r["test"]: r["duration_s"] for r in report["results"] if r.get("duration_s")}
+        path = report_dir / ".shard-durations.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(durations))
+        out += ["--durations-path", str(path)]
+    return out
+
+
+def cmd_merge(args) -> int:
+    """Join shard reports (``run --shard i/n`` on several machines) into one report."""
+    from suite.report import merge, schema
+
+    paths = [Path(p) for p in args.reports]
+    reports = [schema.load(p) for p in paths]
+    merged = merge.merge(reports, [str(p) for p in paths])  # MergeError -> exit 2
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    schema.write_json(merged, out)
+    print(f"merged {len(paths)} reports: {len(merged['results'])} rows -> {out}")
+    if merged.get("incomplete"):
+        print(f"  behaviours that did not run whole in any of them: {', '.join(merged['incomplete'])}")
+    stale = [d for d in merged.get("declared", []) if d["status"] == "stale"]
+    for d in stale:
+        print(f"  FAILED: stale declaration {d['key']}={d['observed']!r} ({d['module']}): {d['reason']}")
+    bad = [r for r in merged["results"] if r["outcome"] in ("failed", "error", "crashed")]
+    if bad:
+        print(f"  {len(bad)} failed, errored or crashed row(s)")
+    return 1 if stale or bad else 0
 
 
 def cmd_report(args) -> int:
@@ -292,6 +362,21 @@ def _positive_int(value: str) -> int:
     return n
 
 
+def _jobs(value: str) -> str:
+    if value == "auto":
+        return value
+    return str(_positive_int(value))
+
+
+def _shard(value: str) -> tuple[int, int]:
+    import re
+
+    m = re.fullmatch(r"(\d+)/(\d+)", value.strip())
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a shard like 1/4 (i/n with 1 <= i <= n)")
+    return int(m.group(1)), int(m.group(2))
+
+
 def _threshold(value: str) -> str:
     import re
 
@@ -317,6 +402,24 @@ def build_parser() -> argparse.ArgumentParser:
     options.add_to_argparse(r)
     r.add_argument("--cases", metavar="DIR", help="cases directory (default: the installed cases package)")
     r.add_argument("--verbose", "-v", action="store_true", help="one line per test")
+    r.add_argument(
+        "--jobs",
+        "-j",
+        type=_jobs,
+        metavar="N",
+        help="run the cases on N pytest-xdist workers, or 'auto' (one per CPU) (default: 1, one process)",
+    )
+    r.add_argument(
+        "--shard",
+        type=_shard,
+        metavar="I/N",
+        help="run only shard I of N (pytest-split); join the shards' reports with 'autodiff-semantics merge'",
+    )
+    r.add_argument(
+        "--durations-from",
+        metavar="REPORT",
+        help="balance the shards by the durations of this report's rows (default: by test count)",
+    )
     r.add_argument(
         "--versioned-dir",
         metavar="DIR",
@@ -383,6 +486,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="Hypothesis seed (default: the profile's derandomized draws); kills must hold for any seed",
     )
     fl.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    mg = sub.add_parser(
+        "merge",
+        help="join shard reports into one report",
+        description="Join the reports of 'run --shard i/n' (or of runs of other behaviours) into one report that "
+        "'report' and 'diff' accept. Refuses reports of different environments. "
+        "Exit 0: merged and clean; 1: merged, with failed rows or stale declarations; 2: bad input.",
+    )
+    mg.add_argument("reports", nargs="+", metavar="REPORT", help="report .json or .jsonl")
+    mg.add_argument("--output", "-o", required=True, metavar="FILE", help="the merged report (.json)")
     ls = sub.add_parser("list", help="list the behaviours", description="List the behaviours the cases check.")
     ls.add_argument("--json", action="store_true", help="JSON instead of a table")
     ls.add_argument("--cases", metavar="DIR", help="cases directory (default: the installed cases package)")
@@ -408,6 +520,8 @@ def main(argv=None) -> int:
             return cmd_diff(args)
         if args.command == "faults":
             return cmd_faults(args)
+        if args.command == "merge":
+            return cmd_merge(args)
         if args.command == "upgrade":
             return cmd_upgrade(args)
         if args.command == "bench":

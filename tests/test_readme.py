@@ -4,6 +4,7 @@ blocks runs as written in a fresh clone (a copy of the tracked files, nothing ge
 ``run`` examples run up to collection (``--collect-only``: the flags, the behaviour ids and
 the selection are real, the minutes of testing are not); ``bench`` and a whole ``faults``
 run are minutes long and are exercised elsewhere (tests/test_cli.py, tests/test_faults.py);
+``merge`` needs the shard runs' reports (tests/test_parallel.py merges real shards);
 ``tox`` and ``pip`` lines install environments, which ``.ci/run`` does for real.
 """
 
@@ -18,6 +19,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LONG = {"bench", "faults"}
+#: Examples that need the reports of the runs before them (tests/test_parallel.py runs those).
+AFTER_RUNS = {"merge"}
 
 
 def readme_commands() -> list[str]:
@@ -60,6 +63,8 @@ def test_a_readme_example_runs_as_written_in_a_fresh_clone(clone, cmd):
         sub = argv[1]
         if sub in LONG and "--list" not in argv:
             pytest.skip(f"'{sub}' runs for minutes; its behaviour is tested in tests/test_cli.py and test_faults.py")
+        if sub in AFTER_RUNS:
+            pytest.skip(f"'{sub}' joins the reports of the shard runs above; tests/test_parallel.py merges real shards")
         argv = [sys.executable, "-m", "suite", *argv[1:]]
         if sub == "run":
             argv += ["--collect-only", "-q"] if "--" in argv else ["--", "--collect-only", "-q"]

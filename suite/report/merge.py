@@ -1,0 +1,135 @@
+"""Join shard reports (``run --shard i/n`` on several machines) into one report.
+
+The merged report is what one run of the union would have written: its rows are every
+shard's rows; a behaviour is incomplete only if some of its tests ran in no shard (a shard
+report records which tests it collected and which other shards took, ``coverage``); and the
+declarations' statuses are worked out again from all the rows, so a declaration whose rows
+were split between shards is ``matched`` or ``stale`` in the merge, where each shard alone
+could only call it ``unconfirmed``.
+
+Reports of different environments are refused: rows of two TensorFlow releases (or two
+Hypothesis profiles, suite revisions, fault sets) are not one run.
+"""
+
+from __future__ import annotations
+
+from suite.report import schema
+
+
+class MergeError(ValueError):
+    """Reports that cannot be one run; the message names the reports and what differs."""
+
+
+def identity(env: dict) -> dict:
+    """What must be equal for rows to belong to one run."""
+    fws = env.get("frameworks") or {}
+    return {
+        "python": env.get("python"),
+        "platform": env.get("platform"),
+        "frameworks": {n: ((i or {}).get("version"), tuple((i or {}).get("devices") or ())) for n, i in fws.items()},
+        "hypothesis": env.get("hypothesis"),
+        "options": env.get("options"),
+        "allowed_missing": env.get("allowed_missing"),
+        "faults": env.get("faults"),
+        "suite_revision": env.get("suite_revision"),
+    }
+
+
+def _describe(value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_describe(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], tuple):
+        return f"{value[0] or 'not installed'} ({','.join(value[1]) or 'no devices'})"
+    return str(value)
+
+
+def _check_same_environment(reports, names) -> None:
+    first = identity(reports[0]["environment"])
+    for r, name in zip(reports[1:], names[1:]):
+        other = identity(r["environment"])
+        for key in first:
+            if first[key] == other[key]:
+                continue
+            if key == "frameworks":
+                for fw in sorted(set(first[key]) | set(other[key])):
+                    a, b = first[key].get(fw), other[key].get(fw)
+                    if a != b:
+                        raise MergeError(
+                            f"{names[0]} and {name} are not one run: {fw} {_describe(a)} in one, "
+                            f"{_describe(b)} in the other"
+                        )
+            raise MergeError(
+                f"{names[0]} and {name} are not one run: {key} {_describe(first[key])} in one, "
+                f"{_describe(other[key])} in the other"
+            )
+
+
+def merge(reports: list[dict], names: list[str]) -> dict:
+    if len(reports) < 2:
+        raise MergeError("merge needs two reports or more")
+    _check_same_environment(reports, names)
+    shards = [r["environment"].get("shard") for r in reports]
+    counts = {s.split("/")[1] for s in shards if s}
+    if len(counts) > 1:
+        raise MergeError(f"shards of different splits: {', '.join(f'{n} ({s})' for n, s in zip(names, shards))}")
+    seen_shard: dict[str, str] = {}
+    for s, n in zip(shards, names):
+        if s and s in seen_shard:
+            raise MergeError(f"{seen_shard[s]} and {n} are both shard {s}")
+        if s:
+            seen_shard[s] = n
+    rows, where = [], {}
+    for r, n in zip(reports, names):
+        for row in r["results"]:
+            if row["test"] in where:
+                raise MergeError(f"{row['test']} has a row in both {where[row['test']]} and {n}")
+            where[row["test"]] = n
+            rows.append(row)
+    collected, deselected, unknown = [], [], set()
+    for r in reports:
+        cov = r.get("coverage")
+        if cov is None:  # not a shard: only its own verdict on what ran whole is known
+            unknown |= set(r.get("incomplete") or ())
+            continue
+        collected += [tuple(t) for t in cov.get("collected", [])]
+        deselected += [tuple(t) for t in cov.get("deselected", [])]
+    ran = {t for t, _ in collected}
+    deselected = [t for t in deselected if t[0] not in ran]  # another shard took it: not left out
+    incomplete = sorted(set(schema.incomplete_behaviours(collected, deselected, rows)) | unknown)
+    env = dict(reports[0]["environment"])
+    env.pop("shard", None)
+    env.pop("jobs", None)
+    env["merged_from"] = [
+        {"report": n, "shard": r["environment"].get("shard"), "rows": len(r["results"]), "wall_s": r.get("wall_s")}
+        for r, n in zip(reports, names)
+    ]
+    out = {
+        "schema_version": schema.SCHEMA_VERSION,
+        "created": min(r.get("created") or "" for r in reports),
+        "environment": env,
+        "results": rows,
+    }
+    deps: dict[str, set] = {}
+    for r in reports:
+        for b, messages in (r.get("deprecations") or {}).items():
+            deps.setdefault(b, set()).update(messages)
+    if deps:
+        out["deprecations"] = {b: sorted(m) for b, m in sorted(deps.items())}
+    partial = any(r.get("partial") for r in reports)
+    if partial:
+        out["partial"] = True
+    finished = [r["finished"] for r in reports if r.get("finished")]
+    if finished:
+        out["finished"] = max(finished)
+    walls = [r["wall_s"] for r in reports if r.get("wall_s") is not None]
+    if walls:
+        out["wall_s"] = max(walls)  # the shards ran side by side
+    if incomplete:
+        out["incomplete"] = incomplete
+    declared: dict[str, dict] = {}
+    for r in reports:
+        for d in r.get("declared") or ():
+            declared.setdefault(d["id"], {k: v for k, v in d.items() if k not in ("matched", "status")})
+    if declared:
+        out["declared"] = schema.declaration_statuses(list(declared.values()), rows, env, incomplete, partial)
+    return out

@@ -1,0 +1,152 @@
+"""``autodiff-semantics merge``: shard reports joined into the report one run would have
+written, and refused when they cannot be one run. Synthetic reports, no framework runs
+(tests/test_parallel.py merges real shard runs)."""
+
+import json
+
+import pytest
+
+from suite.cli import main
+from suite.report import merge, schema
+
+DECL = {
+    "key": "round_grad",
+    "observed": "none",
+    "framework": "tensorflow",
+    "mode": None,
+    "device": None,
+    "versions": None,
+    "reason": "TF registers no gradient for Round",
+    "link": "https://github.com/tensorflow/tensorflow/issues/1",
+    "module": "cases.test_demo",
+    "id": "cases.test_demo:round_grad:0",
+}
+
+
+def env(tf="2.21.0", shard=None):
+    e = {
+        "python": "3.11.7",
+        "platform": "Linux",
+        "frameworks": {"tensorflow": {"version": tf, "devices": ["cpu"]}, "jax": {"version": "0.10.2"}},
+        "hypothesis": {"profile": "ci"},
+        "options": {"frameworks": ["tensorflow", "jax"]},
+        "suite_revision": "abc",
+    }
+    if shard:
+        e["shard"] = shard
+    return e
+
+
+def row(test, outcome="passed", framework="tensorflow", held=None):
+    r = {
+        "behaviour": "demo",
+        "test": f"cases/test_demo.py::{test}",
+        "framework": framework,
+        "mode": "eager",
+        "device": "cpu",
+        "outcome": outcome,
+        "observed": {"round_grad": "none"} if framework == "tensorflow" else {},
+        "expected": {},
+        "max_rel_err": {},
+        "examples": 25,
+        "duration_s": 0.1,
+    }
+    if held is not None:
+        r["declared"] = {"round_grad": {"id": DECL["id"], "held": held}}
+    return r
+
+
+def shard_report(i, n, rows, others, tf="2.21.0"):
+    """A shard's report: its rows, and the tests the other shards took (deselected here)."""
+    return {
+        "schema_version": schema.SCHEMA_VERSION,
+        "created": f"2026-11-25T12:0{i}:00",
+        "environment": env(tf, f"{i}/{n}"),
+        "results": rows,
+        "wall_s": 10.0 * i,
+        "incomplete": ["demo"],  # each shard alone: its behaviour did not run whole
+        "coverage": {
+            "collected": [[r["test"], "demo"] for r in rows],
+            "deselected": [[f"cases/test_demo.py::{t}", "demo"] for t in others],
+        },
+        "declared": [{**DECL, "matched": 0, "status": "unconfirmed"}],
+    }
+
+
+def test_two_shards_make_one_complete_run_and_a_split_declaration_is_matched():
+    a = shard_report(1, 2, [row("t1", held=True)], ["t2"])
+    b = shard_report(2, 2, [row("t2", framework="jax")], ["t1"])
+    m = merge.merge([a, b], ["a.json", "b.json"])
+    assert [r["test"].split("::")[1] for r in m["results"]] == ["t1", "t2"]
+    assert "incomplete" not in m, "every test ran in some shard"
+    assert [(d["status"], d["matched"]) for d in m["declared"]] == [("matched", 1)]
+    assert m["wall_s"] == 20.0 and "shard" not in m["environment"]
+    assert [s["shard"] for s in m["environment"]["merged_from"]] == ["1/2", "2/2"]
+
+
+def test_a_missing_shard_leaves_its_behaviour_incomplete():
+    a = shard_report(1, 3, [row("t1", held=True)], ["t2", "t3"])
+    b = shard_report(2, 3, [row("t2")], ["t1", "t3"])
+    m = merge.merge([a, b], ["a.json", "b.json"])
+    assert m["incomplete"] == ["demo"]
+
+
+def test_a_stale_declaration_is_found_only_in_the_merge():
+    """Each shard alone cannot call a declaration stale; the whole run that matched it nowhere can."""
+    a = shard_report(1, 2, [row("t1", held=False)], ["t2"])
+    b = shard_report(2, 2, [row("t2", held=False)], ["t1"])
+    m = merge.merge([a, b], ["a.json", "b.json"])
+    assert [d["status"] for d in m["declared"]] == ["stale"]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda r: r["environment"]["frameworks"]["tensorflow"].update(version="2.15.1"),
+            "tensorflow 2.21.0 .cpu. in one, 2.15.1",
+        ),
+        (lambda r: r["environment"].update(suite_revision="def"), "suite_revision"),
+        (lambda r: r["environment"].update(faults=["stop-gradient-leaks"]), "faults"),
+        (lambda r: r["environment"].update(shard="2/3"), "different splits"),
+        (lambda r: r["environment"].update(shard="1/2"), "both shard 1/2"),
+        (lambda r: r["results"].__setitem__(0, row("t1")), "has a row in both"),
+    ],
+)
+def test_reports_that_are_not_one_run_are_refused(change, message):
+    a = shard_report(1, 2, [row("t1")], ["t2"])
+    b = shard_report(2, 2, [row("t2")], ["t1"])
+    change(b)
+    with pytest.raises(merge.MergeError, match=message):
+        merge.merge([a, b], ["a.json", "b.json"])
+
+
+def test_the_cli_writes_a_report_that_report_and_diff_accept(tmp_path, capsys):
+    paths = []
+    for i, (rows, others) in enumerate([([row("t1", held=True)], ["t2"]), ([row("t2")], ["t1"])], 1):
+        p = tmp_path / f"shard{i}.json"
+        p.write_text(json.dumps(shard_report(i, 2, rows, others)))
+        paths.append(str(p))
+    out = tmp_path / "merged.json"
+    assert main(["merge", *paths, "-o", str(out)]) == 0
+    assert "merged 2 reports: 2 rows" in capsys.readouterr().out
+    assert len(schema.load(out)["results"]) == 2
+    assert main(["diff", str(out), str(out)]) == 0
+    assert main(["report", str(out), "--out", str(tmp_path / "page")]) == 0
+    assert (tmp_path / "page" / "merged.html").exists() or list((tmp_path / "page").glob("*.html"))
+
+
+def test_the_cli_exits_1_on_a_failed_row_and_2_on_bad_input(tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(shard_report(1, 2, [row("t1", outcome="failed")], ["t2"])))
+    b.write_text(json.dumps(shard_report(2, 2, [row("t2")], ["t1"], tf="2.20.0")))
+    assert main(["merge", str(a), str(a), "-o", str(tmp_path / "m.json")]) == 2  # the same shard twice
+    assert "both shard 1/2" in capsys.readouterr().err
+    assert main(["merge", str(a), str(b), "-o", str(tmp_path / "m.json")]) == 2
+    assert "tensorflow 2.21.0 (cpu) in one, 2.20.0 (cpu) in the other" in capsys.readouterr().err
+    b.write_text(json.dumps(shard_report(2, 2, [row("t2")], ["t1"])))
+    assert main(["merge", str(a), str(b), "-o", str(tmp_path / "m.json")]) == 1
+    assert "1 failed, errored or crashed row(s)" in capsys.readouterr().out
+    (tmp_path / "c.json").write_text('{"schema_version": 1, "results": [')
+    assert main(["merge", str(a), str(tmp_path / "c.json"), "-o", str(tmp_path / "m.json")]) == 2
+    assert main(["merge", str(a), "-o", str(tmp_path / "m.json")]) == 2  # one report is no merge

@@ -1,0 +1,122 @@
+"""Scale-out: ``run --jobs N`` (pytest-xdist workers) and ``run --shard i/n`` (pytest-split)
+give the rows of a serial run; a case that kills its worker becomes a ``crashed`` row; an
+interrupted parallel run keeps its partial report."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from suite.cli import build_parser
+
+from .test_end_to_end import FAST, run_cli
+
+#: Two behaviours (two case modules, so both workers get one), both TensorFlow modes that
+#: need no compiler and both JAX modes, on the CPU: 32 rows.
+SELECTION = ["--behaviour", "straight-through-estimator", *FAST]
+SAME = ("framework", "mode", "device", "outcome", "observed", "expected", "examples")
+
+
+def rows(report):
+    return {r["test"]: {k: r[k] for k in SAME} for r in report["results"]}
+
+
+def statuses(report):
+    return sorted((d["id"], d["status"], d["matched"]) for d in report.get("declared", []))
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    d = tmp_path_factory.mktemp("serial")
+    p = run_cli(["run", *SELECTION, "--report-dir", str(d)], d)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    return json.loads((d / "latest.json").read_text())
+
+
+@pytest.mark.slow
+def test_jobs_2_gives_the_rows_of_a_serial_run(serial, tmp_path):
+    p = run_cli(["run", *SELECTION, "--jobs", "2", "--report-dir", str(tmp_path)], tmp_path)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    report = json.loads((tmp_path / "latest.json").read_text())
+    assert report["environment"]["jobs"] == 2 and "jobs" not in serial["environment"]
+    assert len(serial["results"]) == 32
+    assert rows(report) == rows(serial)
+    assert [r["test"] for r in report["results"]] == [r["test"] for r in serial["results"]], "collection order"
+    assert statuses(report) == statuses(serial) and any(s == "matched" for _, s, _ in statuses(serial))
+    assert "incomplete" not in report and "partial" not in report
+    junit = (tmp_path / "latest.junit.xml").read_text()
+    assert "autodiff_semantics_row" not in junit, "rows travel on the reports, not into the JUnit XML"
+
+
+@pytest.mark.slow
+def test_two_shards_merged_give_the_rows_of_the_unsharded_run(serial, tmp_path):
+    shards = []
+    for i in (1, 2):
+        d = tmp_path / f"shard{i}"
+        p = run_cli(["run", *SELECTION, "--shard", f"{i}/2", "--report-dir", str(d)], tmp_path)
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+        shard = json.loads((d / "latest.json").read_text())
+        assert shard["environment"]["shard"] == f"{i}/2" and 0 < len(shard["results"]) < 32
+        shards.append(str(d / "latest.json"))
+    out = tmp_path / "merged.json"
+    p = run_cli(["merge", *shards, "-o", str(out)], tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    merged = json.loads(out.read_text())
+    assert rows(merged) == rows(serial)
+    assert statuses(merged) == statuses(serial)
+    assert "incomplete" not in merged
+
+
+@pytest.mark.slow
+def test_a_case_that_kills_its_worker_is_a_crashed_row_and_the_run_goes_on(tmp_path):
+    victim = "test_seed_entry_stop_gradients[tensorflow-eager-cpu]"
+    p = run_cli(
+        ["run", *SELECTION, "--jobs", "2", "--report-dir", str(tmp_path)],
+        tmp_path,
+        env={"AUTODIFF_SEMANTICS_CRASH": victim},
+    )
+    assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
+    report = json.loads((tmp_path / "latest.json").read_text())
+    crashed = [r for r in report["results"] if r["outcome"] == "crashed"]
+    assert [r["test"].split("::")[-1] for r in crashed] == [victim], "crashed once, not rescheduled"
+    assert len({r["test"] for r in report["results"]}) == len(report["results"]) == 32
+    assert all(r["outcome"] == "passed" for r in report["results"] if r not in crashed)
+
+
+@pytest.mark.slow
+def test_an_interrupted_parallel_run_keeps_a_partial_report(tmp_path):
+    args = ["run", *SELECTION[:4], "--profile", "ci", "--devices", "cpu", "--jobs", "2", "--report-dir", str(tmp_path)]
+    code = f"import sys; from suite.cli import main; sys.exit(main({args!r}))"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    jsonl = tmp_path / "latest.jsonl"
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        if jsonl.exists() and jsonl.read_text().count('"kind": "row"') >= 2:
+            break
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err[-2000:]
+    report = json.loads((tmp_path / "latest.json").read_text())
+    assert report["partial"] is True and len(report["results"]) >= 2
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--jobs", "0"], ["--jobs", "many"], ["--shard", "3/2"], ["--shard", "0/2"], ["--shard", "1"]],
+)
+def test_bad_jobs_and_shard_values_are_usage_errors(flags, capsys):
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(["run", *flags])
+    assert e.value.code == 2
+    assert flags[0] in capsys.readouterr().err
+
+
+def test_jobs_and_shard_parse():
+    args = build_parser().parse_args(["run", "--jobs", "auto", "--shard", "2/4"])
+    assert args.jobs == "auto" and args.shard == (2, 4)
