@@ -167,7 +167,7 @@ def _shard_args(shard, durations_from, report_dir: Path) -> list[str]:
 
 def cmd_merge(args) -> int:
     """Join shard reports (``run --shard i/n`` on several machines) into one report."""
-    from suite.report import merge, schema
+    from suite.report import merge, render, schema
 
     paths = [Path(p) for p in args.reports]
     reports = [schema.load(p) for p in paths]
@@ -181,7 +181,7 @@ def cmd_merge(args) -> int:
     stale = [d for d in merged.get("declared", []) if d["status"] == "stale"]
     for d in stale:
         print(f"  FAILED: stale declaration {d['key']}={d['observed']!r} ({d['module']}): {d['reason']}")
-    bad = [r for r in merged["results"] if r["outcome"] in ("failed", "error", "crashed")]
+    bad = render.failures(merged)
     if bad:
         print(f"  {len(bad)} failed, errored or crashed row(s)")
     return 1 if stale or bad else 0
