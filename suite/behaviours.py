@@ -124,11 +124,3 @@ def declared_skip(reason: str, *, link: str):
     if not reason or not link:
         raise ValueError("a declared skip needs a reason and a link")
     pytest.skip(f"{DECLARED_SKIP}{reason} ({link})")
-
-
-def full_examples(fn):
-    """Give JAX and PyTorch rows the profile's full example budget too (put it above
-    ``@given``; see ``REFERENCE_SUBJECT_EXAMPLES`` in the report plugin): for a property whose
-    reference-framework rows observe something only some draws reach."""
-    fn.full_examples = True
-    return fn

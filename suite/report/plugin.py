@@ -8,7 +8,6 @@ footer line last), so an interrupted or crashed run keeps what it measured; at t
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import os
@@ -47,37 +46,6 @@ def register_profiles() -> None:
         database=None,
     )
     settings.register_profile("thorough", max_examples=300, deadline=None, suppress_health_check=_SUPPRESS)
-
-
-#: Examples per test when the subject is a reference framework (JAX or PyTorch rows), per
-#: profile: TensorFlow is the system under test and keeps the profile's full budget; the
-#: oracles' own rows record what they do with fewer draws (their observations are the
-#: vocabulary of a few cases, and every TensorFlow example still runs them as oracles).
-REFERENCE_SUBJECT_EXAMPLES = {"ci": 10, "ci-seeded": 10}
-
-
-@contextlib.contextmanager
-def example_budget(item):
-    """Run ``item`` (a Hypothesis test) with REFERENCE_SUBJECT_EXAMPLES examples when its
-    subject is JAX or PyTorch, unless the test is marked ``@full_examples``. Hypothesis has no
-    per-parametrisation settings, so the test's settings are swapped for the call."""
-    test = item.obj
-    budget = REFERENCE_SUBJECT_EXAMPLES.get(settings.get_current_profile_name())
-    spec = getattr(getattr(item, "callspec", None), "params", {}).get("subject")
-    own = getattr(test, "_hypothesis_internal_use_settings", None)
-    if (
-        budget is None
-        or own is None
-        or getattr(test, "full_examples", False)
-        or getattr(spec, "framework", "tensorflow") == "tensorflow"
-    ):
-        yield
-        return
-    test._hypothesis_internal_use_settings = settings(own, max_examples=min(own.max_examples, budget))
-    try:
-        yield
-    finally:
-        test._hypothesis_internal_use_settings = own
 
 
 # ---------------------------------------------------------------- fixtures
