@@ -20,6 +20,7 @@ line per test, to ``$ADSEM_BREAKDOWN`` (the process id in the name keeps xdist w
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -84,6 +85,7 @@ def pytest_runtest_call(item):
     inner = getattr(hyp, "inner_test", None)
     if inner is not None:
 
+        @functools.wraps(inner)  # the same digest, so derandomized runs draw the same examples
         def timed_inner(*a, **k):
             t0 = time.perf_counter()
             try:
