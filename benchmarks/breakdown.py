@@ -4,7 +4,8 @@ with ``suite.bench.breakdown`` loaded, summed per column.
     python benchmarks/breakdown.py                    # whole ci suite on CPU
     python benchmarks/breakdown.py -b forward-mode-gradients --out /tmp/b.json
 
-Writes ``reports/benchmarks/breakdown.json``: per column the examples, examples per second
+Writes ``reports/benchmarks/breakdown.json``: per column (and per case module and column,
+slowest first) the examples, examples per second
 and seconds spent in Hypothesis generation, the subject's first calls per input signature
 (tracing, compilation, graph building), its other calls, the oracles' first and other
 calls, and the rest of the test body (see ``suite/bench/breakdown.py``). Run it on an idle
@@ -28,23 +29,23 @@ ROOT = Path(__file__).resolve().parents[1]
 PARTS = ("generation", "subject_first", "subject_run", "oracle_first", "oracle_run", "body_other")
 
 
-def summarise(rows) -> dict:
+def summarise(rows, by=lambda r: r["column"]) -> dict:
     cols = collections.defaultdict(lambda: dict.fromkeys(("examples", "total", *PARTS), 0.0))
     for r in rows:
         if r["column"] is None:
             continue
-        c = cols[r["column"]]
+        c = cols[by(r)]
         for k in c:
             c[k] += r[k]
     out = {}
-    for name, c in cols.items():
+    for name, c in sorted(cols.items(), key=lambda kv: -kv[1]["total"]):
         out[name] = {
             "examples": int(c["examples"]),
             "test_s": round(c["total"], 2),
             "examples_per_s": round(c["examples"] / c["total"], 1) if c["total"] else None,
             "seconds": {k: round(c[k], 2) for k in PARTS},
         }
-    return dict(sorted(out.items()))
+    return out
 
 
 def main(argv=None) -> int:
@@ -75,13 +76,14 @@ def main(argv=None) -> int:
         "wall_s": round(wall, 1),
         "exit": rc,
         "columns": summarise(rows),
+        "modules": summarise(rows, by=lambda r: f"{r['test'].split('::')[0].rsplit('/', 1)[-1]} {r['column']}"),
         "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     path = Path(a.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(f"{'column':26} {'ex/s':>6} " + " ".join(f"{p:>13}" for p in PARTS))
-    for name, c in out["columns"].items():
+    for name, c in sorted(out["columns"].items()):
         print(f"{name:26} {c['examples_per_s'] or 0:6.1f} " + " ".join(f"{c['seconds'][p]:13.1f}" for p in PARTS))
     print(f"breakdown: {len(rows)} tests, {wall:.0f} s -> {path}")
     return rc

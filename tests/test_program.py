@@ -54,3 +54,51 @@ def test_against_skips_ellipsis_and_takes_a_tolerance_per_name():
     rec.against([FakeRunner("jax", wrong=1e-3)], Square, x, got={"value": ..., "grad": 2 * x}, tol={"grad": loose})
     with pytest.raises(AssertionError, match="value"):
         rec.against([FakeRunner("jax")], Square, x, via="run", got={"value": x, "neg": -x})
+
+
+class CountingRunner:
+    """The real ``Runner`` machinery over NumPy, counting how often a program really runs."""
+
+    @staticmethod
+    def make():
+        from suite.frameworks import Framework, Spec
+        from suite.frameworks.base import Runner
+
+        class Counting(Runner):
+            calls = 0
+
+            def _build(self, builder, static):
+                def call(*arrays):
+                    type(self).calls += 1
+                    return builder(np, *arrays, **static)
+
+                return call
+
+        return Counting(Framework("jax", np, "0", ("cpu",)), Spec("jax", "jit", "cpu"))
+
+
+def _random(np_, x):
+    return x + np.random.default_rng().normal()
+
+
+_random.fresh = True
+
+
+def test_a_memoised_oracle_runs_each_example_once_and_hands_out_copies():
+    r = CountingRunner.make()
+    store = {}
+    o = r.memoised(store)
+    x = np.array([1.0, 2.0])
+    first = o.run(Square.of("jax"), x)
+    first[0] = 99.0  # a caller that writes into its answer does not change the next one
+    again = o.run(Square.of("jax"), x.copy())
+    assert type(r).calls == 1 and again.tolist() == [1.0, 4.0]
+    o.run(Square.of("jax"), x.astype(np.float32))  # another dtype, shape or value runs again
+    o.run(Square.of("jax"), np.array([1.0, 3.0]))
+    assert type(r).calls == 3
+    r.run(Square.of("jax"), x)  # the runner itself (a subject) always runs
+    assert type(r).calls == 4
+    o.memoised({}).run(Square.of("jax"), x)  # another test's store: runs
+    assert type(r).calls == 5
+    a, b = o.run(_random, x), o.run(_random, x)  # fn.fresh: not a function of its inputs
+    assert type(r).calls == 7 and not np.array_equal(a, b)

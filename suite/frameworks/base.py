@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 
@@ -37,6 +39,7 @@ class Runner:
         self.module = fw.module
         self.version = fw.version
         self._cache: dict = {}
+        self._memo: dict | None = None
 
     @property
     def id(self) -> str:
@@ -79,13 +82,26 @@ class Runner:
     def compile(self, builder, **static):
         key = (builder, tuple(sorted(static.items(), key=lambda kv: kv[0])))
         try:
-            return self._cache[key]
+            f = self._cache[key]
         except KeyError:
-            pass
+            f = self._cache[key] = self._build(builder, static)
         except TypeError:  # unhashable static argument: no caching
             return self._build(builder, static)
-        f = self._cache[key] = self._build(builder, static)
-        return f
+        if self._memo is None or getattr(static.get("fn", builder), "fresh", False):
+            return f
+        return _memoised(f, self._memo, (self.id, key))
+
+    def memoised(self, store: dict) -> "Runner":
+        """This runner, answering a call it has already answered (the same program, static
+        arguments and input bytes) from ``store`` instead of running it again. For oracles: a
+        reference result does not depend on the subject's mode, so one store per test lets the
+        four TensorFlow rows (and the other frameworks' rows) of the same examples run each
+        oracle once per example. The compiled programs are shared with the runner. A spelling
+        whose result is not a function of its inputs (unseeded randomness, a counter) sets
+        ``fn.fresh = True`` and is always run."""
+        view = copy.copy(self)
+        view._memo = store
+        return view
 
     def run(self, fn, *arrays, **static):
         """``fn(module, *arrays, **static)`` in this runner's mode, as NumPy."""
@@ -97,6 +113,37 @@ class Runner:
         if cotangent is None:
             return self.compile(builder, fn=fn, diff=diff, static=_Frozen(static), ct=False)(*arrays)
         return self.compile(builder, fn=fn, diff=diff, static=_Frozen(static), ct=True)(*arrays, cotangent)
+
+
+def _memo_key(arrays):
+    """Hashable identity of call arguments: dtype, shape and bytes of arrays, plain Python
+    values as themselves; ``None`` for anything else (the call is then not memoised)."""
+    out = []
+    for a in arrays:
+        if isinstance(a, (np.ndarray, np.generic)) and a.dtype.kind in "biufcS":
+            out.append((a.dtype.str, a.shape, a.tobytes()))
+        elif a is None or isinstance(a, (bool, int, float, complex, str, bytes)):
+            out.append((type(a).__name__, a))
+        else:
+            return None
+    return tuple(out)
+
+
+def _memoised(f, store: dict, prefix):
+    def call(*arrays):
+        k = _memo_key(arrays)
+        if k is None:
+            return f(*arrays)
+        k = (prefix, k)
+        if k not in store:
+            store[k] = f(*arrays)  # an exception is not memoised: the next call runs again
+        return nest_map(_fresh_copy, store[k])
+
+    return call
+
+
+def _fresh_copy(x):
+    return x.copy() if isinstance(x, np.ndarray) else x
 
 
 class _Frozen(dict):

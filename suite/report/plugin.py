@@ -69,12 +69,24 @@ def subject(request):
         pytest.skip(str(e))
 
 
+#: The oracles' answers of the test function now running (``Runner.memoised``): its rows
+#: run one after the other, in a serial run and in an xdist worker (``--dist loadfile``).
+_ORACLE_ANSWERS: dict = {"test": None, "store": {}}
+
+
 @pytest.fixture
 def oracles(subject, request):
-    """Reference runners of the other frameworks (jax-jit, torch-eager), as selected."""
+    """Reference runners of the other frameworks (jax-jit, torch-eager), as selected. Each
+    answers an example it has already answered for another row of the same test function
+    from memory: the four TensorFlow rows draw the same examples (derandomized), so each
+    oracle runs once per example, not once per mode."""
     selected = request.config.getoption("frameworks")
     fws = [f for f in ("jax", "torch") if f in selected and f != subject.framework]
-    return frameworks.reference_oracles(frameworks=fws, device=subject.device)
+    test = (request.node.module.__name__, request.node.originalname)
+    if _ORACLE_ANSWERS["test"] != test:
+        _ORACLE_ANSWERS.update(test=test, store={})
+    store = _ORACLE_ANSWERS["store"]
+    return [o.memoised(store) for o in frameworks.reference_oracles(frameworks=fws, device=subject.device)]
 
 
 @pytest.fixture
