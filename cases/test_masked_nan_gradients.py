@@ -570,11 +570,12 @@ def scaled(g, s):
     return (np.asarray(g) * s).astype(np.asarray(g).dtype)
 
 
-def clip_grad_kind(g, w, ref, *, tol: float, scale=None) -> str:
-    """``upstream`` (== w), ``scaled`` (== the closed form, != w), else :func:`kinds`."""
-    if cmp.rel_err(g, w, rtol=tol, scale=scale) <= tol:
+def clip_grad_kind(g, w, ref, *, tol: float, scale=None, ulps=cmp.FLOOR_ULPS) -> str:
+    """``upstream`` (== w), ``scaled`` (== the closed form, != w), else :func:`kinds`; ``ulps``
+    the tolerance's floor (where the closed form cancels, as for w parallel to x)."""
+    if cmp.rel_err(g, w, rtol=tol, scale=scale, ulps=ulps) <= tol:
         return "upstream"
-    if cmp.rel_err(g, ref, rtol=tol, scale=scale) <= tol:
+    if cmp.rel_err(g, ref, rtol=tol, scale=scale, ulps=ulps) <= tol:
         return "scaled"
     return kinds(g)
 
@@ -696,7 +697,7 @@ def test_clip_by_norm_passes_the_gradient_at_the_zero_vector(subject, oracles, r
     value, ref = clip_closed(x, c, w)
     tol = _clip_tol(subject)
     record.scale = record.input_scale()  # outside the ball c/|x| (w - x (x.w)/|x|^2) cancels
-    observed = clip_grad_kind(grad, w, ref, tol=tol.of(x.dtype), scale=record.scale)
+    observed = clip_grad_kind(grad, w, ref, tol=tol.of(x.dtype), scale=record.scale, ulps=tol.ulps(x.dtype))
     record.check(EXPECT, **{f"clip_by_norm_grad[{kind}]": observed})
     record.close(name="value", out=out, ref=value, oracle="closed-form", tol=cmp.VALUE if tol is cmp.GRAD else tol)
     if observed not in ("upstream", "scaled"):
