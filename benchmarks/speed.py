@@ -55,11 +55,13 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", default="2", help="workers of the parallel run (default: 2)")
     ap.add_argument("--profile", default="ci")
     ap.add_argument("--out", default=str(ROOT / "reports" / "benchmarks" / "speed.json"))
+    ap.add_argument("--keep", metavar="DIR", help="keep both runs' reports under DIR/serial and DIR/parallel")
     a = ap.parse_args(argv)
     common = [*[x for b in a.behaviour for x in ("--behaviour", b)], "--profile", a.profile, "--devices", "cpu"]
     with tempfile.TemporaryDirectory(prefix="adsem-speed-") as tmp:
-        serial_s, serial, rc_s = timed_run(common, Path(tmp) / "serial")
-        parallel_s, parallel, rc_p = timed_run([*common, "--jobs", a.jobs], Path(tmp) / "parallel")
+        where = Path(a.keep) if a.keep else Path(tmp)
+        serial_s, serial, rc_s = timed_run(common, where / "serial")
+        parallel_s, parallel, rc_p = timed_run([*common, "--jobs", a.jobs], where / "parallel")
     same = {r["test"]: {k: r[k] for k in SAME} for r in serial["results"]} == {
         r["test"]: {k: r[k] for k in SAME} for r in parallel["results"]
     }
