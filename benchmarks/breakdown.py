@@ -52,6 +52,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--behaviour", "-b", action="append", default=[], help="behaviour id (default: all)")
     ap.add_argument("--profile", default="ci")
+    ap.add_argument("--frameworks", default="tensorflow,jax,torch")
     ap.add_argument("--out", default=str(ROOT / "reports" / "benchmarks" / "breakdown.json"))
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="adsem-breakdown-") as tmp:
@@ -59,7 +60,8 @@ def main(argv=None) -> int:
         cmd = [
             sys.executable, "-m", "suite", "run",
             *[x for b in a.behaviour for x in ("--behaviour", b)],
-            "--profile", a.profile, "--devices", "cpu", "--report-dir", str(Path(tmp) / "report"),
+            "--profile", a.profile, "--frameworks", a.frameworks, "--devices", "cpu",
+            "--report-dir", str(Path(tmp) / "report"),
             "--", "-p", "suite.bench.breakdown",
         ]  # fmt: skip
         print("breakdown:", " ".join(cmd[2:]), file=sys.stderr, flush=True)
