@@ -73,6 +73,10 @@ def main(argv=None) -> int:
         raise SystemExit(f"breakdown: the run recorded no test (exit status {rc})")
     out = {
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "suite_revision": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        or None,
         "selection": a.behaviour or "all",
         "profile": a.profile,
         "wall_s": round(wall, 1),
