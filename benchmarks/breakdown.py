@@ -18,7 +18,6 @@ import argparse
 import collections
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the checkout's suite, also when run as a script
+
+from suite.bench.table import this_machine, write_result  # noqa: E402
+
 PARTS = ("generation", "subject_first", "subject_run", "oracle_first", "oracle_run", "body_other")
 
 
@@ -72,7 +75,7 @@ def main(argv=None) -> int:
     if not rows:
         raise SystemExit(f"breakdown: the run recorded no test (exit status {rc})")
     out = {
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "machine": this_machine(),
         "suite_revision": subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
         ).stdout.strip()
@@ -85,9 +88,7 @@ def main(argv=None) -> int:
         "modules": summarise(rows, by=lambda r: f"{r['test'].split('::')[0].rsplit('/', 1)[-1]} {r['column']}"),
         "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    path = Path(a.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    path = write_result(a.out, out)
     print(f"{'column':26} {'ex/s':>6} " + " ".join(f"{p:>13}" for p in PARTS))
     for name, c in sorted(out["columns"].items()):
         print(f"{name:26} {c['examples_per_s'] or 0:6.1f} " + " ".join(f"{c['seconds'][p]:13.1f}" for p in PARTS))

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -25,6 +23,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the checkout's suite, also when run as a script
+
+from suite.bench.table import this_machine, write_result  # noqa: E402
+
 BUDGET_RATIO = 0.6
 BUDGET_WALL_S = 300.0
 SAME = ("framework", "mode", "device", "outcome", "observed", "expected", "examples")
@@ -68,7 +70,7 @@ def main(argv=None) -> int:
     ratio = parallel_s / serial_s
     met = ratio <= BUDGET_RATIO and parallel_s <= BUDGET_WALL_S
     out = {
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "machine": this_machine(),
         "frameworks": {n: (i or {}).get("version") for n, i in serial["environment"]["frameworks"].items()},
         "selection": a.behaviour or "all",
         "profile": a.profile,
@@ -80,9 +82,7 @@ def main(argv=None) -> int:
         "identical_rows": same,
         "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    path = Path(a.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    path = write_result(a.out, out)
     print(
         f"speed: serial {serial_s:.0f} s, --jobs {a.jobs} {parallel_s:.0f} s (ratio {ratio:.2f}; budget "
         f"<= {BUDGET_RATIO} and <= {BUDGET_WALL_S:.0f} s: {'met' if met else 'NOT met'}); "

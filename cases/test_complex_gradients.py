@@ -383,6 +383,12 @@ def classify(out, forms: dict, *, tol=cmp.GRAD) -> str:
     return hits[0] if len(hits) == 1 else "other" if not hits else "ambiguous:" + "|".join(hits)
 
 
+def below_sqrt_tiny(z) -> np.ndarray:
+    """|z| below the square root of the smallest normal of z's part (0 included): where |z|^2
+    underflows, and TF's |z| gradient with it (declared in abs_grad_below_sqrt_tiny)."""
+    return np.abs(z) < np.sqrt(np.finfo(PART[z.dtype]).tiny)
+
+
 def cast(forms: dict, dtype) -> dict:
     return {k: np.asarray(v).astype(dtype) for k, v in forms.items()}
 
@@ -453,7 +459,7 @@ def test_real_loss_gradient_convention(subject, oracles, record, zw):
         g = np.asarray(g)
         # |z| at 0, and below sqrt(tiny) where TF's kernel flushes (declared there):
         # test_abs_gradient_at_and_near_zero
-        mask = np.abs(z) >= np.sqrt(np.finfo(PART[z.dtype]).tiny) if loss == "abs" else np.ones(z.shape, bool)
+        mask = ~below_sqrt_tiny(z) if loss == "abs" else np.ones(z.shape, bool)
         with np.errstate(invalid="ignore", divide="ignore"):
             forms = cast({k: f(z.astype(np.complex128)) * w for k, f in closed.items()}, z.dtype)
         kind = classify(g[mask], {k: v[mask] for k, v in forms.items()})
@@ -539,7 +545,7 @@ def test_abs_gradient_at_and_near_zero(subject, oracles, record, zw):
     record.example(z=z, w=w)
     _, (g,) = subject.vjp(Abs.of(subject), z, cotangent=w)
     g = np.asarray(g)
-    at, tiny = z == 0, (z != 0) & (np.abs(z) < np.sqrt(np.finfo(PART[z.dtype]).tiny))
+    at, tiny = z == 0, (z != 0) & below_sqrt_tiny(z)
     zeros = np.zeros_like(g)
     record.check(EXPECT, abs_grad_at_zero=classify(g[at], {"zero": zeros[at]}, tol=cmp.EXACT))
     if tiny.any():

@@ -29,7 +29,7 @@ import pytest
 
 from suite.frameworks import base
 
-_state = {"item": None, "subject": None, "times": None, "seen": set()}
+_state = {"subject": None, "times": None, "seen": set()}
 _original_compile = base.Runner.compile
 
 
@@ -44,7 +44,7 @@ def _signature(arrays) -> tuple:
 def _timed_compile(self, builder, **static):
     fn = _original_compile(self, builder, **static)
     try:
-        program = hash((builder, tuple(sorted(static.items()))))
+        program = hash(self.compile_key(builder, static))
     except TypeError:
         program = id(builder)
 
@@ -78,7 +78,7 @@ def pytest_unconfigure(config):
 def pytest_runtest_call(item):
     spec = getattr(getattr(item, "callspec", None), "params", {}).get("subject")
     times = dict.fromkeys(("subject_first", "subject_run", "oracle_first", "oracle_run", "body"), 0.0)
-    _state.update(item=item, times=times)
+    _state["times"] = times
     try:
         from suite import frameworks
 

@@ -70,3 +70,21 @@ def bench_table(data) -> list[str]:
     if rows:
         lines.append(f"ceiling: copy bandwidth {rows[0]['ceiling_gbps']:.2f} GB/s measured in this run")
     return lines
+
+
+def this_machine() -> dict:
+    """The machine a benchmark script ran on (CPU count, platform, Python): measured now."""
+    import os
+    import platform
+
+    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
+
+
+def write_result(path, out: dict) -> Path:
+    """Write a benchmark script's result as indented JSON, creating its folder."""
+    import json
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    return path

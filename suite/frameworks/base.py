@@ -79,8 +79,13 @@ class Runner:
             raise AssertionError(f"{self.id}: an output was computed on {where}, not the GPU (a silent CPU fallback)")
 
     # -- shared
+    @staticmethod
+    def compile_key(builder, static: dict) -> tuple:
+        """What a compiled callable is cached by: the builder and its static arguments."""
+        return (builder, tuple(sorted(static.items(), key=lambda kv: kv[0])))
+
     def compile(self, builder, **static):
-        key = (builder, tuple(sorted(static.items(), key=lambda kv: kv[0])))
+        key = self.compile_key(builder, static)
         try:
             f = self._cache[key]
         except KeyError:
