@@ -150,7 +150,8 @@ EXPECT = expectations(
 
 # ---------------------------------------------------------------- strategies
 COMPLEX_DTYPES = (np.complex64, np.complex128)
-SHAPES = ((), (2, 3))  # a 0-d array and a matrix: compiled modes trace few programs per test
+# A 0-d array and a matrix, each with one dtype: compiled modes trace few programs per test.
+SIGNATURES = ss.dtypes_and_shapes(shapes=((), (2, 3)), dtypes=COMPLEX_DTYPES)
 PART = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
 # A part exactly 0 puts z on an axis (both: the origin, with either sign of zero), where
 # z == conj(z) or |z| has its kink; +-2^-7 is just off it on both sides (exact in float32).
@@ -190,8 +191,8 @@ def complex_arrays(draw, *, dtype, shape, bound=3.0, label="z"):
 @st.composite
 def real_loss_inputs(draw):
     """(z, w): complex z and a real cotangent w (w[0] != 0, so the witness shows the convention)."""
-    dtype = draw(st.sampled_from(COMPLEX_DTYPES), label="dtype")
-    z = draw(complex_arrays(dtype=dtype, shape=draw(st.sampled_from(SHAPES), label="shape")))
+    dtype, shape = draw(SIGNATURES, label="dtype, shape")
+    z = draw(complex_arrays(dtype=dtype, shape=shape))
     w = draw(ss.like(z.real), label="w")
     w.flat[0] = draw(st.sampled_from((-1.5, -0.5, 0.5, 2.0)), label="w[0]")
     return z, w
@@ -200,8 +201,7 @@ def real_loss_inputs(draw):
 @st.composite
 def holomorphic_inputs(draw):
     """(z, u): complex z and a complex cotangent u (u[0] a witness too)."""
-    dtype = draw(st.sampled_from(COMPLEX_DTYPES), label="dtype")
-    shape = draw(st.sampled_from(SHAPES), label="shape")
+    dtype, shape = draw(SIGNATURES, label="dtype, shape")
     z = draw(complex_arrays(dtype=dtype, shape=shape))
     return z, draw(complex_arrays(dtype=dtype, shape=shape, bound=4.0, label="u"))
 

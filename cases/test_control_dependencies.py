@@ -131,7 +131,7 @@ def _ints(dtype, shape):
 @st.composite
 def programs(draw, *, max_steps=6) -> UpdateProgram:
     """1-3 variables, 1-6 steps, then the tail: an unused assign_add(v0, 1000) and a read of v0."""
-    dtype, shape = draw(ss.float_dtypes()), draw(st.sampled_from(SHAPES))
+    dtype, shape = draw(ss.dtypes_and_shapes(shapes=SHAPES), label="dtype, shape")
     nvars = draw(st.integers(1, 3), label="nvars")
     step = st.one_of(
         st.tuples(st.just("read"), st.integers(0, nvars - 1), st.sampled_from(["read_value", "identity"])),

@@ -189,7 +189,8 @@ def adam_step(var, g, lr=0.001, beta1=0.9, beta2=0.999, epsilon=0.1):
 
 
 # ---------------------------------------------------------------- strategies
-SHAPES = ss.small_shapes(menu=((), (2, 3)))  # few shapes: one XLA compile per shape x dtype x API
+# A scalar and a matrix, each with one dtype: one XLA compile per signature x API
+SIGNATURES = ss.dtypes_and_shapes(shapes=((), (2, 3)))
 
 
 def distinguishable(xs) -> bool:
@@ -202,14 +203,14 @@ def distinguishable(xs) -> bool:
 @st.composite
 def add_inputs(draw):
     """c, k, d and the cotangent w: one dtype and shape."""
-    dt, s = draw(ss.float_dtypes()), draw(SHAPES)
+    dt, s = draw(SIGNATURES, label="dtype, shape")
     return tuple(draw(ss.float_arrays(dtype=dt, shape=s, min_value=-3, max_value=3), label=n) for n in "ckdw")
 
 
 @st.composite
 def attention_inputs(draw):
     """Probabilities (with exact 0 and 1, where the sample is certain), a feature map, w, a seed."""
-    dt, s = draw(ss.float_dtypes()), draw(SHAPES)
+    dt, s = draw(SIGNATURES, label="dtype, shape")
     width = 32 if dt == np.float32 else 64
     probs = st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0, 1, width=width))
     p = draw(hnp.arrays(dt, s, elements=probs), label="p")

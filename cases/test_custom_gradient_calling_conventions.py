@@ -221,7 +221,8 @@ FD_TOL = cmp.tolerance(float64=finite_diff.FD_TOL)
 
 
 # ---------------------------------------------------------------- strategies
-SHAPES = ss.small_shapes(menu=((), (2, 3)))  # a scalar and a matrix: few traces and XLA compiles
+# A scalar and a matrix, each with one dtype: few traces and XLA compiles
+SIGNATURES = ss.dtypes_and_shapes(shapes=((), (2, 3)))
 
 
 def moderate(dtype, shape) -> st.SearchStrategy[np.ndarray]:
@@ -236,7 +237,7 @@ def moderate(dtype, shape) -> st.SearchStrategy[np.ndarray]:
 def operands(draw):
     """(x, y, w): y equal to x (an exact tie of values in distinct tensors), one ulp away, or
     free; w with zeros and tiny magnitudes (ss.like)."""
-    d, s = draw(ss.float_dtypes()), draw(SHAPES)
+    d, s = draw(SIGNATURES, label="dtype, shape")
     x = draw(moderate(d, s), label="x")
     near = draw(st.sampled_from(["equal", "ulp-above", "ulp-below", "free"]), label="y")
     y = {
@@ -257,7 +258,7 @@ def distinguishable(xyw) -> bool:
 @st.composite
 def models(draw):
     """(v1, v2, a, b): loss = sum(a v1^2) + sum(b v2^2); v2 equal to v1 (distinct variables) or free."""
-    d, s = draw(ss.float_dtypes()), draw(SHAPES)
+    d, s = draw(SIGNATURES, label="dtype, shape")
     v1 = draw(moderate(d, s), label="v1")
     v2 = v1.copy() if draw(st.booleans(), label="v2 == v1") else draw(moderate(d, s), label="v2")
     a, b = (draw(moderate(d, s), label=n) for n in ("a", "b"))

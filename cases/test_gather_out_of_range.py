@@ -507,11 +507,15 @@ class GatherCase:
     w: np.ndarray  # cotangent (K,) + params.shape[1:], positive (so no two rules coincide)
 
 
+# (n,) or (n, 2) params, n from 1 to 6, each shape with one dtype: XLA and JAX's eager
+# dispatch compile per input signature, and indices already cover every region of every n.
+PARAM_SHAPES = ((1,), (3, 2), (6,), (2, 2), (4,), (1, 2))
+
+
 @st.composite
 def gather_cases(draw) -> GatherCase:
-    dtype = draw(ss.float_dtypes())
-    n = draw(st.integers(1, 6), label="n")
-    shape = (n,) + draw(st.sampled_from([(), (2,)]), label="row shape")
+    dtype, shape = draw(ss.dtypes_and_shapes(shapes=PARAM_SHAPES), label="dtype, params shape")
+    n = shape[0]
     width = 32 if dtype == np.float32 else 64
     size = st.floats(0.25, 10.0, width=width, allow_subnormal=False)
     signed = st.tuples(st.booleans(), size).map(lambda t: -t[1] if t[0] else t[1])

@@ -296,11 +296,11 @@ class Problem:
 
 @st.composite
 def problems(draw):
-    d = draw(ss.float_dtypes(), label="dtype")
-    # A small menu keeps XLA and JAX's eager dispatch to a few compiled shapes; m = 1 without a
-    # batch axis is the one-element output PyTorch seeds implicitly and JAX does not.
-    m, n = draw(st.sampled_from([1, 3]), label="m"), 2
-    lead = draw(st.sampled_from([(), (2,)]), label="batch")
+    # A small menu of (dtype, batch + (m,)) keeps XLA and JAX's eager dispatch to a few compiled
+    # signatures; m = 1 without a batch axis is the one-element output PyTorch seeds implicitly
+    # and JAX does not. Each dtype has m = 1 and m = 3, with and without a batch axis.
+    d, out = draw(ss.dtypes_and_shapes(shapes=((1,), (3,), (2, 3), (2, 1))), label="dtype, batch + (m,)")
+    lead, m, n = out[:-1], out[-1], 2
     a = draw(ss.float_arrays(dtype=d, shape=(m, n), min_value=-2, max_value=2), label="A")
     # |x| up to 10 reaches tanh's saturation (sech^2(10) = 8e-9), where a gradient flushed to
     # zero would hide under an absolute tolerance; comparisons there are relative to the inputs

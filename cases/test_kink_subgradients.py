@@ -228,7 +228,7 @@ def kink_inputs(draw, *, shape=(2, 3)):
 @st.composite
 def tied_pairs(draw, *, x_shape=(2, 3), y_shapes=((), (3,), (2, 3))):
     """(x, y, w): y broadcasts against x; x = y + offset, the offset 0 (a tie), +-DELTA or any."""
-    d, ys = draw(ss.float_dtypes()), draw(st.sampled_from(y_shapes))
+    d, ys = draw(ss.dtypes_and_shapes(shapes=y_shapes), label="dtype, y shape")
     y = draw(hnp.arrays(d, ys, elements=_on_and_near(TIE_VALUES, d, -4, 4)), label="y")
     offset = draw(hnp.arrays(d, x_shape, elements=_on_and_near((0.0,), d, -4, 4)), label="offset")
     x = (np.broadcast_to(y, x_shape) + offset).astype(d)

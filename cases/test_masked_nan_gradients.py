@@ -222,7 +222,7 @@ def _elements(dtype, kind):
 def guarded_inputs(draw):
     """(x, keep, w): entry 0 (and row 0) of x is an exact zero and kept; rows are zeros, near
     zero or mixed; keep selects and unselects the rest; w has no zeros."""
-    d, s = draw(ss.float_dtypes()), draw(ss.small_shapes(menu=SHAPES))
+    d, s = draw(ss.dtypes_and_shapes(shapes=SHAPES), label="dtype, shape")
     rows = []
     for i in range(int(np.prod(s[:-1]))):
         kind = "zero" if i == 0 else draw(st.sampled_from(["zero", "near", "mixed", "mixed"]), label=f"row {i}")
@@ -244,7 +244,7 @@ FIXED_GUARDED = (
 @st.composite
 def clip_inputs(draw):
     """(kind, x, c, w): x is the zero vector, tiny, inside the ball of radius c, or outside it."""
-    d, s = draw(ss.float_dtypes()), draw(ss.small_shapes(menu=((3,), (2, 3))))
+    d, s = draw(ss.dtypes_and_shapes(shapes=((3,), (2, 3))), label="dtype, shape")
     c, kind = draw(st.sampled_from([0.5, 2.0]), label="c"), draw(st.sampled_from(CLIP_KINDS), label="kind")
     direction = draw(ss.float_arrays(dtype=np.float64, shape=s, min_value=-1, max_value=1), label="direction")
     assume(np.linalg.norm(direction) > 0.1)

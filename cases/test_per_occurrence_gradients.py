@@ -74,8 +74,7 @@ def differences(record, subject, program, *arrays, got, **kwargs) -> list:
 # ---------------------------------------------------------------- strategies
 @st.composite
 def scalar_triples(draw):
-    d = draw(ss.float_dtypes())
-    s = draw(ss.small_shapes())
+    d, s = draw(ss.dtypes_and_shapes(), label="dtype, shape")
     return tuple(
         draw(ss.float_arrays(dtype=d, shape=s, min_value=-3, max_value=3), label=n) for n in ("xa", "yb", "ya")
     )
@@ -83,8 +82,7 @@ def scalar_triples(draw):
 
 @st.composite
 def chains(draw, *, square=False):
-    d = draw(ss.float_dtypes())
-    n = draw(st.sampled_from([1, 2, 3]))
+    d, (n,) = draw(ss.dtypes_and_shapes(shapes=((1,), (2,), (3,))), label="dtype, n")
     el = dict(min_value=-2, max_value=2)
     b = draw(ss.float_arrays(dtype=d, shape=(n, n), **el), label="B")
     a = draw(ss.float_arrays(dtype=d, shape=(n, n), **el), label="A")
@@ -97,12 +95,8 @@ def chains(draw, *, square=False):
 def one_op_inputs(draw):
     """(op, t, w): any shape for the elementwise ops, a square matrix for matmul."""
     op = draw(st.sampled_from(sorted(ONE_OP_GRADS)), label="op")
-    d = draw(ss.float_dtypes())
-    if op == "matmul":
-        n = draw(st.sampled_from([1, 2, 3]))
-        shape = (n, n)
-    else:
-        shape = draw(ss.small_shapes())
+    square = ((1, 1), (2, 2), (3, 3))
+    d, shape = draw(ss.dtypes_and_shapes(shapes=square if op == "matmul" else None), label="dtype, shape")
     t = draw(ss.float_arrays(dtype=d, shape=shape, min_value=-3, max_value=3), label="t")
     return op, t, draw(ss.like(t), label="cotangent")
 

@@ -124,7 +124,7 @@ EXPECT = expectations(
 # Per-sample quotients and a sum of up to M terms in the kernel's order vs float64.
 UPDATE_TOL = cmp.GRAD
 M = 6  # samples per batch: more than classes, so labels repeat
-SHAPES = ((2, 2), (3, 1))  # (classes, features): a small menu, one trace each
+SHAPES = ((2, 2), (3, 1))  # (classes, features): a small menu, each with one dtype: one trace each
 LR = 0.5  # the train op's SGD step
 
 
@@ -139,8 +139,7 @@ class CenterBatch:
 
 @st.composite
 def center_batches(draw) -> CenterBatch:
-    dtype = draw(ss.float_dtypes())
-    k, d = draw(st.sampled_from(SHAPES), label="classes, features")
+    dtype, (k, d) = draw(ss.dtypes_and_shapes(shapes=SHAPES), label="dtype, (classes, features)")
     width = 32 if dtype == np.float32 else 64
     centers = draw(ss.float_arrays(dtype=dtype, shape=(k, d), min_value=1.5, max_value=2.5), label="centers")
     x = draw(

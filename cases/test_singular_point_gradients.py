@@ -825,7 +825,7 @@ def reduction_inputs(draw, op):
     (s = 0: the zero vector, or a constant c), the others singular, near (s = 1e-4..1e-1, from
     1e-2 for moments, whose deviations lose |c| * eps to the mean) or regular (0.5..4);
     ``tags`` per row."""
-    d, (rows, n) = draw(ss.float_dtypes()), draw(st.sampled_from(ROW_SHAPES), label="shape")
+    d, (rows, n) = draw(ss.dtypes_and_shapes(shapes=ROW_SHAPES), label="dtype, shape")
     moments = REDUCTIONS[op].configs == MOMENTS
     x = np.zeros((rows, n))
     for r in range(rows):

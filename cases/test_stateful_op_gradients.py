@@ -243,7 +243,7 @@ def cotangents(x):
 @st.composite
 def updates_and_values(draw):
     """(v0, x, w): the variable's value, the value written (sometimes equal to v0), a cotangent."""
-    d, s = draw(ss.float_dtypes()), draw(ss.small_shapes(menu=((3,), (2, 3))))
+    d, s = draw(ss.dtypes_and_shapes(shapes=((3,), (2, 3))), label="dtype, shape")
     v0 = draw(ss.float_arrays(dtype=d, shape=s), label="v0")
     x = draw(st.one_of(ss.float_arrays(dtype=d, shape=s), st.just(v0.copy())), label="x")
     return v0, x, draw(cotangents(x), label="w")
@@ -252,7 +252,7 @@ def updates_and_values(draw):
 @st.composite
 def duplicate_scatters(draw):
     """(t, idx, u, w): 6 row updates into 4 rows (some index repeats), distinct update values."""
-    d, cols = draw(ss.float_dtypes()), draw(st.sampled_from(((), (2,))), label="row shape")
+    d, cols = draw(ss.dtypes_and_shapes(shapes=((), (2,))), label="dtype, row shape")
     t = draw(ss.float_arrays(dtype=d, shape=(4, *cols)), label="t")
     idx = draw(hnp.arrays(np.int32, (6, 1), elements=st.integers(0, 3)), label="indices")
     el = st.floats(-10, 10, width=8 * d.itemsize, allow_subnormal=False)

@@ -202,7 +202,7 @@ def _offsets(dtype, shape):
 @st.composite
 def copy_inputs(draw):
     """(source, destination's own value, the change to the source), small float vectors."""
-    dtype, shape = draw(ss.float_dtypes()), draw(st.sampled_from(SHAPES))
+    dtype, shape = draw(ss.dtypes_and_shapes(shapes=SHAPES), label="dtype, shape")
     a = draw(ss.float_arrays(dtype=dtype, shape=shape), label="source")
     b0 = a + draw(_offsets(dtype, shape), label="destination - source")
     return a, b0, draw(_offsets(dtype, shape), label="change")

@@ -3,9 +3,11 @@
 Plural nouns, keyword-only arguments, NumPy out. Values are bounded by default (no
 overflow, no subnormals); ``edges=`` mixes in signed zeros, tiny magnitudes, subnormals,
 NaN or infinities where a behaviour is about them, and cotangents (``like``) carry zeros
-and tiny magnitudes by default. Shapes come from a small menu so that compiled modes (XLA,
-``jax.jit``) compile a handful of programs per test rather than one per example; the
-menu still covers scalars, vectors, matrices, a size-1 axis and rank 3.
+and tiny magnitudes by default. Dtype and shape are drawn together from a small menu of
+pairs (:data:`PAIR_MENU`, :func:`paired`) so that compiled modes (XLA, ``jax.jit``,
+``tf.function``, JAX's per-primitive eager kernels) build a handful of programs per test
+rather than one per example or one per dtype x shape; the menu still gives each dtype a
+scalar, a vector and a matrix, and covers a size-1 axis and rank 3.
 
 >>> from hypothesis import given
 >>> @given(x=float_arrays())
@@ -15,6 +17,7 @@ menu still covers scalars, vectors, matrices, a size-1 axis and rank 3.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 from hypothesis import strategies as st
@@ -22,6 +25,19 @@ from hypothesis.extra import numpy as hnp
 
 SHAPE_MENU = ((), (1,), (3,), (5,), (2, 3), (4, 1), (2, 1, 3))
 FLOAT_DTYPES = (np.float32, np.float64)
+#: The default (dtype, shape) menu: each dtype with a scalar, a vector and a matrix, and
+#: between them a size-1 axis and rank 3 (8 input signatures, not the 14 of every dtype
+#: with every shape of :data:`SHAPE_MENU`).
+PAIR_MENU = (
+    (np.float32, ()),
+    (np.float64, ()),
+    (np.float32, (3,)),
+    (np.float64, (5,)),
+    (np.float32, (2, 3)),
+    (np.float64, (4, 1)),
+    (np.float32, (2, 1, 3)),
+    (np.float64, (1,)),
+)
 
 
 def float_dtypes(*, dtypes=FLOAT_DTYPES) -> st.SearchStrategy[np.dtype]:
@@ -30,6 +46,38 @@ def float_dtypes(*, dtypes=FLOAT_DTYPES) -> st.SearchStrategy[np.dtype]:
 
 def small_shapes(*, menu=SHAPE_MENU, min_dims=0) -> st.SearchStrategy[tuple]:
     return st.sampled_from([s for s in menu if len(s) >= min_dims])
+
+
+def paired(shapes, dtypes=FLOAT_DTYPES) -> tuple:
+    """(dtype, shape) pairs in which every shape and every dtype occurs: as many as the
+    longer of the two, not their product. A compiled mode (XLA, ``jax.jit``, ``tf.function``,
+    JAX's per-primitive eager kernels) builds one program per input signature, so a test
+    that draws dtype and shape together builds half as many (or fewer) as one that draws
+    them apart, and its 25 examples reuse them more often.
+
+    >>> [(d.name, s) for d, s in paired(((), (3,), (2, 3)))]
+    [('float32', ()), ('float64', (3,)), ('float32', (2, 3))]
+    >>> [(d.name, s) for d, s in paired(((2, 3),))]
+    [('float32', (2, 3)), ('float64', (2, 3))]
+    """
+    shapes, dtypes = [tuple(s) for s in shapes], [np.dtype(d) for d in dtypes]
+    if not shapes or not dtypes:
+        raise ValueError("paired() needs at least one shape and one dtype")
+    n = max(len(shapes), len(dtypes))
+    return tuple((dtypes[i % len(dtypes)], shapes[i % len(shapes)]) for i in range(n))
+
+
+def dtypes_and_shapes(*, shapes=None, dtypes=FLOAT_DTYPES, dtype=None, min_dims=0) -> st.SearchStrategy[tuple]:
+    """A (dtype, shape) pair: from :data:`PAIR_MENU` by default, from :func:`paired`
+    ``(shapes, dtypes)`` when shapes are given; ``dtype=`` keeps that dtype's pairs,
+    ``min_dims`` the shapes of at least that rank."""
+    menu = PAIR_MENU if shapes is None else paired(shapes, dtypes)
+    menu = [(np.dtype(d), s) for d, s in menu if len(s) >= min_dims]
+    if dtype is not None:
+        menu = [(d, s) for d, s in menu if d == np.dtype(dtype)]
+    if not menu:
+        raise ValueError(f"no (dtype, shape) pair with dtype={dtype} and min_dims={min_dims}")
+    return st.sampled_from(menu)
 
 
 #: Edge values a strategy can mix in (``edges=``): signed zeros, tiny normal magnitudes
@@ -67,6 +115,13 @@ def edge_values(dtype, edges, lo=-np.inf, hi=np.inf) -> list[float]:
     return [v for v in vals if np.isnan(v) or lo <= v <= hi or np.isinf(v)]
 
 
+@functools.lru_cache(maxsize=1024)
+def _arrays(dtype, shape, lo, hi, halfway, edges) -> st.SearchStrategy[np.ndarray]:
+    """One strategy object per argument set: a fresh one per draw would be validated again
+    on every draw (Hypothesis caches that per object), a third of a small array's cost."""
+    return hnp.arrays(dtype, shape, elements=_elements(dtype, lo, hi, halfway=halfway, edges=edges))
+
+
 def _elements(dtype, lo, hi, *, halfway, edges=()):
     width = {2: 16, 4: 32}.get(np.dtype(dtype).itemsize, 64)
     plain = st.floats(lo, hi, width=width, allow_subnormal=False, allow_nan=False, allow_infinity=False)
@@ -85,13 +140,19 @@ def float_arrays(
 ) -> np.ndarray:
     """Bounded float arrays; ``halfway=True`` mixes in integers and k + 0.5 points, ``edges``
     the :data:`EDGES` a behaviour is about."""
-    d = (
-        draw(float_dtypes())
-        if dtype is None
-        else (draw(dtype) if isinstance(dtype, st.SearchStrategy) else np.dtype(dtype))
-    )
-    s = draw(small_shapes()) if shape is None else (draw(shape) if isinstance(shape, st.SearchStrategy) else shape)
-    return draw(hnp.arrays(d, s, elements=_elements(d, min_value, max_value, halfway=halfway, edges=edges)))
+    if dtype is None and shape is None:
+        d, s = draw(dtypes_and_shapes(), label="dtype, shape")
+    else:
+        d = (
+            draw(float_dtypes())
+            if dtype is None
+            else (draw(dtype) if isinstance(dtype, st.SearchStrategy) else np.dtype(dtype))
+        )
+        if shape is None:
+            s = draw(dtypes_and_shapes(dtype=d), label="shape")[1]
+        else:
+            s = draw(shape) if isinstance(shape, st.SearchStrategy) else shape
+    return draw(_arrays(d, tuple(s), min_value, max_value, halfway, tuple(edges)))
 
 
 def like(x: np.ndarray, *, min_value=-4.0, max_value=4.0, edges=("zero", "tiny")) -> st.SearchStrategy[np.ndarray]:

@@ -10,7 +10,7 @@ from suite import strategies as ss
 @given(x=ss.float_arrays())
 def test_float_arrays_are_bounded_finite_and_from_the_menu(x):
     assert x.dtype in (np.float32, np.float64)
-    assert x.shape in ss.SHAPE_MENU
+    assert (x.dtype, x.shape) in [(np.dtype(d), s) for d, s in ss.PAIR_MENU]
     assert np.all(np.isfinite(x)) and np.all(np.abs(x) <= 10)
     tiny = np.finfo(x.dtype).tiny
     assert not np.any((x != 0) & (np.abs(x) < tiny)), "no subnormals"
@@ -65,3 +65,35 @@ def test_edge_values_are_exact_in_their_dtype(dtype):
     cast, so every edge value is already the dtype's own number (1e-5 as float32 is not 1e-5)."""
     for v in ss.edge_values(dtype, ss.EDGES):
         assert np.isnan(v) or float(np.asarray(v, dtype=dtype)) == v, v
+
+
+def test_the_default_pair_menu_gives_each_dtype_a_scalar_a_vector_and_a_matrix():
+    for d in ss.FLOAT_DTYPES:
+        ranks = {len(s) for dt, s in ss.PAIR_MENU if np.dtype(dt) == np.dtype(d)}
+        assert {0, 1, 2} <= ranks, (d, ranks)
+    assert {s for _, s in ss.PAIR_MENU} <= set(ss.SHAPE_MENU)
+    assert len(set(ss.PAIR_MENU)) == len(ss.PAIR_MENU) < len(ss.SHAPE_MENU) * len(ss.FLOAT_DTYPES)
+
+
+@pytest.mark.parametrize("shapes", [((2, 3),), ((), (3,)), ((), (3,), (2, 3)), ss.SHAPE_MENU])
+def test_paired_covers_every_shape_and_dtype_with_as_few_signatures_as_the_longer(shapes):
+    pairs = ss.paired(shapes)
+    assert len(pairs) == max(len(shapes), len(ss.FLOAT_DTYPES))
+    assert {s for _, s in pairs} == set(shapes)
+    assert {d for d, _ in pairs} == {np.dtype(d) for d in ss.FLOAT_DTYPES}
+
+
+@settings(max_examples=60)
+@given(data=st.data())
+def test_dtype_filter_keeps_that_dtypes_pairs(data):
+    x = data.draw(ss.float_arrays(dtype=np.float64))
+    assert (x.dtype, x.shape) in [(np.dtype(d), s) for d, s in ss.PAIR_MENU]
+    d, s = data.draw(ss.dtypes_and_shapes(shapes=((), (3,), (2, 3)), min_dims=1))
+    assert len(s) >= 1
+
+
+def test_paired_and_dtypes_and_shapes_refuse_an_empty_menu():
+    with pytest.raises(ValueError, match="at least one shape"):
+        ss.paired(())
+    with pytest.raises(ValueError, match="no \\(dtype, shape\\) pair"):
+        ss.dtypes_and_shapes(shapes=((), (3,)), min_dims=2)
