@@ -697,8 +697,13 @@ def test_clip_by_norm_passes_the_gradient_at_the_zero_vector(subject, oracles, r
     value, ref = clip_closed(x, c, w)
     tol = _clip_tol(subject)
     record.scale = record.input_scale()  # outside the ball c/|x| (w - x (x.w)/|x|^2) cancels
-    observed = clip_grad_kind(grad, w, ref, tol=tol.of(x.dtype), scale=record.scale, ulps=tol.ulps(x.dtype))
-    record.check(EXPECT, **{f"clip_by_norm_grad[{kind}]": observed})
+    t, ulps = tol.of(x.dtype), tol.ulps(x.dtype)
+    observed = clip_grad_kind(grad, w, ref, tol=t, scale=record.scale, ulps=ulps)
+    # Outside the ball, a cotangent within the floor of the scaled closed form (parallel to x,
+    # or tiny: w = 1e-12 (1, 1, 1) at x = (1, 1, 1)/sqrt(3) was drawn) cannot tell "scaled"
+    # from "upstream": such an example observes nothing; the comparisons below still hold it.
+    if kind != "outside" or cmp.rel_err(w, ref, rtol=t, scale=record.scale, ulps=ulps) > t:
+        record.check(EXPECT, **{f"clip_by_norm_grad[{kind}]": observed})
     record.close(name="value", out=out, ref=value, oracle="closed-form", tol=cmp.VALUE if tol is cmp.GRAD else tol)
     if observed not in ("upstream", "scaled"):
         return
