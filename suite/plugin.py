@@ -71,6 +71,7 @@ def pytest_configure(config):
     explicit = any(a == "--profile" or a.startswith("--profile=") for a in config.invocation_params.args)
     if cases or explicit:
         plugin.register_profiles()
+        plugin.pin_constant_pool()  # the same examples in any selection, worker or shard
         if profile == "ci" and config.getoption("hypothesis_seed", None) is not None:
             # ci is derandomized; an explicit --hypothesis-seed asks for that seed instead
             settings.register_profile("ci-seeded", parent=settings.get_profile("ci"), derandomize=False)

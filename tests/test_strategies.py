@@ -97,3 +97,32 @@ def test_paired_and_dtypes_and_shapes_refuse_an_empty_menu():
         ss.paired(())
     with pytest.raises(ValueError, match="no \\(dtype, shape\\) pair"):
         ss.dtypes_and_shapes(shapes=((), (3,)), min_dims=2)
+
+
+def test_derandomized_draws_ignore_local_modules(tmp_path, monkeypatch):
+    """Hypothesis reads constants from the local modules loaded so far into some draws; the
+    suite pins that pool (``pin_constant_pool``), so loading one more module (another case
+    module, a pytest-xdist worker's different set) leaves a derandomized test's examples as
+    they were. Unpinned, this module changed 189 of these 200 draws."""
+    from suite.report.plugin import pin_constant_pool
+
+    pin_constant_pool()  # False where a Hypothesis has no such pool: the draws below still say
+
+    def draws():
+        out = []
+
+        @settings(max_examples=200, derandomize=True, database=None)
+        @given(st.floats(-1e6, 1e6))
+        def t(x):
+            out.append(x)
+
+        t()
+        return out
+
+    before = draws()
+    (tmp_path / "adsem_local_constants.py").write_text("MAGIC = 4321.1234\nOTHER = 98765.5\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import adsem_local_constants  # noqa: F401
+
+    after = draws()
+    assert after == before and 4321.1234 not in after

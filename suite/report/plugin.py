@@ -48,6 +48,30 @@ def register_profiles() -> None:
     settings.register_profile("thorough", max_examples=300, deadline=None, suppress_health_check=_SUPPRESS)
 
 
+def pin_constant_pool() -> bool:
+    """Make a derandomized example depend on its test alone. Hypothesis mixes into ~5% of its
+    choices constants it reads from the *local* modules loaded so far (not site-packages, not
+    test files); which of ours are loaded differs between a whole run, one module, a
+    pytest-xdist worker, a shard and an installed wheel, so the same ci test drew different
+    examples in each (seen: a whole-suite failure that one module's run did not draw, and a
+    ``--jobs 2`` run that drew an example the serial run did not). An empty pool, the same
+    everywhere, removes that dependence. Returns False where this Hypothesis has no such pool
+    (older releases; ``test_derandomized_draws_ignore_local_modules`` checks the draws either way)."""
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants
+    except ImportError:
+        return False
+    if not callable(getattr(providers, "_get_local_constants", None)):
+        return False
+    empty = Constants()
+    providers._get_local_constants = lambda: empty
+    cache = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
+    if cache is not None:  # choices permitted per constraint, computed from the old pool
+        cache.clear()
+    return True
+
+
 # ---------------------------------------------------------------- fixtures
 @pytest.fixture(autouse=True)
 def _framework_resources():
