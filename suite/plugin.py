@@ -140,7 +140,11 @@ def pytest_report_header(config):
     if not targets_cases(config):
         return []
     lines = []
-    for name, info in frameworks.environment().items():
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        # the pytest-xdist controller runs no case: the workers import the frameworks and the
+        # report's header gets their versions (importing them here delays every worker's start)
+        lines.append("frameworks: imported by the pytest-xdist workers (versions in the report header)")
+    for name, info in ({} if lines else frameworks.environment()).items():
         if info.get("version"):
             lines.append(f"{name} {info['version']} devices={','.join(info['devices'])}")
         else:

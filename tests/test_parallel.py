@@ -42,13 +42,16 @@ def test_jobs_2_gives_the_rows_of_a_serial_run(serial, tmp_path):
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     report = json.loads((tmp_path / "latest.json").read_text())
     assert report["environment"]["jobs"] == 2 and "jobs" not in serial["environment"]
+    # measured by the workers (the controller does not import the frameworks), the same as serial
+    assert report["environment"]["frameworks"] == serial["environment"]["frameworks"]
+    assert report["environment"].get("missing") == serial["environment"].get("missing")
     assert len(serial["results"]) == 32
     assert rows(report) == rows(serial)
     assert [r["test"] for r in report["results"]] == [r["test"] for r in serial["results"]], "collection order"
     assert statuses(report) == statuses(serial) and any(s == "matched" for _, s, _ in statuses(serial))
     assert "incomplete" not in report and "partial" not in report
     junit = (tmp_path / "latest.junit.xml").read_text()
-    assert "autodiff_semantics_row" not in junit, "rows travel on the reports, not into the JUnit XML"
+    assert "autodiff_semantics_" not in junit, "rows travel on the reports, not into the JUnit XML"
 
 
 @pytest.mark.slow
@@ -120,3 +123,20 @@ def test_bad_jobs_and_shard_values_are_usage_errors(flags, capsys):
 def test_jobs_and_shard_parse():
     args = build_parser().parse_args(["run", "--jobs", "auto", "--shard", "2/4"])
     assert args.jobs == "auto" and args.shard == (2, 4)
+
+
+def test_the_xdist_controller_leaves_the_frameworks_to_its_workers(monkeypatch):
+    """Its header does not import TensorFlow, JAX and PyTorch (the workers do, and their
+    versions reach the report with the first row); a worker's or a serial run's header does."""
+    from types import SimpleNamespace
+
+    from suite import plugin
+
+    monkeypatch.setattr(plugin, "targets_cases", lambda config: True)
+    monkeypatch.setattr(plugin.frameworks, "environment", lambda: {"tensorflow": {"version": "9", "devices": ["cpu"]}})
+    controller = SimpleNamespace(option=SimpleNamespace(numprocesses=2), getoption=lambda k: "ci")
+    assert plugin.pytest_report_header(controller)[0].startswith("frameworks: imported by the pytest-xdist workers")
+    worker = SimpleNamespace(option=SimpleNamespace(numprocesses=2), getoption=lambda k: "ci", workerinput={})
+    serial = SimpleNamespace(option=SimpleNamespace(), getoption=lambda k: "ci")
+    for config in (worker, serial):
+        assert plugin.pytest_report_header(config)[0] == "tensorflow 9 devices=cpu"

@@ -208,7 +208,11 @@ DEPRECATIONS_PROPERTY = "autodiff_semantics_deprecations"
 #: row: the report's declaration statuses need them where no case module was imported (the
 #: pytest-xdist controller).
 DECLARED_PROPERTY = "autodiff_semantics_declared"
-_PROPERTIES = (ROW_PROPERTY, DEPRECATIONS_PROPERTY, DECLARED_PROPERTY)
+#: The frameworks' environment block and what is missing, measured by a pytest-xdist worker
+#: and sent with its first row: the controller runs no case and need not import TensorFlow,
+#: JAX and PyTorch (seconds of CPU at the start, beside the workers' own imports).
+ENVIRONMENT_PROPERTY = "autodiff_semantics_environment"
+_PROPERTIES = (ROW_PROPERTY, DEPRECATIONS_PROPERTY, DECLARED_PROPERTY, ENVIRONMENT_PROPERTY)
 #: What a pytest-xdist worker hands its controller when it ends: the tests it deselected.
 DESELECTED_OUTPUT = "autodiff_semantics_deselected"
 
@@ -276,10 +280,21 @@ class RowMaker:
 
                     self._declared_sent = True
                     rep.user_properties.append((DECLARED_PROPERTY, [e.as_dict() for e in all_declared()]))
+                    if hasattr(self.config, "workerinput"):
+                        rep.user_properties.append((ENVIRONMENT_PROPERTY, measured_environment(self.config)))
                 rep.user_properties.append((ROW_PROPERTY, json.dumps(row, default=str)))
             logged = deprecations.take()
             if logged:
                 rep.user_properties.append((DEPRECATIONS_PROPERTY, [list(x) for x in logged]))
+
+
+def measured_environment(config) -> dict:
+    """The frameworks' versions and devices, and what the run asked for and cannot have
+    (``frameworks.missing``), measured by importing them in this process."""
+    return {
+        "frameworks": frameworks.environment(),
+        "missing": frameworks.missing(frameworks=config.getoption("frameworks"), devices=config.getoption("devices")),
+    }
 
 
 def crashed_list(config) -> Path:
@@ -363,6 +378,7 @@ class ReportWriter:
         self._deselected: list = []
         self._collected: list = []
         self._xdist_ids: list[str] | None = None
+        self._worker_environment: dict | None = None
         self._fh = None
 
     def missing_not_allowed(self) -> dict[str, str]:
@@ -412,7 +428,9 @@ class ReportWriter:
         crashed_list(self.config).unlink(missing_ok=True)
         env = frameworks.python_environment()
         env.pop("executable", None)
-        env["frameworks"] = frameworks.environment()
+        # a parallel run's workers measured it (and imported the frameworks); else measure here
+        measured = self._worker_environment or measured_environment(self.config)
+        env["frameworks"] = measured["frameworks"]
         env["hypothesis"] = {
             "profile": settings.get_current_profile_name(),
             "seed": self.config.getoption("hypothesis_seed", None),
@@ -420,9 +438,7 @@ class ReportWriter:
         env["suite_revision"] = _git_sha()
         env["options"] = {k: self.config.getoption(k) for k in ("frameworks", "modes", "devices")}
         # A subject that is asked for and missing fails the run unless --allow-missing names it.
-        self.missing = frameworks.missing(
-            frameworks=self.config.getoption("frameworks"), devices=self.config.getoption("devices")
-        )
+        self.missing = dict(measured["missing"])
         allowed = self.config.getoption("allow_missing")
         if allowed:
             env["allowed_missing"] = list(allowed)
@@ -471,6 +487,9 @@ class ReportWriter:
         crashed = report.when == "???" and report.failed and _behaviour_of(report.nodeid)  # an xdist worker died
         if not (mine or crashed):
             return
+        for k, v in mine:
+            if k == ENVIRONMENT_PROPERTY and self._worker_environment is None:
+                self._worker_environment = v
         self._start_parallel()
         if self._fh is None:
             return
@@ -480,6 +499,8 @@ class ReportWriter:
                     self._deprecation(test, message)
             elif k == DECLARED_PROPERTY:
                 self._write({"kind": "declared", "declarations": v})
+            elif k == ENVIRONMENT_PROPERTY:
+                continue  # in the header (_start)
             else:
                 self._write({"kind": "row", **json.loads(v)})
         if crashed:
