@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -128,8 +129,6 @@ def test_jobs_and_shard_parse():
 def test_the_xdist_controller_leaves_the_frameworks_to_its_workers(monkeypatch):
     """Its header does not import TensorFlow, JAX and PyTorch (the workers do, and their
     versions reach the report with the first row); a worker's or a serial run's header does."""
-    from types import SimpleNamespace
-
     from suite import plugin
 
     monkeypatch.setattr(plugin, "targets_cases", lambda config: True)
@@ -140,3 +139,16 @@ def test_the_xdist_controller_leaves_the_frameworks_to_its_workers(monkeypatch):
     serial = SimpleNamespace(option=SimpleNamespace(), getoption=lambda k: "ci")
     for config in (worker, serial):
         assert plugin.pytest_report_header(config)[0] == "tensorflow 9 devices=cpu"
+
+
+def test_the_environment_a_worker_sends_survives_execnet():
+    """The first row's environment crosses execnet, which refuses anything but plain types;
+    with PyTorch imported (its version is a ``TorchVersion``) a worker died of it."""
+    import execnet
+
+    from suite.report.plugin import environment_payload
+
+    config = SimpleNamespace(getoption={"frameworks": ("tensorflow", "jax", "torch"), "devices": ("cpu",)}.get)
+    sent = execnet.loads(execnet.dumps(environment_payload(config)))
+    env = json.loads(sent)
+    assert {"tensorflow", "jax", "torch"} <= set(env["frameworks"]) and env["frameworks"]["torch"]["version"]

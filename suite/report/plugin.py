@@ -281,7 +281,7 @@ class RowMaker:
                     self._declared_sent = True
                     rep.user_properties.append((DECLARED_PROPERTY, [e.as_dict() for e in all_declared()]))
                     if hasattr(self.config, "workerinput"):
-                        rep.user_properties.append((ENVIRONMENT_PROPERTY, measured_environment(self.config)))
+                        rep.user_properties.append((ENVIRONMENT_PROPERTY, environment_payload(self.config)))
                 rep.user_properties.append((ROW_PROPERTY, json.dumps(row, default=str)))
             logged = deprecations.take()
             if logged:
@@ -295,6 +295,12 @@ def measured_environment(config) -> dict:
         "frameworks": frameworks.environment(),
         "missing": frameworks.missing(frameworks=config.getoption("frameworks"), devices=config.getoption("devices")),
     }
+
+
+def environment_payload(config) -> str:
+    """:func:`measured_environment` as JSON: execnet carries plain types only (PyTorch's
+    version is a ``TorchVersion``, which it refuses, and the worker dies of it)."""
+    return json.dumps(measured_environment(config), default=str)
 
 
 def crashed_list(config) -> Path:
@@ -489,7 +495,7 @@ class ReportWriter:
             return
         for k, v in mine:
             if k == ENVIRONMENT_PROPERTY and self._worker_environment is None:
-                self._worker_environment = v
+                self._worker_environment = json.loads(v)
         self._start_parallel()
         if self._fh is None:
             return
