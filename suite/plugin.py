@@ -144,11 +144,12 @@ def pytest_report_header(config):
         # the pytest-xdist controller runs no case: the workers import the frameworks and the
         # report's header gets their versions (importing them here delays every worker's start)
         lines.append("frameworks: imported by the pytest-xdist workers (versions in the report header)")
-    for name, info in ({} if lines else frameworks.environment()).items():
-        if info.get("version"):
-            lines.append(f"{name} {info['version']} devices={','.join(info['devices'])}")
-        else:
-            lines.append(f"{name}: {info.get('error')}")
+    else:
+        for name, info in frameworks.environment().items():
+            if info.get("version"):
+                lines.append(f"{name} {info['version']} devices={','.join(info['devices'])}")
+            else:
+                lines.append(f"{name}: {info.get('error')}")
     from hypothesis import settings
 
     lines.append(f"hypothesis profile={config.getoption('profile')} max_examples={settings().max_examples}")

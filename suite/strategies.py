@@ -70,11 +70,18 @@ def paired(shapes, dtypes=FLOAT_DTYPES) -> tuple:
 def dtypes_and_shapes(*, shapes=None, dtypes=FLOAT_DTYPES, dtype=None, min_dims=0) -> st.SearchStrategy[tuple]:
     """A (dtype, shape) pair: from :data:`PAIR_MENU` by default, from :func:`paired`
     ``(shapes, dtypes)`` when shapes are given; ``dtype=`` keeps that dtype's pairs,
-    ``min_dims`` the shapes of at least that rank."""
+    ``min_dims`` the shapes of at least that rank. Composites call it on every draw, so one
+    strategy object per argument set is kept (see :func:`_arrays`)."""
+    shapes = None if shapes is None else tuple(tuple(s) for s in shapes)
+    return _pairs(shapes, tuple(np.dtype(d) for d in dtypes), None if dtype is None else np.dtype(dtype), min_dims)
+
+
+@functools.lru_cache(maxsize=256)
+def _pairs(shapes, dtypes, dtype, min_dims) -> st.SearchStrategy[tuple]:
     menu = PAIR_MENU if shapes is None else paired(shapes, dtypes)
     menu = [(np.dtype(d), s) for d, s in menu if len(s) >= min_dims]
     if dtype is not None:
-        menu = [(d, s) for d, s in menu if d == np.dtype(dtype)]
+        menu = [(d, s) for d, s in menu if d == dtype]
     if not menu:
         raise ValueError(f"no (dtype, shape) pair with dtype={dtype} and min_dims={min_dims}")
     return st.sampled_from(menu)
