@@ -1,5 +1,7 @@
 """Framework resources end with the test that made them (the run must end when it is done)."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -38,3 +40,22 @@ def test_release_closes_everything_even_when_one_close_fails():
     with pytest.raises(ZeroDivisionError):
         resources.release()
     assert closed == ["c", "a"] and cache == {} and resources.pending() == 0
+
+
+def test_stale_jax_caches_of_dead_processes_are_swept(tmp_path):
+    """A killed process (a crashed worker, SIGKILL) leaves its JAX compilation cache behind: the
+    next process removes the directories whose process no longer runs, and only those."""
+    import subprocess
+    import sys
+
+    from suite.frameworks import JAX_CACHE_PREFIX, _sweep_jax_caches
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / f"{JAX_CACHE_PREFIX}{int(gone.stdout)}-abc"
+    alive = tmp_path / f"{JAX_CACHE_PREFIX}{os.getpid()}-def"
+    foreign = tmp_path / f"{JAX_CACHE_PREFIX}user-chosen"
+    for d in (dead, alive, foreign):
+        (d / "sub").mkdir(parents=True)
+    _sweep_jax_caches(tmp_path)
+    assert not dead.exists()
+    assert alive.exists() and foreign.exists()

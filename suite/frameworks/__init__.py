@@ -17,6 +17,7 @@ import importlib
 import os
 import platform
 import sys
+from pathlib import Path
 
 #: Frameworks in import order: torch before TensorFlow (DESIGN.md, process hygiene).
 FRAMEWORKS = ("torch", "tensorflow", "jax")
@@ -106,6 +107,32 @@ def _configure(name: str, mod) -> tuple[str, tuple[str, ...]]:
     raise KeyError(name)
 
 
+JAX_CACHE_PREFIX = "adsem-jax-cache-"
+
+
+def _sweep_jax_caches(tmp: Path) -> None:
+    """Remove the compilation cache directories (``adsem-jax-cache-<pid>-*``) whose process no
+    longer runs."""
+    import shutil
+
+    if os.name != "posix":  # os.kill(pid, 0) probes only on POSIX
+        return
+    for d in tmp.glob(f"{JAX_CACHE_PREFIX}*-*"):
+        pid = d.name[len(JAX_CACHE_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def _jax_compilation_cache(jax) -> None:
     """Turn on JAX's persistent compilation cache, in a directory of this process's own that is
     removed when it exits, for every program however short its compile: a program whose XLA
@@ -114,14 +141,17 @@ def _jax_compilation_cache(jax) -> None:
     again on every call, although the computation is the same; with the cache the jax eager
     rows of two case modules took 40 s instead of 58 s (measured). The cache holds XLA's own
     executables, so results are unchanged; nothing is shared between processes or runs. A
-    cache directory the user configured (``JAX_COMPILATION_CACHE_DIR``) is left alone."""
+    cache directory the user configured (``JAX_COMPILATION_CACHE_DIR``) is left alone. A process
+    that was killed (a crashed case, a fault that kills its worker, SIGKILL) runs no exit
+    handler: the directories of processes that no longer run are removed here."""
     import atexit
     import shutil
     import tempfile
 
     if os.environ.get("JAX_COMPILATION_CACHE_DIR") or getattr(jax.config, "jax_compilation_cache_dir", None):
         return
-    path = tempfile.mkdtemp(prefix="adsem-jax-cache-")
+    _sweep_jax_caches(Path(tempfile.gettempdir()))
+    path = tempfile.mkdtemp(prefix=f"{JAX_CACHE_PREFIX}{os.getpid()}-")
     atexit.register(shutil.rmtree, path, ignore_errors=True)
     try:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
