@@ -20,7 +20,6 @@ https://jax.readthedocs.io/en/latest/notebooks/autodiff_cookbook.html#complex-nu
 
 import numpy as np
 from hypothesis import example, given, strategies as st
-from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import behaviour, on
@@ -165,11 +164,13 @@ def join(re, im, dtype=np.complex128) -> np.ndarray:
     return z
 
 
+@ss.cached
 def _parts(part, bound):
     plain = st.floats(-bound, bound, width=8 * part.itemsize, allow_subnormal=False)
     return st.one_of(st.sampled_from(EDGES), plain)
 
 
+@ss.cached
 def _witness(part, lo=0.25, hi=1.5):
     """A value with both parts in +-[lo, hi]: there the two conventions of every family differ."""
     f = st.floats(lo, hi, width=8 * part.itemsize)
@@ -181,8 +182,8 @@ def _witness(part, lo=0.25, hi=1.5):
 def complex_arrays(draw, *, dtype, shape, bound=3.0, label="z"):
     """Complex arrays mixing exact axes/origin, just-off-axis and bounded parts; element 0 is a witness."""
     part = PART[np.dtype(dtype)]
-    re = draw(hnp.arrays(part, shape, elements=_parts(part, bound)), label=f"Re {label}")
-    im = draw(hnp.arrays(part, shape, elements=_parts(part, bound)), label=f"Im {label}")
+    re = draw(ss.arrays(part, shape, elements=_parts(part, bound)), label=f"Re {label}")
+    im = draw(ss.arrays(part, shape, elements=_parts(part, bound)), label=f"Im {label}")
     z = join(re, im, dtype)
     z.flat[0] = draw(_witness(part), label=f"{label}[0]")
     return z
@@ -194,7 +195,7 @@ def real_loss_inputs(draw):
     dtype, shape = draw(SIGNATURES, label="dtype, shape")
     z = draw(complex_arrays(dtype=dtype, shape=shape))
     w = draw(ss.like(z.real), label="w")
-    w.flat[0] = draw(st.sampled_from((-1.5, -0.5, 0.5, 2.0)), label="w[0]")
+    w.flat[0] = draw(ss.choice((-1.5, -0.5, 0.5, 2.0)), label="w[0]")
     return z, w
 
 
@@ -210,17 +211,25 @@ def holomorphic_inputs(draw):
 def near_zero_inputs(draw):
     """(z, w) of shape (2, 3): z[0] is exactly 0 (any signed zeros); the others are 0 or
     +-r, +-ir, r(+-1 +-i) with r just below sqrt(smallest normal), just above it, or 2^-7."""
-    dtype = np.dtype(draw(st.sampled_from(COMPLEX_DTYPES), label="dtype"))
+    dtype = np.dtype(draw(ss.choice(COMPLEX_DTYPES), label="dtype"))
     part = PART[dtype]
+    zero, sign, entry = _near_zero_entries(part)
+    z = np.array([draw(zero, label="z[0]")] + [draw(entry) for _ in range(5)], dtype).reshape(2, 3)
+    w = draw(ss.arrays(part, (2, 3), elements=st.floats(0.5, 2, width=8 * part.itemsize)), label="w")
+    return z, w * draw(sign, label="sign of w")
+
+
+@ss.cached
+def _near_zero_entries(part):
+    """(zero, sign, entry): a complex zero of any signs, a sign, and an entry that is either a
+    zero or off 0 (see :func:`near_zero_inputs`)."""
     tiny = np.sqrt(np.finfo(part).tiny)
     sign = st.sampled_from((1.0, -1.0))
     zero = st.builds(complex, st.sampled_from((0.0, -0.0)), st.sampled_from((0.0, -0.0)))
     radius = st.sampled_from((tiny / 4, tiny * 4, 2.0**-7))
     direction = st.sampled_from(((1, 0), (0, 1), (1, 1)))
     off = st.builds(lambda r, d, s, t: complex(s * r * d[0], t * r * d[1]), radius, direction, sign, sign)
-    z = np.array([draw(zero, label="z[0]")] + [draw(st.one_of(zero, off)) for _ in range(5)], dtype).reshape(2, 3)
-    w = draw(hnp.arrays(part, (2, 3), elements=st.floats(0.5, 2, width=8 * part.itemsize)), label="w")
-    return z, w * draw(sign, label="sign of w")
+    return zero, sign, st.one_of(zero, off)
 
 
 # ---------------------------------------------------------------- the programs

@@ -29,7 +29,6 @@ import functools
 
 import numpy as np
 from hypothesis import example, given, strategies as st
-from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import behaviour, on
@@ -225,12 +224,13 @@ FD_TOL = cmp.tolerance(float64=finite_diff.FD_TOL)
 SIGNATURES = ss.dtypes_and_shapes(shapes=((), (2, 3)))
 
 
+@ss.cached
 def moderate(dtype, shape) -> st.SearchStrategy[np.ndarray]:
     """Zeros and magnitudes in [1/16, 3], either sign: products and their gradients stay normal
     numbers (CPU kernels flush subnormals, which is no calling convention's business)."""
     width = 32 if dtype == np.float32 else 64
     mag = st.floats(1 / 16, 3, width=width)
-    return hnp.arrays(dtype, shape, elements=st.one_of(st.just(0.0), mag, mag.map(lambda v: -v)))
+    return ss.arrays(dtype, shape, elements=st.one_of(st.just(0.0), mag, mag.map(lambda v: -v)))
 
 
 @st.composite
@@ -239,7 +239,7 @@ def operands(draw):
     free; w with zeros and tiny magnitudes (ss.like)."""
     d, s = draw(SIGNATURES, label="dtype, shape")
     x = draw(moderate(d, s), label="x")
-    near = draw(st.sampled_from(["equal", "ulp-above", "ulp-below", "free"]), label="y")
+    near = draw(ss.choice(("equal", "ulp-above", "ulp-below", "free")), label="y")
     y = {
         "equal": x.copy(),
         "ulp-above": np.where(x == 0, x, np.nextafter(x, np.inf)).astype(d),

@@ -225,33 +225,42 @@ def classify(out, candidates, *, tol, where=None):
 
 
 # ---------------------------------------------------------------- strategies
+@ss.cached
 def _bounds():
     return st.one_of(st.floats(-6, 6, width=32, allow_subnormal=False), st.integers(-24, 24).map(lambda k: k / 4))
+
+
+RANGES = st.tuples(_bounds(), _bounds()).filter(lambda t: abs(t[0] - t[1]) >= 0.01)
 
 
 @st.composite
 def quantizer_inputs(draw):
     """(x, min, max, cotangent, num_bits, narrow_range). Quarter-integer bounds give half-way zero points;
     x mixes half-integers (ties) with points placed relative to the range (edges, PyTorch's wider mask)."""
-    nb = draw(st.sampled_from(NUM_BITS), label="num_bits")
+    nb = draw(ss.choice(NUM_BITS), label="num_bits")
     nr = draw(st.booleans(), label="narrow_range")
-    lo, hi = sorted(draw(st.tuples(_bounds(), _bounds()).filter(lambda t: abs(t[0] - t[1]) >= 0.01), label="range"))
-    shape = draw(st.sampled_from(SHAPES), label="shape")
+    lo, hi = sorted(draw(RANGES, label="range"))
+    shape = draw(ss.choice(SHAPES), label="shape")
     absolute = draw(ss.float_arrays(dtype=F32, shape=shape, min_value=-8, max_value=8, halfway=True), label="x_abs")
-    u = draw(hnp.arrays(np.float64, shape, elements=st.floats(-0.5, 1.5)), label="x_rel")
-    x = np.where(draw(hnp.arrays(np.bool_, shape), label="which"), absolute, (lo + (hi - lo) * u).astype(F32))
+    u = draw(ss.arrays(np.float64, shape, elements=st.floats(-0.5, 1.5)), label="x_rel")
+    x = np.where(draw(ss.arrays(np.bool_, shape), label="which"), absolute, (lo + (hi - lo) * u).astype(F32))
     x[np.abs(x) < np.finfo(F32).tiny] = 0  # no subnormals: CPU kernels flush them to zero
     return x, F32(lo), F32(hi), draw(ss.like(x), label="cotangent"), nb, nr
+
+
+@ss.cached
+def _non_constant(shape):
+    el = st.one_of(st.floats(-3, 3, width=32, allow_subnormal=False), st.integers(-6, 6).map(lambda k: k / 2))
+    return hnp.arrays(F32, shape, elements=el).filter(lambda a: a.max() > a.min())
 
 
 @st.composite
 def seed_inputs(draw):
     """Non-constant x with repeated values (tied extremes); cotangent ones (the seed) or drawn."""
-    shape = draw(st.sampled_from(SHAPES), label="shape")
-    el = st.one_of(st.floats(-3, 3, width=32, allow_subnormal=False), st.integers(-6, 6).map(lambda k: k / 2))
-    x = draw(hnp.arrays(F32, shape, elements=el).filter(lambda a: a.max() > a.min()), label="x")
+    shape = draw(ss.choice(SHAPES), label="shape")
+    x = draw(_non_constant(shape), label="x")
     w = draw(st.one_of(st.just(np.ones_like(x)), ss.like(x)), label="cotangent")
-    return x, w, draw(st.sampled_from((3, 8)), label="num_bits"), draw(st.booleans(), label="narrow_range")
+    return x, w, draw(ss.choice((3, 8)), label="num_bits"), draw(st.booleans(), label="narrow_range")
 
 
 # ---------------------------------------------------------------- the programs

@@ -39,9 +39,8 @@ Declared surprises:
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
-from hypothesis.extra import numpy as hnp
 
-from suite import compare as cmp, finite_diff
+from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 from suite.program import Program
@@ -472,8 +471,10 @@ FD = cmp.FINITE_DIFF
 # caches) compiles each program once per pair. Float64 for the finite differences; a size-1 axis.
 MENU = ((np.float64, (2, 3)), (np.float32, (3, 1)))
 SMALLEST = 1 / 16
+SIGNS = st.sampled_from([-1.0, 1.0])
 
 
+@ss.cached
 def values(dtype, *, shape, bound=2.0, halfway=False, unique=False):
     """Arrays of floats in [-bound, bound] whose magnitude is 0 or at least 1/16: an input or a
     tangent of 1e-300 only measures how each framework flushes subnormal products (TF's and
@@ -483,13 +484,13 @@ def values(dtype, *, shape, bound=2.0, halfway=False, unique=False):
     el = st.floats(-bound, bound, width=width).map(lambda f: 0.0 if abs(f) < SMALLEST else f)
     if halfway:
         el = st.one_of(el, st.integers(int(-2 * bound), int(2 * bound)).map(lambda k: k / 2))
-    return hnp.arrays(dtype, shape, elements=el, unique=unique)
+    return ss.arrays(dtype, shape, elements=el, unique=unique)
 
 
 @st.composite
 def points(draw):
     """(x, a, v): x with exact zeros, integers and halves mixed in; a; a tangent v."""
-    d, s = draw(st.sampled_from(MENU), label="dtype, shape")
+    d, s = draw(ss.choice(MENU), label="dtype, shape")
     x = draw(values(d, shape=s, halfway=True), label="x")
     return x, draw(values(d, shape=s), label="a"), draw(values(d, shape=s), label="v")
 
@@ -499,7 +500,7 @@ def steps(draw, dtype):
     """Exactly on an integer or a half-integer (round's ties, sign's 0, the int cast's steps), one
     ulp below or above one (the smallest normal number either side of 0), or in between."""
     on = dtype.type(draw(st.integers(-6, 6)) / 2)
-    side = draw(st.sampled_from([0.0, -1.0, 1.0]))
+    side = draw(ss.choice((0.0, -1.0, 1.0)))
     if side == 0:
         return on
     if on == 0:  # one ulp from 0 is subnormal, which TF's CPU kernels read as 0
@@ -507,12 +508,16 @@ def steps(draw, dtype):
     return np.nextafter(on, dtype.type(side * np.inf))
 
 
+@ss.cached
+def _step_elements(d):
+    return st.one_of(steps(d), st.floats(-3, 3, width=8 * d.itemsize, allow_subnormal=False))
+
+
 @st.composite
 def step_points(draw):
-    d, s = draw(st.sampled_from(MENU), label="dtype, shape")
+    d, s = draw(ss.choice(MENU), label="dtype, shape")
     d = np.dtype(d)
-    el = st.one_of(steps(d), st.floats(-3, 3, width=8 * d.itemsize, allow_subnormal=False))
-    x = draw(hnp.arrays(d, s, elements=el), label="x")
+    x = draw(ss.arrays(d, s, elements=_step_elements(d)), label="x")
     return x, draw(values(d, shape=s), label="a"), draw(values(d, shape=s), label="v")
 
 
@@ -520,10 +525,10 @@ def step_points(draw):
 def nested_points(draw):
     """(x, v, w): x of distinct elements (so no draw sits where a wrong second derivative agrees
     with the right one everywhere), tangents of magnitude in [0.5, 2]."""
-    d, s = draw(st.sampled_from(MENU), label="dtype, shape")
+    d, s = draw(ss.choice(MENU), label="dtype, shape")
     x = draw(values(d, shape=s, unique=True), label="x")
-    signs = hnp.arrays(d, s, elements=st.sampled_from([-1.0, 1.0]))
-    mag = hnp.arrays(d, s, elements=st.floats(0.5, 2, width=32 if d == np.float32 else 64))
+    signs = ss.arrays(d, s, elements=SIGNS)
+    mag = ss.arrays(d, s, elements=st.floats(0.5, 2, width=32 if d == np.float32 else 64))
     v = draw(mag, label="|v|") * draw(signs, label="sign v")
     w = draw(mag, label="|w|") * draw(signs, label="sign w")
     return x, v, w
@@ -533,10 +538,10 @@ def nested_points(draw):
 def prod_points(draw):
     """(x, a, u, v) for prod over axis 0: x with exact zeros (nonzero factors at least 1/16 from 0),
     u and v without zeros (so a second derivative through a zero factor is never 0 by accident)."""
-    d, s = draw(st.sampled_from(MENU), label="dtype, shape")
+    d, s = draw(ss.choice(MENU), label="dtype, shape")
     x = draw(values(d, shape=s, halfway=True), label="x")
-    nonzero = hnp.arrays(d, s, elements=st.floats(SMALLEST, 2, width=32 if d == np.float32 else 64))
-    signs = hnp.arrays(d, s, elements=st.sampled_from([-1.0, 1.0]))
+    nonzero = ss.arrays(d, s, elements=st.floats(SMALLEST, 2, width=32 if d == np.float32 else 64))
+    signs = ss.arrays(d, s, elements=SIGNS)
     v = draw(nonzero, label="|v|") * draw(signs, label="sign v")
     u = (draw(nonzero, label="|u|") * draw(signs, label="sign u"))[0]
     return x, draw(values(d, shape=s), label="a"), u, v

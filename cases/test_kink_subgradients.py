@@ -41,7 +41,6 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 from hypothesis import example, given, strategies as st
-from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import behaviour
@@ -205,23 +204,25 @@ def _floats(dtype, lo, hi):
     return st.floats(lo, hi, width=width, allow_nan=False, allow_infinity=False, allow_subnormal=False)
 
 
+@ss.cached
 def _on_and_near(points, dtype, lo, hi, *, signed_zero=False):
     """Elements exactly on ``points``, DELTA to either side of them, or anywhere in [lo, hi]."""
     grid = sorted({p + s * DELTA for p in points for s in (-1, 0, 1)}) + ([-0.0] if signed_zero else [])
     return st.one_of(st.sampled_from(grid), _floats(dtype, lo, hi))
 
 
+@ss.cached
 def cotangents(shape, dtype):
     """Upstream gradients of magnitude 0.5 to 4: a zero would hide which subgradient was
     picked, a tiny one would make the candidates indistinguishable (and differences noisy)."""
     el = st.one_of(_floats(dtype, 0.5, 4), _floats(dtype, -4, -0.5))
-    return hnp.arrays(np.dtype(dtype), shape, elements=el)
+    return ss.arrays(np.dtype(dtype), shape, elements=el)
 
 
 @st.composite
 def kink_inputs(draw, *, shape=(2, 3)):
     d = draw(ss.float_dtypes())
-    x = draw(hnp.arrays(d, shape, elements=_on_and_near(KINK_POINTS, d, -8, 8, signed_zero=True)), label="x")
+    x = draw(ss.arrays(d, shape, elements=_on_and_near(KINK_POINTS, d, -8, 8, signed_zero=True)), label="x")
     return x, draw(cotangents(shape, d), label="cotangent")
 
 
@@ -229,8 +230,8 @@ def kink_inputs(draw, *, shape=(2, 3)):
 def tied_pairs(draw, *, x_shape=(2, 3), y_shapes=((), (3,), (2, 3))):
     """(x, y, w): y broadcasts against x; x = y + offset, the offset 0 (a tie), +-DELTA or any."""
     d, ys = draw(ss.dtypes_and_shapes(shapes=y_shapes), label="dtype, y shape")
-    y = draw(hnp.arrays(d, ys, elements=_on_and_near(TIE_VALUES, d, -4, 4)), label="y")
-    offset = draw(hnp.arrays(d, x_shape, elements=_on_and_near((0.0,), d, -4, 4)), label="offset")
+    y = draw(ss.arrays(d, ys, elements=_on_and_near(TIE_VALUES, d, -4, 4)), label="y")
+    offset = draw(ss.arrays(d, x_shape, elements=_on_and_near((0.0,), d, -4, 4)), label="offset")
     x = (np.broadcast_to(y, x_shape) + offset).astype(d)
     return x, y, draw(cotangents(x_shape, d), label="cotangent")
 
@@ -240,7 +241,7 @@ def tied_arrays(draw, *, shape, out_shape=None):
     """x, elements often equal (a few small integers), DELTA apart, or anything; with a
     cotangent of ``out_shape``, (x, w)."""
     d = draw(ss.float_dtypes())
-    x = draw(hnp.arrays(d, shape, elements=_on_and_near(TIE_VALUES, d, -3, 3)), label="x")
+    x = draw(ss.arrays(d, shape, elements=_on_and_near(TIE_VALUES, d, -3, 3)), label="x")
     return x if out_shape is None else (x, draw(cotangents(out_shape, d), label="cotangent"))
 
 

@@ -40,7 +40,6 @@ import dataclasses
 import numpy as np
 import pytest
 from hypothesis import assume, example, given, strategies as st
-from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import behaviour
@@ -209,6 +208,7 @@ def _signed(magnitudes):
     return st.tuples(magnitudes, st.sampled_from([1.0, -1.0])).map(lambda p: p[0] * p[1])
 
 
+@ss.cached
 def _elements(dtype, kind):
     """Exact zeros (both signs), points near 0 on both sides, or ordinary values."""
     width = 32 if dtype == np.float32 else 64
@@ -218,6 +218,12 @@ def _elements(dtype, kind):
     return {"zero": zero, "near": st.one_of(zero, near), "mixed": st.one_of(zero, near, ordinary)}[kind]
 
 
+@ss.cached
+def _nonzero_like(dtype, shape):
+    """Cotangents as :func:`suite.strategies.like` draws them, zeros replaced by 1."""
+    return ss.like(np.empty(shape, dtype)).map(lambda w: np.where(w == 0, 1, w).astype(w.dtype))
+
+
 @st.composite
 def guarded_inputs(draw):
     """(x, keep, w): entry 0 (and row 0) of x is an exact zero and kept; rows are zeros, near
@@ -225,12 +231,12 @@ def guarded_inputs(draw):
     d, s = draw(ss.dtypes_and_shapes(shapes=SHAPES), label="dtype, shape")
     rows = []
     for i in range(int(np.prod(s[:-1]))):
-        kind = "zero" if i == 0 else draw(st.sampled_from(["zero", "near", "mixed", "mixed"]), label=f"row {i}")
-        rows.append(draw(hnp.arrays(d, s[-1], elements=_elements(d, kind)), label=f"x[{i}]"))
+        kind = "zero" if i == 0 else draw(ss.choice(("zero", "near", "mixed", "mixed")), label=f"row {i}")
+        rows.append(draw(ss.arrays(d, s[-1], elements=_elements(d, kind)), label=f"x[{i}]"))
     x = np.stack(rows).reshape(s)
-    keep = draw(hnp.arrays(np.bool_, s), label="keep")
+    keep = draw(ss.arrays(np.bool_, s), label="keep")
     keep.flat[0] = True
-    w = draw(ss.like(x).map(lambda w: np.where(w == 0, 1, w).astype(w.dtype)), label="cotangent")
+    w = draw(_nonzero_like(x.dtype, x.shape), label="cotangent")
     return x, keep, w
 
 
@@ -245,7 +251,7 @@ FIXED_GUARDED = (
 def clip_inputs(draw):
     """(kind, x, c, w): x is the zero vector, tiny, inside the ball of radius c, or outside it."""
     d, s = draw(ss.dtypes_and_shapes(shapes=((3,), (2, 3))), label="dtype, shape")
-    c, kind = draw(st.sampled_from([0.5, 2.0]), label="c"), draw(st.sampled_from(CLIP_KINDS), label="kind")
+    c, kind = draw(ss.choice((0.5, 2.0)), label="c"), draw(ss.choice(CLIP_KINDS), label="kind")
     direction = draw(ss.float_arrays(dtype=np.float64, shape=s, min_value=-1, max_value=1), label="direction")
     assume(np.linalg.norm(direction) > 0.1)
     direction /= np.linalg.norm(direction)
@@ -258,7 +264,7 @@ def clip_inputs(draw):
     x = (direction * draw(scale, label="norm")).astype(d)
     if kind == "zero" and draw(st.booleans(), label="negative zero"):
         x = -x
-    w = draw(ss.like(x).map(lambda w: np.where(w == 0, 1, w).astype(w.dtype)), label="cotangent")
+    w = draw(_nonzero_like(x.dtype, x.shape), label="cotangent")
     return kind, x, c, w
 
 
@@ -269,20 +275,20 @@ BIG = {np.dtype(np.float32): 1e20, np.dtype(np.float64): 1e160}  # finite, but i
 def tensor_lists(draw):
     """(case, a, b, c, w): two tensors whose global norm is finite, zero (every entry +-0), or made
     inf, NaN or overflowing by one entry (an inf of either sign, a NaN, or +-BIG)."""
-    d, case = draw(ss.float_dtypes()), draw(st.sampled_from(GLOBAL_CASES), label="case")
+    d, case = draw(ss.float_dtypes()), draw(ss.choice(GLOBAL_CASES), label="case")
     flat = draw(ss.float_arrays(dtype=d, shape=(5,), min_value=-2, max_value=2), label="a ++ b")
-    c = draw(st.sampled_from([1.0, 4.0]), label="c")
+    c = draw(ss.choice((1.0, 4.0)), label="c")
     if case == "finite":
         n = np.linalg.norm(flat.astype(np.float64))
         assume(n > 0 and abs(n - c) > 1e-3)  # not on the kink |t| = c
     elif case == "zero":
         flat = flat * 0  # signed zeros
     else:
-        sign = draw(st.sampled_from([1.0, -1.0]), label="sign")
+        sign = draw(ss.choice((1.0, -1.0)), label="sign")
         flat[draw(st.integers(0, 4), label="position")] = {"inf": sign * np.inf, "nan": np.nan}.get(
             case, sign * BIG[np.dtype(d)]
         )
-    w = draw(ss.like(flat).map(lambda w: np.where(w == 0, 1, w).astype(w.dtype)), label="cotangent")
+    w = draw(_nonzero_like(flat.dtype, flat.shape), label="cotangent")
     return case, flat[:3], flat[3:], c, w
 
 

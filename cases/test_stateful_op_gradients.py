@@ -32,7 +32,6 @@ signature as a static ``sig``, so a ``tf.function`` traces once per dtype and sh
 import numpy as np
 import pytest
 from hypothesis import example, given, strategies as st
-from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import behaviour, on
@@ -228,11 +227,12 @@ FLOW_SHAPE = (3,)  # |p| above this: a central difference does not straddle the 
 
 
 # ---------------------------------------------------------------- strategies
+@ss.cached
 def magnitudes(dtype, shape, lo, hi, *, zero=False):
     """Either sign, magnitudes in [lo, hi] (and exact zeros with ``zero``): no values so tiny that
     products underflow, where the frameworks flush to zero differently."""
     mag = st.floats(lo, hi, width=8 * np.dtype(dtype).itemsize)
-    return hnp.arrays(dtype, shape, elements=st.one_of(mag, mag.map(lambda m: -m), *[st.just(0.0)] * zero))
+    return ss.arrays(dtype, shape, elements=st.one_of(mag, mag.map(lambda m: -m), *[st.just(0.0)] * zero))
 
 
 def cotangents(x):
@@ -254,9 +254,9 @@ def duplicate_scatters(draw):
     """(t, idx, u, w): 6 row updates into 4 rows (some index repeats), distinct update values."""
     d, cols = draw(ss.dtypes_and_shapes(shapes=((), (2,))), label="dtype, row shape")
     t = draw(ss.float_arrays(dtype=d, shape=(4, *cols)), label="t")
-    idx = draw(hnp.arrays(np.int32, (6, 1), elements=st.integers(0, 3)), label="indices")
+    idx = draw(ss.arrays(np.int32, (6, 1), elements=st.integers(0, 3)), label="indices")
     el = st.floats(-10, 10, width=8 * d.itemsize, allow_subnormal=False)
-    u = draw(hnp.arrays(d, (6, *cols), elements=el, unique=True), label="u")
+    u = draw(ss.arrays(d, (6, *cols), elements=el, unique=True), label="u")
     return t, idx, u, draw(cotangents(t), label="w")
 
 
@@ -270,16 +270,19 @@ def flow_inputs(draw, selector):
     return x, a, s, draw(cotangents(x), label="w"), draw(cotangents(x), label="v")
 
 
+@ss.cached
 def predicates(d):
     """p exactly at the kink (both zeros), just either side of it, and anywhere."""
     near = st.sampled_from([1e-6, -1e-6, 1e-3, -1e-3])
     return st.one_of(st.sampled_from([0.0, -0.0]), near, st.floats(-2, 2)).map(lambda p: np.asarray(p, d))
 
 
+@ss.cached
 def indices(d):
     return st.integers(-1, BRANCHES).map(lambda i: np.asarray(i, np.int32))  # out of range on both sides
 
 
+@ss.cached
 def trips(d):
     return st.integers(0, MAX_TRIPS + 1).map(lambda n: np.asarray(n, np.int32))  # 0 and past the bound
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 
 import numpy as np
 from hypothesis import strategies as st
@@ -127,6 +128,56 @@ def _arrays(dtype, shape, lo, hi, halfway, edges) -> st.SearchStrategy[np.ndarra
     """One strategy object per argument set: a fresh one per draw would be validated again
     on every draw (Hypothesis caches that per object), a third of a small array's cost."""
     return hnp.arrays(dtype, shape, elements=_elements(dtype, lo, hi, halfway=halfway, edges=edges))
+
+
+def cached(factory):
+    """A strategy factory that returns one strategy object per argument set. Composites call
+    their factories on every draw, and Hypothesis validates each new strategy object and
+    computes its properties again; the same object draws the same values, so caching a factory
+    leaves the examples unchanged. Arguments are told apart by type and sign: ``0.0 == -0.0``
+    and ``1 == 1.0 == True``, but each is a different strategy (lists count as tuples)."""
+    memo: dict = {}
+
+    @functools.wraps(factory)
+    def one(*args, **kwargs):
+        try:
+            key = _key((args, tuple(sorted(kwargs.items()))))
+            hash(key)
+        except TypeError:  # an unhashable argument: a new strategy, as without the cache
+            return factory(*args, **kwargs)
+        if key not in memo:
+            if len(memo) >= 4096:  # arguments that are new every time (a fresh strategy): bounded
+                memo.clear()
+            memo[key] = factory(*args, **kwargs)
+        return memo[key]
+
+    return one
+
+
+def _key(v):
+    if isinstance(v, (float, np.floating)):
+        return (type(v), float(v), math.copysign(1.0, v))
+    if isinstance(v, (tuple, list)):
+        return (tuple, *map(_key, v))
+    return (type(v), v)
+
+
+@cached
+def arrays(dtype, shape, *, elements=None, unique=False) -> st.SearchStrategy[np.ndarray]:
+    """:func:`hypothesis.extra.numpy.arrays`, one object per argument set (see :func:`cached`)."""
+    return hnp.arrays(dtype, shape, elements=elements, unique=unique)
+
+
+@cached
+def choice(options) -> st.SearchStrategy:
+    """``st.sampled_from(options)``, one object per sequence of options (see :func:`cached`)."""
+    return st.sampled_from(tuple(options))
+
+
+@cached
+def either(*strategies) -> st.SearchStrategy:
+    """``st.one_of(*strategies)``, one object per argument set (see :func:`cached`)."""
+    return st.one_of(*strategies)
 
 
 def _elements(dtype, lo, hi, *, halfway, edges=()):

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
 
 from suite import strategies as ss
 
@@ -126,3 +127,52 @@ def test_derandomized_draws_ignore_local_modules(tmp_path, monkeypatch):
 
     after = draws()
     assert after == before and 4321.1234 not in after
+
+
+def test_cached_factories_keep_one_object_per_argument_set_and_tell_signed_zeros_apart():
+    """Composites call their factories on every draw: a cached factory gives back the same
+    object for the same arguments, and a different one where arguments are equal but not the
+    same value (0.0 and -0.0, 1 and 1.0 and True, a list and its tuple count as one)."""
+    calls = []
+
+    @ss.cached
+    def floats(lo, hi):
+        calls.append((lo, hi))
+        return st.floats(lo, hi)
+
+    assert floats(0.0, 1.0) is floats(0.0, 1.0) and len(calls) == 1
+    assert floats(-0.0, 1.0) is not floats(0.0, 1.0) and len(calls) == 2
+    assert ss.choice([0.0, -0.0]) is ss.choice((0.0, -0.0))
+    assert ss.choice((0.0, -0.0)) is not ss.choice((0.0, 0.0))
+    assert ss.choice((1,)) is not ss.choice((1.0,)) is not ss.choice((True,))
+    assert ss.arrays(np.float32, (2,), elements=floats(0.0, 1.0)) is ss.arrays(
+        np.float32, (2,), elements=floats(0.0, 1.0)
+    )
+    assert ss.either(floats(0.0, 1.0), floats(-0.0, 1.0)) is ss.either(floats(0.0, 1.0), floats(-0.0, 1.0))
+
+
+def test_cached_strategies_draw_what_fresh_ones_draw():
+    """Caching only saves building the strategy again: the derandomized examples are the ones
+    the uncached composite draws."""
+
+    def composite(make_arrays, make_choice):
+        @st.composite
+        def draw_one(draw):
+            d = draw(make_choice((np.float32, np.float64)))
+            return draw(make_arrays(d, (2, 3), elements=st.floats(-1, 1, width=32))), draw(make_choice((0.0, -0.0)))
+
+        return draw_one()
+
+    def draws(strategy):
+        out = []
+
+        @settings(max_examples=60, derandomize=True, database=None)
+        @given(strategy)
+        def t(x):
+            out.append((x[0].dtype.str, x[0].tobytes(), np.signbit(x[1])))
+
+        t()
+        return out
+
+    fresh = draws(composite(lambda d, s, elements: hnp.arrays(d, s, elements=elements), st.sampled_from))
+    assert draws(composite(ss.arrays, ss.choice)) == fresh
