@@ -43,7 +43,6 @@ from typing import Callable
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
-from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import behaviour
@@ -751,12 +750,14 @@ def hold(record, oracles, *, op, program, static, arrays, w, tags, out, grads, n
 
 
 # ---------------------------------------------------------------- strategies
+@ss.cached
 def _floats(lo, hi):
     """Float32-representable values, so a float32 and a float64 draw hold the same numbers."""
     lo, hi = float(np.float32(lo)), float(np.float32(hi))
     return st.floats(lo, hi, width=32, allow_nan=False, allow_infinity=False, allow_subnormal=False)
 
 
+@ss.cached
 def _values(spec):
     return st.just(spec) if isinstance(spec, float) else st.one_of(*(_floats(lo, hi) for lo, hi in spec))
 
@@ -765,7 +766,7 @@ def _values(spec):
 def cotangents(draw, shape, dtype):
     """Upstream gradients 0.25 <= |w| <= 4 of either sign: g / w keeps the class of the derivative."""
     mag = draw(ss.float_arrays(dtype=dtype, shape=shape, min_value=0.25, max_value=4.0), label="|w|")
-    return np.where(draw(hnp.arrays(np.bool_, shape), label="sign(w)"), -mag, mag).astype(dtype)
+    return np.where(draw(ss.arrays(np.bool_, shape), label="sign(w)"), -mag, mag).astype(dtype)
 
 
 # One shape per family (XLA and jax.jit compile per shape); reductions need a one-element axis too.
@@ -774,17 +775,28 @@ PAIR_SHAPES = ((2, 4),)
 ROW_SHAPES = ((3, 4), (3, 1))
 
 
+_ELEMENTS: dict = {}
+
+
+def _elements(case):
+    """An entry of x: on a singular point, near one on a side where f is real, or regular. One
+    strategy object per case (composites run on every draw; the same strategy draws the same)."""
+    if id(case) not in _ELEMENTS:
+        lo, hi = case.domain
+        sides = [(p, s) for p in case.points for s in (1, -1) if lo <= p + s * NEAR[1] <= hi]
+        near = st.sampled_from(sides).flatmap(lambda ps: _floats(*NEAR).map(lambda e: ps[0] + ps[1] * e))
+        regular = _floats(lo, hi).filter(lambda v: min(abs(v - p) for p in case.points) >= FAR)
+        _ELEMENTS[id(case)] = case, st.one_of(st.sampled_from(case.points), near, regular)
+    return _ELEMENTS[id(case)][1]
+
+
 @st.composite
 def elementwise_inputs(draw, case):
     """(x, tags, w): x's first entries are the singular points, the others on them, near them on
     every side where f is real, or at least FAR away; ``tags``: each entry's point, ``near``
     or ``regular``."""
-    d, shape = draw(ss.float_dtypes()), draw(st.sampled_from(ELEMENT_SHAPES), label="shape")
-    lo, hi = case.domain
-    sides = [(p, s) for p in case.points for s in (1, -1) if lo <= p + s * NEAR[1] <= hi]
-    near = st.sampled_from(sides).flatmap(lambda ps: _floats(*NEAR).map(lambda e: ps[0] + ps[1] * e))
-    regular = _floats(lo, hi).filter(lambda v: min(abs(v - p) for p in case.points) >= FAR)
-    element = st.one_of(st.sampled_from(case.points), near, regular)
+    d, shape = draw(ss.float_dtypes()), draw(ss.choice(ELEMENT_SHAPES), label="shape")
+    element = _elements(case)
     x = np.array([*case.points, *(draw(element, label="x") for _ in range(np.prod(shape) - len(case.points)))], d)
     dist = np.min([np.abs(x.astype(np.float64) - p) for p in case.points], axis=0)
     at = [next(_label(p) for p in case.points if v == p and np.signbit(v) == np.signbit(p)) if v in case.points
@@ -796,27 +808,26 @@ def elementwise_inputs(draw, case):
 def binary_inputs(draw, case):
     """(a, b, tags, w): one entry per configuration first, then configurations, points near
     them (a fixed argument moved 1e-4..1e-1 where the op is defined) and regular points."""
-    d, shape = draw(ss.float_dtypes()), draw(st.sampled_from(PAIR_SHAPES), label="shape")
+    d, shape = draw(ss.float_dtypes()), draw(ss.choice(PAIR_SHAPES), label="shape")
     movable = [c for c in case.configs if any(c.near)]
 
     def entry(i):
-        how = "at" if i < len(case.configs) else draw(st.sampled_from(["at", "near", "regular"]))
+        how = "at" if i < len(case.configs) else draw(ss.choice(("at", "near", "regular")))
         if how == "regular" or (how == "near" and not movable):
             return (*(draw(_values(r)) for r in case.regular), "regular")
-        c = (
-            case.configs[i]
-            if i < len(case.configs)
-            else draw(st.sampled_from(case.configs if how == "at" else movable))
-        )
+        c = case.configs[i] if i < len(case.configs) else draw(ss.choice(case.configs if how == "at" else movable))
         ab = [draw(_values(c.a)), draw(_values(c.b))]
         for k, signs in enumerate(c.near if how == "near" else ()):
             if signs:
-                ab[k] += draw(st.sampled_from(signs)) * draw(_floats(*NEAR))
+                ab[k] += draw(ss.choice(signs)) * draw(_floats(*NEAR))
         return (*ab, c.label if how == "at" else "near")
 
     a, b, tags = zip(*(entry(i) for i in range(int(np.prod(shape)))))
     return (*(np.array(v, d).reshape(shape) for v in (a, b)), np.array(tags).reshape(shape),
             draw(cotangents(shape, d)))  # fmt: skip
+
+
+ZERO = st.just(0.0)
 
 
 @st.composite
@@ -829,12 +840,10 @@ def reduction_inputs(draw, op):
     moments = REDUCTIONS[op].configs == MOMENTS
     x = np.zeros((rows, n))
     for r in range(rows):
-        c = draw(st.one_of(st.just(0.0), _floats(-2.0, 2.0)), label="c") if moments and n > 1 else 0.0
-        v = np.array([1.0, -1.0, *(draw(_floats(-1.0, 1.0)) for _ in range(n - 2))][:n]) * draw(
-            st.sampled_from([1, -1])
-        )
+        c = draw(ss.either(ZERO, _floats(-2.0, 2.0)), label="c") if moments and n > 1 else 0.0
+        v = np.array([1.0, -1.0, *(draw(_floats(-1.0, 1.0)) for _ in range(n - 2))][:n]) * draw(ss.choice((1, -1)))
         near = _floats(1e-2 if moments else NEAR[0], NEAR[1])
-        x[r] = c + (0.0 if r == 0 else draw(st.one_of(st.just(0.0), near, _floats(0.5, 4.0)), label="s")) * v
+        x[r] = c + (0.0 if r == 0 else draw(ss.either(ZERO, near, _floats(0.5, 4.0)), label="s")) * v
     dist = x.std(-1) if moments else np.linalg.norm(x, axis=-1)
     at = REDUCTIONS[op].configs[n == 1] if moments else "x=0"
     tags = np.where(dist == 0, at, np.where(dist < FAR, "near", "regular"))
@@ -912,20 +921,83 @@ def test_reduction_gradient_at_singular_row(subject, oracles, record, op, data):
 
 
 # ---------------------------------------------------------------- edge examples
-def edge_points(op):
-    """(gradient key, program, static, float64 arrays, argument index, named closed forms) per
-    singular point and argument of ``op``: one entry each (an infinite value elsewhere would
-    swamp the sums the differences take)."""
+@dataclasses.dataclass(frozen=True)
+class Edge:
+    """One singular point of ``op`` and one argument (``i``) of its program, in float64: the
+    point's own ``arrays`` (one entry, or one row), placed at ``at`` in ``padded`` arrays of the
+    shapes the properties above draw, whose other entries (rows) are regular. The upstream
+    gradient ``w`` is 1 at the point and 0 elsewhere, so the gradient there is the one of the
+    point alone; running the property's own signature reuses what the compiled modes built
+    for it (a signature of the point's own would be traced and compiled once more per op)."""
+
+    key: str
+    program: type
+    static: dict
+    arrays: list
+    i: int
+    named: dict
+    padded: list
+    at: tuple
+    w: np.ndarray
+
+    def embed(self, *arrays):
+        out = [p.copy() for p in self.padded]
+        for o, a in zip(out, arrays):
+            o[self.at] = a
+        return out
+
+    def run(self, subject, fn, *arrays):
+        """(value, gradients) at the point, through the padded signature."""
+        y, grads = subject.vjp(fn, *self.embed(*arrays), cotangent=self.w, **self.static)
+        return np.asarray(y)[self.at], [None if g is None else np.asarray(g)[self.at] for g in grads]
+
+
+def _regular(case):
+    """An entry where ``case``'s f and f' are finite, FAR from every singular point."""
+    lo, hi = case.domain
+
+    def fits(c):
+        with np.errstate(all="ignore"):
+            finite = np.isfinite(case.f(np.array([c]))).all() and np.isfinite(case.df(np.array([c]))).all()
+        return lo <= c <= hi and min(abs(c - p) for p in case.points) >= FAR and finite
+
+    return next(c for c in (0.5, 2.0, -0.5, -2.0) if fits(c))
+
+
+def _one_hot(shape, at):
+    w = np.zeros(shape)
+    w[at] = 1.0
+    return w
+
+
+def edge_points(op) -> list[Edge]:
+    """Per singular point and argument of ``op`` (one point each: an infinite value elsewhere
+    would swamp the sums the differences take), in the float64 signature of its property."""
+    first = (0, slice(0, 1))  # the point is entry [0, 0] of the property's (rows, columns)
     if op in ELEMENTWISE:
         case = ELEMENTWISE[op]
-        return [(f"grad[{op}@{_label(p)}]", Native, case.static, [np.array([p])], 0, {}) for p in case.points]
+        (shape,) = ELEMENT_SHAPES
+        padded, w = [np.full(shape, _regular(case))], _one_hot(shape, first)
+        return [Edge(f"grad[{op}@{_label(p)}]", Native, case.static, [np.array([p])], 0, {}, padded, first, w)
+                for p in case.points]  # fmt: skip
     if op in BINARY:
         case = BINARY[op]
-        return [(f"d{arg}[{op}@{c.label}]", Native, {"op": op}, list(c.representative()), i,
-                 {k: fn(c.representative()[1]) for k, fn in case.named} if i == 0 else {})
+        (shape,) = PAIR_SHAPES
+        padded = [np.full(shape, float(np.mean(r[-1]))) for r in case.regular]
+        w = _one_hot(shape, first)
+        return [Edge(f"d{arg}[{op}@{c.label}]", Native, {"op": op}, list(c.representative()), i,
+                     {k: fn(c.representative()[1]) for k, fn in case.named} if i == 0 else {}, padded, first, w)
                 for c in case.configs for i, arg in enumerate(case.args)]  # fmt: skip
-    rows = {"x=0": [[0.0, 0.0, 0.0]], "constant": [[2.0, 2.0, 2.0]], "one-element": [[2.0]]}
-    return [(f"grad[{op}@{c}]", REDUCTIONS[op].program, {}, [np.array(rows[c])], 0, {}) for c in REDUCTIONS[op].configs]
+    rows = {"x=0": [0.0] * 4, "constant": [2.0] * 4, "one-element": [2.0]}  # row 0 of ROW_SHAPES
+    regular = {4: [1.0, -1.0, 0.5, 2.0], 1: [1.5]}  # rows 1 and 2
+    edges = []
+    for c in REDUCTIONS[op].configs:
+        row = np.array([rows[c]])
+        shape = next(s for s in ROW_SHAPES if s[1] == row.shape[1])
+        padded = [np.array([rows[c], *[regular[shape[1]]] * (shape[0] - 1)])]
+        w = _one_hot(shape if op == "l2_normalize" else shape[:1], slice(0, 1))
+        edges.append(Edge(f"grad[{op}@{c}]", REDUCTIONS[op].program, {}, [row], 0, {}, padded, slice(0, 1), w))
+    return edges
 
 
 @pytest.mark.parametrize("op", [*ELEMENTWISE, *BINARY, *REDUCTIONS])
@@ -934,15 +1006,15 @@ def test_one_sided_differences_at_singular_point(subject, record, op, dtype):
     """Float64, exactly at each singular point (upstream gradient 1): the gradient's kind, and
     which one-sided difference quotient of the framework's own forward pass it equals."""
     record.example(op=op, dtype=dtype)
-    for key, program, static, arrays, i, named in edge_points(op):
-        key_side = "side[" + key[5:] if key.startswith("grad[") else "side_" + key
-        if not spelled(program, subject, static):
-            record.check(EXPECT, **{key: "unavailable", key_side: "unavailable"})
+    for e in edge_points(op):
+        key_side = "side[" + e.key[5:] if e.key.startswith("grad[") else "side_" + e.key
+        if not spelled(e.program, subject, e.static):
+            record.check(EXPECT, **{e.key: "unavailable", key_side: "unavailable"})
             continue
-        fn = program.of(subject)
-        _, grads = subject.vjp(fn, *arrays, **static)
-        record.check(EXPECT, **{key: kind(grads[i], named)})
-        record.check(EXPECT, **{key_side: side(grads[i], lambda *a: subject.run(fn, *a, **static), arrays, i)})
+        fn = e.program.of(subject)
+        g = e.run(subject, fn, *e.arrays)[1][e.i]
+        record.check(EXPECT, **{e.key: kind(g, e.named)})
+        record.check(EXPECT, **{key_side: side(g, lambda *a: e.run(subject, fn, *a)[0], e.arrays, e.i)})
 
 
 # ---------------------------------------------------------------- seed examples
