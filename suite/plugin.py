@@ -156,6 +156,19 @@ def pytest_report_header(config):
     return lines
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test restricted to frameworks (``@on``) of which ``--frameworks`` selects none has no
+    subject: pytest keeps it as one item skipped for an empty parameter set, a row of no
+    framework that is no case of this run. It is left out, as the rows of the frameworks not
+    selected are (not deselected: its behaviour still runs whole for the frameworks chosen)."""
+    items[:] = [i for i in items if not _without_subject(i)]
+
+
+def _without_subject(item) -> bool:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return "subject" in params and not isinstance(params["subject"], frameworks.Spec)
+
+
 def pytest_generate_tests(metafunc):
     if "subject" not in metafunc.fixturenames:
         return

@@ -83,7 +83,8 @@ def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
         # rc 1 with no bad row: the run itself failed (a missing subject, a stale declaration)
         return 1 if bad or rc == 1 else 0
     if rc == 5:
-        print("autodiff-semantics: no case was collected (check --behaviour and the pytest arguments)", file=sys.stderr)
+        hint = "check --behaviour, --frameworks, --modes and the pytest arguments"
+        print(f"autodiff-semantics: no case was collected ({hint})", file=sys.stderr)
     return rc
 
 

@@ -151,6 +151,18 @@ def test_missing_torch_fails_the_run_with_skipped_rows_and_one_clear_line(tmp_pa
     assert any(r["framework"] == "tensorflow" and r["outcome"] == "passed" for r in report["results"])
 
 
+def test_frameworks_that_leave_a_tensorflow_only_test_without_subject_run_the_rest(tmp_path):
+    """``--frameworks jax``: a test only TensorFlow runs (``@on("tensorflow")``) has no subject.
+    pytest would keep it as an item skipped for an empty parameter set, and making its row
+    ended the run with an INTERNALERROR; it is left out, and the JAX rows run and pass."""
+    args = ["run", "--behaviour", "unconnected-gradients", "--frameworks", "jax", "--profile", "ci"]
+    p = run_cli([*args, "--devices", "cpu", "--report-dir", str(tmp_path)], tmp_path)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "INTERNALERROR" not in p.stdout + p.stderr
+    rows = json.loads((tmp_path / "latest.json").read_text())["results"]
+    assert rows and {r["framework"] for r in rows} == {"jax"} and {r["outcome"] for r in rows} == {"passed"}
+
+
 def test_a_row_whose_only_oracle_is_allowed_missing_is_skipped_with_that_reason(tmp_path):
     """The TF 2.12/2.13 envs have no PyTorch (--allow-missing torch): a JAX row that compares
     against PyTorch only has compared nothing, which is not a pass and, since the user allowed
