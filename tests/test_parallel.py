@@ -3,6 +3,7 @@ give the rows of a serial run; a case that kills its worker becomes a ``crashed`
 interrupted parallel run keeps its partial report."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -152,3 +153,28 @@ def test_the_environment_a_worker_sends_survives_execnet():
     sent = execnet.loads(execnet.dumps(environment_payload(config)))
     env = json.loads(sent)
     assert {"tensorflow", "jax", "torch"} <= set(env["frameworks"]) and env["frameworks"]["torch"]["version"]
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="no CPU affinity, or one CPU"
+)
+def test_a_worker_keeps_to_its_share_of_the_cpus_threads_started_before_included():
+    """Worker i of n keeps every n-th CPU from the i-th, also for a thread that started before
+    it pinned; more workers than CPUs are not pinned. In a subprocess: affinity is per process."""
+    code = """
+import json, os, threading
+from suite.plugin import pin_worker
+cpus = sorted(os.sched_getaffinity(0))
+ready, done = threading.Event(), threading.Event()
+seen = {}
+def early():
+    ready.set(); done.wait(); seen["thread"] = sorted(os.sched_getaffinity(0))
+t = threading.Thread(target=early); t.start(); ready.wait()
+mine = pin_worker({"workerid": "gw3", "workercount": 2})
+done.set(); t.join()
+print(json.dumps({"cpus": cpus, "mine": mine, "now": sorted(os.sched_getaffinity(0)), "thread": seen["thread"],
+                  "too_many": pin_worker({"workerid": "gw0", "workercount": len(cpus) + 1})}))
+"""
+    out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert out["mine"] == out["now"] == out["thread"] == out["cpus"][1::2] != []
+    assert out["too_many"] is None
