@@ -775,19 +775,14 @@ PAIR_SHAPES = ((2, 4),)
 ROW_SHAPES = ((3, 4), (3, 1))
 
 
-_ELEMENTS: dict = {}
-
-
+@ss.cached
 def _elements(case):
-    """An entry of x: on a singular point, near one on a side where f is real, or regular. One
-    strategy object per case (composites run on every draw; the same strategy draws the same)."""
-    if id(case) not in _ELEMENTS:
-        lo, hi = case.domain
-        sides = [(p, s) for p in case.points for s in (1, -1) if lo <= p + s * NEAR[1] <= hi]
-        near = st.sampled_from(sides).flatmap(lambda ps: _floats(*NEAR).map(lambda e: ps[0] + ps[1] * e))
-        regular = _floats(lo, hi).filter(lambda v: min(abs(v - p) for p in case.points) >= FAR)
-        _ELEMENTS[id(case)] = case, st.one_of(st.sampled_from(case.points), near, regular)
-    return _ELEMENTS[id(case)][1]
+    """An entry of x: on a singular point, near one on a side where f is real, or regular."""
+    lo, hi = case.domain
+    sides = [(p, s) for p in case.points for s in (1, -1) if lo <= p + s * NEAR[1] <= hi]
+    near = st.sampled_from(sides).flatmap(lambda ps: _floats(*NEAR).map(lambda e: ps[0] + ps[1] * e))
+    regular = _floats(lo, hi).filter(lambda v: min(abs(v - p) for p in case.points) >= FAR)
+    return st.one_of(st.sampled_from(case.points), near, regular)
 
 
 @st.composite

@@ -41,6 +41,38 @@ PAIR_MENU = (
 )
 
 
+def cached(factory):
+    """A strategy factory that returns one strategy object per argument set. Composites call
+    their factories on every draw, and Hypothesis validates each new strategy object and
+    computes its properties again; the same object draws the same values, so caching a factory
+    leaves the examples unchanged. Arguments are told apart by type and sign: ``0.0 == -0.0``
+    and ``1 == 1.0 == True``, but each is a different strategy (lists count as tuples)."""
+    memo: dict = {}
+
+    @functools.wraps(factory)
+    def one(*args, **kwargs):
+        try:
+            key = _key((args, tuple(sorted(kwargs.items()))))
+            hash(key)
+        except TypeError:  # an unhashable argument: a new strategy, as without the cache
+            return factory(*args, **kwargs)
+        if key not in memo:
+            if len(memo) >= 4096:  # arguments that are new every time (a fresh strategy): bounded
+                memo.clear()
+            memo[key] = factory(*args, **kwargs)
+        return memo[key]
+
+    return one
+
+
+def _key(v):
+    if isinstance(v, (float, np.floating)):
+        return (type(v), float(v), math.copysign(1.0, v))
+    if isinstance(v, (tuple, list)):
+        return (tuple, *map(_key, v))
+    return (type(v), v)
+
+
 def float_dtypes(*, dtypes=FLOAT_DTYPES) -> st.SearchStrategy[np.dtype]:
     return st.sampled_from([np.dtype(d) for d in dtypes])
 
@@ -77,7 +109,7 @@ def dtypes_and_shapes(*, shapes=None, dtypes=FLOAT_DTYPES, dtype=None, min_dims=
     return _pairs(shapes, tuple(np.dtype(d) for d in dtypes), None if dtype is None else np.dtype(dtype), min_dims)
 
 
-@functools.lru_cache(maxsize=256)
+@cached
 def _pairs(shapes, dtypes, dtype, min_dims) -> st.SearchStrategy[tuple]:
     menu = PAIR_MENU if shapes is None else paired(shapes, dtypes)
     menu = [(np.dtype(d), s) for d, s in menu if len(s) >= min_dims]
@@ -123,43 +155,11 @@ def edge_values(dtype, edges, lo=-np.inf, hi=np.inf) -> list[float]:
     return [v for v in vals if np.isnan(v) or lo <= v <= hi or np.isinf(v)]
 
 
-@functools.lru_cache(maxsize=1024)
+@cached
 def _arrays(dtype, shape, lo, hi, halfway, edges) -> st.SearchStrategy[np.ndarray]:
-    """One strategy object per argument set: a fresh one per draw would be validated again
-    on every draw (Hypothesis caches that per object), a third of a small array's cost."""
+    """One strategy object per argument set (:func:`cached`): a fresh one per draw would be
+    validated again on every draw, a third of a small array's cost."""
     return hnp.arrays(dtype, shape, elements=_elements(dtype, lo, hi, halfway=halfway, edges=edges))
-
-
-def cached(factory):
-    """A strategy factory that returns one strategy object per argument set. Composites call
-    their factories on every draw, and Hypothesis validates each new strategy object and
-    computes its properties again; the same object draws the same values, so caching a factory
-    leaves the examples unchanged. Arguments are told apart by type and sign: ``0.0 == -0.0``
-    and ``1 == 1.0 == True``, but each is a different strategy (lists count as tuples)."""
-    memo: dict = {}
-
-    @functools.wraps(factory)
-    def one(*args, **kwargs):
-        try:
-            key = _key((args, tuple(sorted(kwargs.items()))))
-            hash(key)
-        except TypeError:  # an unhashable argument: a new strategy, as without the cache
-            return factory(*args, **kwargs)
-        if key not in memo:
-            if len(memo) >= 4096:  # arguments that are new every time (a fresh strategy): bounded
-                memo.clear()
-            memo[key] = factory(*args, **kwargs)
-        return memo[key]
-
-    return one
-
-
-def _key(v):
-    if isinstance(v, (float, np.floating)):
-        return (type(v), float(v), math.copysign(1.0, v))
-    if isinstance(v, (tuple, list)):
-        return (tuple, *map(_key, v))
-    return (type(v), v)
 
 
 @cached

@@ -315,8 +315,6 @@ def make_row(item, reps) -> dict | None:
     if b is None:  # not a case module (self-tests): no report row
         return None
     spec = getattr(getattr(item, "callspec", None), "params", {}).get("subject")
-    if not isinstance(spec, frameworks.Spec):  # no subject (pytest's NOTSET for an empty parameter set)
-        spec = None
     setup, call, teardown = reps.get("setup"), reps.get("call"), reps.get("teardown")
     if setup is not None and setup.skipped:
         outcome, reason = "skipped", setup.longrepr[2] if isinstance(setup.longrepr, tuple) else str(setup.longrepr)
