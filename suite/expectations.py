@@ -18,8 +18,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
+from suite import versions as vr
 
 _ALL: list["Expectation"] = []
 
@@ -106,10 +105,8 @@ class Expectation:
             return False
         if self.versions:
             try:
-                v = Version(str(runner.version).split("+")[0])
-            except InvalidVersion:
-                return False
-            if v not in SpecifierSet(self.versions):
+                return vr.in_range(runner.version, self.versions)
+            except vr.VersionError:  # an unreadable version of the framework: no range holds it
                 return False
         return True
 
@@ -138,7 +135,7 @@ def expect(key: str, observed, *, framework=None, mode=None, device=None, versio
         raise ValueError(f"declared divergence for {key!r} needs a reason and a link")
     _check_not_bare_raises(observed, f"{sys._getframe(1).f_globals.get('__name__', '?')}: declared {key!r}")
     if versions:
-        SpecifierSet(versions)  # fail at import on a malformed range
+        vr.check_range(versions)  # fail at import on a malformed range
     return Expectation(key, observed, framework, mode, device, versions, reason, link)
 
 

@@ -49,9 +49,12 @@ def default_report(report_dir="reports") -> Path:
 
 
 def version_key(path: Path):
-    import re
+    """Sort key of a report file by the TensorFlow version in its name (``suite.versions``:
+    dev < rc < final); names without one sort first, by name."""
+    from suite import versions
 
-    return tuple(int(x) for x in re.findall(r"\d+", path.stem))
+    v = versions.of_report_name(path)
+    return (1, versions.key(v), str(path)) if v else (0, (), str(path))
 
 
 def expand_reports(items) -> list[Path]:
@@ -105,11 +108,15 @@ def save_versioned(report_dir: Path, dest: Path) -> list[Path]:
 
 
 def find_release_report(version: str, root: Path) -> Path | None:
-    """The newest patch of a release line: reports/ (fresh tox runs) first, then the
-    committed baselines; in the working directory, then beside the cases."""
+    """The newest build of a release line (``suite.versions``' order: a final release over
+    its release candidates over its nightlies): reports/ (fresh tox runs) first, then the
+    committed baselines; in the working directory, then beside the cases. ``nightly``: the
+    newest report in reports/nightly/ (the tox env ``nightly`` writes there)."""
     for base in dict.fromkeys((Path.cwd() / "reports", root / "reports")):
-        for d in (base, base / "baselines"):
-            found = sorted([*d.glob(f"tf-{version}.json"), *d.glob(f"tf-{version}.*.json")], key=version_key)
+        dirs = (base / "nightly",) if version == "nightly" else (base, base / "baselines")
+        for d in dirs:
+            pattern = ("tf-*.json",) if version == "nightly" else (f"tf-{version}.json", f"tf-{version}.*.json")
+            found = sorted((f for g in pattern for f in d.glob(g)), key=version_key)
             found = [f for f in found if not f.name.endswith(".junit.xml")]
             if found:
                 return found[-1]

@@ -51,8 +51,6 @@ def declaration_statuses(declared: list[dict], rows: list[dict], environment: di
     """
     import types
 
-    from packaging.version import InvalidVersion, Version  # noqa: F401 (matches() parses versions)
-
     from suite.expectations import Expectation
 
     versions = {n: (i or {}).get("version") for n, i in (environment.get("frameworks") or {}).items()}
