@@ -235,24 +235,72 @@ def test_single_report_puts_failures_first_and_folds_columns_of_an_absent_device
     assert "- `j` = `a \\| b`: tensorflow eager" in md and "{'" not in md
 
 
-def test_a_failed_row_shows_only_what_the_failing_example_observed():
-    """An earlier, passing draw's observation must not sit beside an error that contradicts it."""
+def _record():
     from types import SimpleNamespace
 
-    from suite.expectations import expectations
     from suite.report.record import Record
 
-    rec = Record(
+    return Record(
         SimpleNamespace(id="tensorflow-eager-cpu", framework="tensorflow", mode="eager", device="cpu", version="2.21.0")
     )
-    want = expectations({"ste_grad": "upstream"})
-    rec.example(x=1)
-    rec.check(want, ste_grad="upstream")  # a passing draw
-    rec.example(x=2)  # the falsifying draw fails before it observes anything
-    assert rec.row_fields(failed=True)["observed"] == {} and rec.row_fields(failed=True)["expected"] == {}
-    assert rec.row_fields()["observed"] == {"ste_grad": "upstream"}  # a passed row keeps every draw's
-    rec.observe(ste_grad="other")
-    assert rec.row_fields(failed=True)["observed"] == {"ste_grad": "other"}
+
+
+def test_a_failed_row_records_every_example_up_to_the_failing_one_and_that_one_whole():
+    """Record everything, then assert: the failing example's mismatches all fail it at its end,
+    every key it observes after the first mismatch is recorded, and the row keeps what the
+    examples before it saw, but nothing of the examples Hypothesis ran while shrinking."""
+    from suite.expectations import expectations
+
+    want = expectations({"a": "x", "b": "y", "c": "z"})
+    rec = _record()
+    rec.defer = True
+    rec.example(v=1)
+    rec.check(want, a="x", b="y")  # a passing draw
+    rec.end_example()
+    rec.example(v=2)
+    rec.check(want, a="X")
+    rec.check(want, b="Y")  # a second changed key, after the first mismatch
+    rec.check(want, c="z")
+    with pytest.raises(AssertionError, match=r"2 mismatches in one example:\na\[.*'X'.*\nb\[.*'Y'"):
+        rec.end_example()
+    rec.example(v=3)  # shrinking: another failing draw, not the reported one
+    rec.check(want, a="Q")
+    with pytest.raises(AssertionError):
+        rec.end_example()
+    rec.example(v=2)  # Hypothesis replays the reported example last
+    rec.check(want, a="X", b="Y", c="z")
+    with pytest.raises(AssertionError):
+        rec.end_example()
+    fields = rec.row_fields(failed=True, error_text="E   a[tensorflow-eager-cpu]='X' but expected 'x'")
+    assert fields["observed"] == {"a": ["X", "x"], "b": ["Y", "y"], "c": "z"}
+    assert rec.reported_failure("a[tensorflow-eager-cpu]='Q' but expected 'x'")["inputs"] == {"v": 3}
+    assert rec.row_fields()["observed"]["a"] == ["Q", "X", "x"]  # a passed row would keep every draw's
+
+
+def test_a_record_outside_the_plugin_fails_at_the_first_mismatch():
+    from suite.expectations import expectations
+
+    rec = _record()
+    rec.example(v=1)
+    with pytest.raises(AssertionError, match=r"a\[tensorflow-eager-cpu\]='X' but expected 'x'"):
+        rec.check(expectations({"a": "x"}), a="X")
+
+
+def test_a_crash_after_a_mismatch_fails_as_the_mismatch():
+    """A later error of the example (code that needed the value that mismatched) does not hide
+    the mismatch: the row fails as an assertion, naming both."""
+    from suite.expectations import expectations
+
+    rec = _record()
+    rec.defer = True
+    rec.example(v=1)
+    rec.check(expectations({"a": "x"}), a="X")
+    with pytest.raises(AssertionError, match="then the example raised TypeError: boom") as e:
+        rec.end_example(TypeError("boom"))
+    assert isinstance(e.value.__cause__, TypeError)
+    rec.example(v=2)
+    rec.end_example(KeyboardInterrupt())  # not a failure of the example: let through, not recorded
+    assert len(rec.failures) == 1
 
 
 def test_observations_are_asserted_or_informational_in_the_report_and_the_diff():
@@ -269,7 +317,7 @@ def test_observations_are_asserted_or_informational_in_the_report_and_the_diff()
     kinds = {c.detail: c.asserted for c in log.changes if c.kind == "observation changed"}
     assert kinds == {"grad": True, "init": False}
     md = diff.markdown(log)
-    assert "| grad | asserted |" in md and "| init | informational |" in md
+    assert "| `grad` | asserted |" in md and "| `init` | informational |" in md
     page = render.markdown(rep("zeros"))
     assert "`init` = `zeros`: tensorflow eager (informational: recorded, not asserted)" in page
     assert "`grad` = `zeros`: tensorflow eager\n" in page

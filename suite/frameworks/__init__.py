@@ -240,6 +240,44 @@ def missing(*, frameworks=FRAMEWORKS, devices=DEVICES) -> dict[str, str]:
     return out
 
 
+#: Distributions whose version changes an answer without being a framework of the suite:
+#: Keras (keras-nightly replaces Keras 3's files under tf-nightly), NumPy and ml_dtypes
+#: (dtype rules), optax (the JAX Adam), jaxlib, the TensorFlow wheel that is installed
+#: (tensorflow, tensorflow-cpu or tf-nightly), Hypothesis (the draws) and packaging.
+PACKAGES = (
+    "keras",
+    "keras-nightly",
+    "tf-keras",
+    "numpy",
+    "ml_dtypes",
+    "optax",
+    "jaxlib",
+    "tensorflow",
+    "tensorflow-cpu",
+    "tf-nightly",
+    "hypothesis",
+    "packaging",
+)
+
+
+def package_versions() -> dict[str, str]:
+    """The installed version of each of :data:`PACKAGES` that is installed (read from the
+    distributions' metadata: nothing is imported).
+
+    >>> "numpy" in package_versions()
+    True
+    """
+    from importlib import metadata
+
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
 def python_environment() -> dict:
     return {
         "python": platform.python_version(),

@@ -37,6 +37,11 @@ class Changelog:
     old_label: str
     new_label: str
     changes: list
+    #: (what, old, new) for each difference of the two runs' environments: frameworks,
+    #: packages (Keras, NumPy, ...), Python, profile and seed, options, suite revision
+    environment: list = dataclasses.field(default_factory=list)
+    #: what makes the comparison less than whole: a partial (interrupted) report
+    caveats: list = dataclasses.field(default_factory=list)
 
     @property
     def regressions(self) -> list:
@@ -61,6 +66,45 @@ def _label(report, path) -> str:
     fw = report.get("environment", {}).get("frameworks", {}).get("tensorflow", {})
     v = fw.get("version")
     return f"{path} (TensorFlow {v})" if v else str(path)
+
+
+def _framework(info) -> str:
+    info = info or {}
+    if not info.get("version"):
+        return "not installed"
+    return f"{info['version']} ({','.join(info.get('devices') or []) or 'no devices'})"
+
+
+def environment_changes(old_env: dict, new_env: dict) -> list[tuple[str, str, str]]:
+    """What differs between two runs' environments, frameworks first, then packages.
+
+    >>> environment_changes({"packages": {"keras": "3.15.1"}}, {"packages": {"keras-nightly": "3.16.0.dev"}})
+    [('keras', '3.15.1', 'not installed'), ('keras-nightly', 'not installed', '3.16.0.dev')]
+    """
+    out = []
+    fa, fb = old_env.get("frameworks") or {}, new_env.get("frameworks") or {}
+    for name in sorted(set(fa) | set(fb)):
+        a, b = _framework(fa.get(name)), _framework(fb.get(name))
+        if a != b:
+            out.append((name, a, b))
+    pa, pb = old_env.get("packages") or {}, new_env.get("packages") or {}
+    for name in sorted(set(pa) | set(pb)):
+        a, b = pa.get(name, "not installed"), pb.get(name, "not installed")
+        if a != b:
+            out.append((name, a, b))
+    for key in ("python", "platform", "hypothesis", "options", "allowed_missing", "faults", "suite_revision"):
+        a, b = old_env.get(key), new_env.get(key)
+        if a != b:
+            out.append((key, _plain(a), _plain(b)))
+    return out
+
+
+def _plain(v) -> str:
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_plain(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return ",".join(map(str, v))
+    return "none" if v is None else str(v)
 
 
 def diff(old: dict, new: dict, old_path="OLD", new_path="NEW") -> Changelog:
@@ -117,7 +161,18 @@ def diff(old: dict, new: dict, old_path="OLD", new_path="NEW") -> Changelog:
             changes.append(Change("new deprecation", beh, "tensorflow", "", None, msg, msg))
         for msg in sorted(was - now):
             changes.append(Change("deprecation gone", beh, "tensorflow", "", msg, None, msg))
-    return Changelog(_label(old, old_path), _label(new, new_path), changes)
+    caveats = [
+        f"{label} is a partial report (an interrupted or unfinished run): its missing rows are not a verdict"
+        for rep, label in ((old, old_path), (new, new_path))
+        if rep.get("partial")
+    ]
+    return Changelog(
+        _label(old, old_path),
+        _label(new, new_path),
+        changes,
+        environment_changes(old.get("environment") or {}, new.get("environment") or {}),
+        caveats,
+    )
 
 
 def _canonical(v):
@@ -131,8 +186,20 @@ def _short(test: str) -> str:
     return test.split("::", 1)[-1]
 
 
+def _code(v) -> str:
+    """A value as a Markdown code span that survives any content (backticks, pipes, ``; ``)."""
+    text = str(v).replace("|", "\\|").replace("\n", " ")
+    fence = "``" if "`" in text else "`"
+    return f"{fence}{text}{fence}" if text else "(empty)"
+
+
 def markdown(log: Changelog) -> str:
     out = [f"## Semantic changelog: {log.old_label} -> {log.new_label}", ""]
+    out += [f"**Caveat**: {c}." for c in log.caveats] + ([""] if log.caveats else [])
+    if log.environment:
+        out += ["### Environment", "", "| what | old | new |", "|---|---|---|"]
+        out += [f"| {what} | {_code(a)} | {_code(b)} |" for what, a, b in log.environment]
+        out.append("")
     if not log.changes:
         return "\n".join(out + ["No behaviour changed: same outcomes and the same observations in every row.", ""])
     regs = log.regressions
@@ -147,16 +214,17 @@ def markdown(log: Changelog) -> str:
             "|---|---|---|---|---|---|---|",
         ]
         out += [
-            f"| {c.behaviour} | {c.subject} | `{_short(c.test)}` | {c.detail} | "
-            f"{'asserted' if c.asserted else 'informational'} | `{c.old}` | `{c.new}` |"
+            f"| {c.behaviour} | {c.subject} | {_code(_short(c.test))} | {_code(c.detail)} | "
+            f"{'asserted' if c.asserted else 'informational'} | {_code(c.old)} | {_code(c.new)} |"
             for c in obs
         ]
         out.append("")
         per_b = {}
         for c in obs:
-            per_b.setdefault(c.behaviour, set()).add(f"{c.detail}: {c.old} -> {c.new}")
+            per_b.setdefault(c.behaviour, set()).add(f"{_code(c.detail)}: {_code(c.old)} → {_code(c.new)}")
         out += ["Behaviours whose observations changed:", ""]
-        out += [f"- **{b}**: " + "; ".join(sorted(v)) for b, v in sorted(per_b.items())]
+        for b, v in sorted(per_b.items()):
+            out += [f"- **{b}**:"] + [f"  - {x}" for x in sorted(v)]
         out.append("")
     for kind in (
         "newly failing",

@@ -27,6 +27,7 @@ def identity(env: dict) -> dict:
         "python": env.get("python"),
         "platform": env.get("platform"),
         "frameworks": {n: ((i or {}).get("version"), tuple((i or {}).get("devices") or ())) for n, i in fws.items()},
+        "packages": env.get("packages"),
         "hypothesis": env.get("hypothesis"),
         "options": env.get("options"),
         "allowed_missing": env.get("allowed_missing"),

@@ -244,6 +244,28 @@ class RowMaker:
                 return True  # it killed a worker already: its row is the controller's crashed row
         return None
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        """Record everything, then assert: a case's checks and comparisons fail at the end
+        of their example (each Hypothesis example, or the whole body of a plain test), with
+        every key the example observed recorded."""
+        rec = getattr(pyfuncitem, "_adsem_record", None)
+        if rec is None:
+            return (yield)
+        rec.defer = True
+        handle = getattr(pyfuncitem.obj, "hypothesis", None)
+        if handle is not None and not getattr(handle.inner_test, "_adsem_per_example", False):
+            handle.inner_test = _per_example(handle.inner_test)
+        try:
+            result = yield
+        except BaseException as e:
+            if handle is None:
+                rec.end_example(e)
+            raise
+        if handle is None:
+            rec.end_example()
+        return result
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item):
         planted = os.environ.get("AUTODIFF_SEMANTICS_CRASH")
@@ -288,11 +310,35 @@ class RowMaker:
                 rep.user_properties.append((DEPRECATIONS_PROPERTY, [list(x) for x in logged]))
 
 
+def _per_example(inner):
+    """Hypothesis' inner test (what one example runs), ending each example with
+    :meth:`Record.end_example` (Hypothesis reads ``inner_test`` when the test is called; the
+    attribute is documented for plugins that wrap each example)."""
+    import functools
+
+    @functools.wraps(inner)
+    def run_example(*args, **kwargs):
+        rec = kwargs.get("record")
+        if not isinstance(rec, Record):
+            return inner(*args, **kwargs)
+        try:
+            out = inner(*args, **kwargs)
+        except BaseException as e:
+            rec.end_example(e)
+            raise
+        rec.end_example()
+        return out
+
+    run_example._adsem_per_example = True
+    return run_example
+
+
 def measured_environment(config) -> dict:
     """The frameworks' versions and devices, and what the run asked for and cannot have
     (``frameworks.missing``), measured by importing them in this process."""
     return {
         "frameworks": frameworks.environment(),
+        "packages": frameworks.package_versions(),
         "missing": frameworks.missing(frameworks=config.getoption("frameworks"), devices=config.getoption("devices")),
     }
 
@@ -346,7 +392,7 @@ def make_row(item, reps) -> dict | None:
         "duration_s": round(duration, 4),
     }
     if rec is not None:
-        row.update(rec.row_fields(failed=outcome in ("failed", "error")))
+        row.update(rec.row_fields(failed=outcome in ("failed", "error"), error_text=_longrepr(call)))
     call_time = call.duration if call is not None else 0.0
     row["examples_per_s"] = round(row["examples"] / call_time, 2) if row["examples"] and call_time > 0 else None
     if reason:
@@ -358,13 +404,21 @@ def make_row(item, reps) -> dict | None:
     return row
 
 
+def _longrepr(rep) -> str:
+    return str(rep.longrepr) if rep is not None and rep.longrepr else ""
+
+
 def _reproducer(item, rec, call) -> str:
     lines = [f"# reproduces {item.nodeid}", f"#   autodiff-semantics run -- '{item.nodeid}'"]
     fals = _falsifying(call) if call is not None else ""
     if fals:
         lines.append("# falsifying example: " + fals.replace("\n", "\n#   "))
-    if rec is not None and rec.last_inputs:
-        lines += ["import numpy as np", rec.inputs_source()]
+    # the inputs of the example whose error is reported (of several failing @examples,
+    # Hypothesis reports one per place of failure; the last one run may pass or differ)
+    failing = rec.reported_failure(_longrepr(call)) if rec is not None else None
+    inputs = failing["inputs"] if failing is not None else (rec.last_inputs if rec is not None else None)
+    if inputs:
+        lines += ["import numpy as np", rec.inputs_source(inputs)]
     return "\n".join(lines)
 
 
@@ -437,6 +491,7 @@ class ReportWriter:
         # a parallel run's workers measured it (and imported the frameworks); else measure here
         measured = self._worker_environment or measured_environment(self.config)
         env["frameworks"] = measured["frameworks"]
+        env["packages"] = measured.get("packages") or {}
         env["hypothesis"] = {
             "profile": settings.get_current_profile_name(),
             "seed": self.config.getoption("hypothesis_seed", None),

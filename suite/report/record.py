@@ -55,16 +55,26 @@ class Record:
         self.last_inputs: dict | None = None
         self.notes: list[str] = []
         self.racy: dict[str, list] = {}
-        #: what the current example observed: a failed row shows only this (Hypothesis runs
-        #: the falsifying example last), so a value an earlier, passing draw saw cannot sit
-        #: beside an error that contradicts it
-        self.current: dict[str, object] = {}
+        #: what the current example observed, each key's values (a failing example keeps its
+        #: own in ``failures``: the row shows the reported one whole)
+        self.current: dict[str, list] = {}
         #: how many comparisons (closed form, finite difference, oracle, declared expectation)
         #: passed; a test that passes having compared nothing fails (see the plugin)
         self.compared = 0
         self._messages: set = set()
         #: default ``scale=`` of every comparison of this row (``"inputs"``: :meth:`input_scale`)
         self.scale = None
+        #: record everything, then assert: where the plugin runs a case, a mismatch (a check,
+        #: a comparison) is kept in ``pending`` and the example goes on, so every key it
+        #: observes is recorded; :meth:`end_example` then fails it with every mismatch.
+        #: Elsewhere (a self-test's Record) a mismatch raises at once.
+        self.defer = False
+        self.pending: list[str] = []
+        #: the examples that failed, in the order they ran: inputs, observations, message
+        self.failures: list[dict] = []
+        #: every observation up to and including the first failing example (each value
+        #: list as it stood then): what a failed row reports, with its reported example's
+        self._at_first_failure: dict[str, list] | None = None
 
     @property
     def who(self) -> str:
@@ -105,7 +115,9 @@ class Record:
                 self._messages.add((k, str(v)))  # observation; its first message, a note
                 self.note(f"{k}: {v}: {' '.join(v.message.split())[:240]}")
             v = _jsonable(v)
-            self.current[k] = v
+            now = self.current.setdefault(k, [])
+            if v not in now:
+                now.append(v)
             if v not in seen:
                 seen.append(v)
 
@@ -136,7 +148,8 @@ class Record:
                 if isinstance(value, cmp.Raised):
                     got = f"{value}: {value.message[:300]}"
                 shown = want.describe() if isinstance(want, Raises) else _jsonable(want)
-                raise AssertionError(f"{key}[{self.who}]={got!r} but expected {shown!r}{how}")
+                self._mismatch(f"{key}[{self.who}]={got!r} but expected {shown!r}{how}")
+                continue
             if decl is not None:  # a match, not a look-up: the report counts these per declaration
                 self.declared[key]["held"] = True
             self.compared += 1
@@ -171,13 +184,14 @@ class Record:
                 scale=scale,
                 derived_from=derived_from,
             )
-        except AssertionError:
+        except AssertionError as e:
             try:
                 err = cmp.rel_err(out, ref) if out is not None and ref is not None else float("inf")
             except (TypeError, ValueError):
                 err = float("inf")
             self.max_rel_err[key] = max(self.max_rel_err.get(key, 0.0), err)
-            raise
+            self._mismatch(str(e))
+            return err
         self.max_rel_err[key] = max(self.max_rel_err.get(key, 0.0), err)
         self.compared += 1
         return err
@@ -263,21 +277,75 @@ class Record:
     def equal(self, *, name: str, out, ref, oracle: str, dtype=None) -> None:
         """``compare.assert_equal``: exact, and for arrays the same shape and dtype too."""
         __tracebackhide__ = True
-        cmp.assert_equal(name=name, out=out, ref=ref, who=self.who, oracle=oracle, dtype=dtype)
+        try:
+            cmp.assert_equal(name=name, out=out, ref=ref, who=self.who, oracle=oracle, dtype=dtype)
+        except AssertionError as e:
+            self._mismatch(str(e))
+            return
         self.max_rel_err.setdefault(_oracle_key(oracle), 0.0)
         self.compared += 1
+
+    def _mismatch(self, message: str) -> None:
+        """A check or comparison that failed: raise now, or (``defer``) keep it for
+        :meth:`end_example` and let the example record the rest of what it observes."""
+        __tracebackhide__ = True
+        if not self.defer:
+            raise AssertionError(message)
+        self.pending.append(message)
+
+    def end_example(self, error: BaseException | None = None) -> None:
+        """The end of one example (the plugin calls it; ``error``: what the example raised).
+        Fails it with every deferred mismatch, keeps what it observed and its inputs for the
+        row, and lets any other error through (the caller re-raises it)."""
+        __tracebackhide__ = True
+        from hypothesis.errors import UnsatisfiedAssumption
+
+        msgs, self.pending = self.pending, []
+        if not msgs:
+            if isinstance(error, Exception) and not isinstance(error, UnsatisfiedAssumption):
+                self._failed(str(error) or type(error).__name__)
+            return
+        if error is not None and not isinstance(error, Exception):
+            return  # Ctrl-C, a skip, Hypothesis' own control flow: not to be masked
+        if isinstance(error, AssertionError):
+            msgs.append(str(error))
+        elif error is not None and not isinstance(error, UnsatisfiedAssumption):
+            msgs.append(f"then the example raised {type(error).__name__}: {str(error)[:300]}")
+        text = msgs[0] if len(msgs) == 1 else f"{len(msgs)} mismatches in one example:\n" + "\n".join(msgs)
+        self._failed(text)
+        raise AssertionError(text) from error
+
+    def _failed(self, message: str) -> None:
+        if self._at_first_failure is None:
+            self._at_first_failure = {k: list(v) for k, v in self.observed.items()}
+        self.failures.append(
+            {"inputs": self.last_inputs, "observed": {k: list(v) for k, v in self.current.items()}, "message": message}
+        )
+
+    def reported_failure(self, error_text: str = "") -> dict | None:
+        """The failing example whose error pytest reports: the last one whose message is in
+        ``error_text`` (Hypothesis replays the shrunk example last; of several failing
+        ``@example``s it reports one per place of failure, not necessarily the last run)."""
+        hits = [f for f in self.failures if f["message"] and f["message"].splitlines()[0][:200] in error_text]
+        return (hits or self.failures or [None])[-1]
 
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
 
-    def row_fields(self, *, failed: bool = False) -> dict:
-        """The row's measured fields. ``failed``: the observations of the failing example only."""
-        if failed and self.examples:
-            observed = dict(self.current)
-        else:
-            # Several values over the examples: sorted, so the order examples ran in is not a change.
-            observed = {k: (v[0] if len(v) == 1 else sorted(v, key=_order)) for k, v in self.observed.items()}
+    def row_fields(self, *, failed: bool = False, error_text: str = "") -> dict:
+        """The row's measured fields. ``failed``: what every example observed up to and
+        including the first that failed, and the reported failing example whole (not the
+        examples Hypothesis ran while shrinking); ``error_text`` picks the reported one."""
+        seen = self.observed
+        if failed and self.failures:
+            seen = {k: list(v) for k, v in (self._at_first_failure or {}).items()}
+            for k, vs in (self.reported_failure(error_text) or {}).get("observed", {}).items():
+                seen.setdefault(k, []).extend(v for v in vs if v not in seen[k])
+        elif failed and self.examples:
+            seen = {k: list(v) for k, v in self.current.items()}
+        # Several values over the examples: sorted, so the order examples ran in is not a change.
+        observed = {k: (v[0] if len(v) == 1 else sorted(v, key=_order)) for k, v in seen.items()}
         expected = {k: v for k, v in self.expected.items() if not failed or k in observed}
         out = {
             "observed": observed,
@@ -295,14 +363,15 @@ class Record:
             out["notes"] = notes
         return out
 
-    def inputs_source(self) -> str:
-        """The last example's inputs as NumPy literals (for reproducers)."""
-        if not self.last_inputs:
+    def inputs_source(self, inputs: dict | None = None) -> str:
+        """An example's inputs as NumPy literals (for reproducers; default: the last example's)."""
+        inputs = self.last_inputs if inputs is None else inputs
+        if not inputs:
             return ""
         lines = []
         np.set_printoptions(threshold=10_000, floatmode="unique")
         try:
-            for k, v in self.last_inputs.items():
+            for k, v in inputs.items():
                 if isinstance(v, np.ndarray):
                     lines.append(f"{k} = np.array({np.array2string(v, separator=', ')}, dtype=np.{v.dtype})")
                 else:
