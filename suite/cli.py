@@ -218,8 +218,11 @@ def cmd_upgrade(args) -> int:
     envs = []
     for v in (args.old, args.new):
         parts = v.split(".")
+        if v == "nightly":
+            envs.append("nightly")
+            continue
         if len(parts) < 2 or not all(x.isdigit() for x in parts[:2]):
-            raise CliError(f"version {v!r} is not like 2.15")
+            raise CliError(f"version {v!r} is not like 2.15 (or 'nightly')")
         envs.append(f"tf{parts[0]}{parts[1]}")
     if not args.no_run:
         where = next((d for d in (Path.cwd(), root) if (d / "tox.ini").is_file()), None)
@@ -236,8 +239,12 @@ def cmd_upgrade(args) -> int:
         found = files.find_release_report(v, root)
         if found is None:
             raise CliError(
-                f"no reports/tf-{v}.*.json nor reports/baselines/tf-{v}.*.json "
-                f"(run 'tox -e {env}' first, or drop --no-run)"
+                (
+                    "no reports/nightly/tf-*.json "
+                    if v == "nightly"
+                    else f"no reports/tf-{v}.*.json nor reports/baselines/tf-{v}.*.json "
+                )
+                + f"(run 'tox -e {env}' first, or drop --no-run)"
             )
         reports.append(found)
     args.old, args.new = str(reports[0]), str(reports[1])
@@ -434,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "reports", nargs="*", metavar="REPORT", help="report .json or .jsonl (default: reports/latest.json)"
     )
-    rep.add_argument("--out", metavar="DIR", help="output directory (default: beside the first report)")
+    rep.add_argument("--out", "-o", metavar="DIR", help="output directory (default: beside the first report)")
     rep.add_argument("--name", metavar="STEM", help="output file stem (default: the report's stem, or 'matrix')")
     rep.add_argument("--bench", action="append", metavar="JSON", help="pytest-benchmark JSON to plot (repeatable)")
     rep.add_argument("--readme", metavar="FILE", help="also regenerate the version matrix section of FILE")
@@ -445,7 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("old", metavar="OLD")
     d.add_argument("new", metavar="NEW")
-    d.add_argument("--output", "-o", metavar="FILE", help="also write the Markdown here")
+    d.add_argument("--out", "-o", "--output", dest="output", metavar="FILE", help="also write the Markdown here")
     be = sub.add_parser(
         "bench",
         help="benchmarks of the hot paths against a measured ceiling",
@@ -454,7 +461,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     be.add_argument("--quick", action="store_true", help="small inputs (2^20 float32), n<=128 Jacobians")
     be.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="device (default: cpu)")
-    be.add_argument("--output", metavar="FILE", help="JSON path (default: reports/benchmarks/<device>-<size>.json)")
+    be.add_argument(
+        "--out",
+        "-o",
+        "--output",
+        dest="output",
+        metavar="FILE",
+        help="JSON path (default: reports/benchmarks/<device>-<size>.json)",
+    )
     be.add_argument("--save", metavar="NAME", help="also save the run in reports/benchmarks/storage for --compare")
     be.add_argument("--compare", metavar="ID", help="compare against a saved run (pytest-benchmark's compare)")
     be.add_argument(
@@ -465,10 +479,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="run two TensorFlow versions (tox) and print the changelog",
         description="tox -e tfOLD,tfNEW, then diff reports/tf-OLD*.json reports/tf-NEW*.json.",
     )
-    up.add_argument("old", metavar="OLD", help="e.g. 2.15")
-    up.add_argument("new", metavar="NEW", help="e.g. 2.21")
+    up.add_argument("old", metavar="OLD", help="a release line, e.g. 2.15, or 'nightly'")
+    up.add_argument("new", metavar="NEW", help="a release line, e.g. 2.21, or 'nightly' (tox env nightly, tf-nightly)")
     up.add_argument("--no-run", action="store_true", help="only diff the reports already there")
-    up.add_argument("--output", "-o", metavar="FILE", help="also write the Markdown here")
+    up.add_argument("--out", "-o", "--output", dest="output", metavar="FILE", help="also write the Markdown here")
     fl = sub.add_parser(
         "faults",
         help="self-check: run the cases under each injected fault",
@@ -494,7 +508,9 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit 0: merged and clean; 1: merged, with failed rows or stale declarations; 2: bad input.",
     )
     mg.add_argument("reports", nargs="+", metavar="REPORT", help="report .json or .jsonl")
-    mg.add_argument("--output", "-o", required=True, metavar="FILE", help="the merged report (.json)")
+    mg.add_argument(
+        "--out", "-o", "--output", dest="output", required=True, metavar="FILE", help="the merged report (.json)"
+    )
     ls = sub.add_parser("list", help="list the behaviours", description="List the behaviours the cases check.")
     ls.add_argument("--json", action="store_true", help="JSON instead of a table")
     ls.add_argument("--cases", metavar="DIR", help="cases directory (default: the installed cases package)")

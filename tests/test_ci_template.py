@@ -30,7 +30,7 @@ def _uses(job):
 def test_it_parses_with_the_three_jobs_and_a_trigger(workflow):
     # YAML 1.1 reads the key "on" as True
     assert workflow.get("on", workflow.get(True)), "no trigger"
-    assert set(workflow["jobs"]) == {"release", "gpu", "matrix"}
+    assert set(workflow["jobs"]) == {"release", "nightly", "gpu", "matrix"}
     for job in workflow["jobs"].values():
         assert job["runs-on"] and job["steps"]
         for action in _uses(job):  # pinned to a major version
@@ -52,7 +52,7 @@ def test_its_commands_are_valid_cli_calls(workflow):
     from suite.cli import build_parser
 
     calls = [r for job in workflow["jobs"].values() for r in _runs(job) if r.startswith("autodiff-semantics ")]
-    assert {shlex.split(c)[1] for c in calls} == {"run", "report"}
+    assert {shlex.split(c)[1] for c in calls} == {"run", "report", "upgrade"}
     for c in calls:
         build_parser().parse_args(shlex.split(c)[1:])  # exits (SystemExit) on a bad flag
 
@@ -65,3 +65,15 @@ def test_the_matrix_job_renders_what_the_release_jobs_upload(workflow):
     assert "reports/tf-*.json" in upload["with"]["path"]  # the versioned report tox writes
     assert jobs["matrix"]["needs"] == "release" and "!cancelled()" in jobs["matrix"]["if"]
     assert any(r.startswith("autodiff-semantics report releases") for r in _runs(jobs["matrix"]))
+
+
+def test_the_nightly_job_runs_the_tox_nightly_env_and_diffs_it(workflow):
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(ROOT / "tox.ini")
+    assert "tf-nightly" in tox["testenv:nightly"]["deps"]
+    assert "reports/nightly" in tox["testenv:nightly"]["commands"]
+    job = workflow["jobs"]["nightly"]
+    assert "tox -e nightly" in _runs(job)
+    assert any(r.startswith("autodiff-semantics upgrade --no-run 2.21 nightly") for r in _runs(job))
+    assert job["continue-on-error"] is True  # news about TensorFlow, not a broken build
+    assert workflow.get("on", workflow.get(True)).get("schedule"), "a nightly job needs a schedule"
