@@ -2,7 +2,7 @@
 
 ``tf.where(ok, f(x), 0)`` hides the value of ``f`` where ``ok`` is False, but reverse mode
 still runs ``f``'s gradient there with a zero cotangent: where ``f'`` is infinite (sqrt,
-log, 1/x at 0; x/|x| at the zero vector) or NaN (sqrt of a negative), ``0 * inf`` gives a
+log, 1/x, x**0.5, x**-1 at 0; x/|x| at the zero vector) or NaN (sqrt of a negative), ``0 * inf`` gives a
 NaN gradient for an entry whose value was never used. The fix is the "double where":
 ``tf.where(ok, f(tf.where(ok, x, 1)), 0)`` never evaluates ``f`` at a bad point, so its
 gradient is finite and equals the closed form (0 on the masked entries; at x = 0 the
@@ -28,6 +28,9 @@ Declared surprises:
   entry is 0 (min(1/n, 1/c), one where): the identity's gradient there is the cotangent, which
   ``clip_by_norm`` (two-tap where) and ``torch.renorm`` give; ``clip_grads`` of one tensor too.
 - PyTorch ``clip_grad_norm_`` rescales ``.grad`` in place without autograd: no gradient.
+- TensorFlow 2.23 (tf-nightly): ``where(x > 0, x**0.5, 0)`` and ``where(x != 0, x**-1, 0)`` no
+  longer leak NaN at a masked 0 (``_PowGrad`` zeroes an infinite factor where the upstream
+  gradient is 0), in every mode; up to 2.21, and in JAX and PyTorch, they do.
 
 Sources: https://github.com/tensorflow/tensorflow/issues/38349,
 https://github.com/tensorflow/tensorflow/issues/2540, https://github.com/jax-ml/jax/issues/347,
@@ -47,6 +50,7 @@ from suite.expectations import expect, expectations, raises
 from suite.program import Program
 
 TF_KERNEL = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/core/kernels/cwise_ops_gradients.h"
+TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
 TF_XLA_WHERE = "https://github.com/tensorflow/tensorflow/issues/118674"
 JAX_FAQ = "https://docs.jax.dev/en/latest/faq.html#gradients-contain-nan-where-using-where"
 JAX_OPTIMIZERS = "https://github.com/jax-ml/jax/blob/main/jax/example_libraries/optimizers.py"
@@ -71,8 +75,8 @@ BEHAVIOUR = behaviour(
     ],
 )
 
-OPS = ("sqrt", "log", "reciprocal", "divide", "normalize")
-HALF_LINE = ("sqrt", "log")  # guard x > 0: negative x is outside the domain and unselected
+OPS = ("sqrt", "log", "reciprocal", "divide", "normalize", "x**0.5", "x**-1")
+HALF_LINE = ("sqrt", "log", "x**0.5")  # guard x > 0: negative x is outside the domain and unselected
 CLIP_KINDS = ("zero", "tiny", "inside", "outside")
 GLOBAL_CASES = ("finite", "zero", "inf", "nan", "overflow")
 TF_CPU_KERNEL_MODES = "eager|function|graph"  # XLA lowers SqrtGrad/ReciprocalGrad itself
@@ -89,6 +93,7 @@ EXPECT = expectations(
         **{f"naive_unselected_zero[{op}]": "nan" for op in OPS},
         "naive_unselected_negative[sqrt]": "nan",
         "naive_unselected_negative[log]": "zero",  # 0 * (1/x) with x < 0 is -0: finite
+        "naive_unselected_negative[x**0.5]": "nan",
         **{f"naive_side[{op}]": "none" for op in OPS},
         **{f"double_where[{op}]": "finite" for op in OPS},
         **{f"double_where_side[{op}]": "left" if op in HALF_LINE else "none" for op in OPS},
@@ -129,6 +134,24 @@ EXPECT = expectations(
             ("naive_unselected_zero[reciprocal]", "zero", "Reciprocal"),
             ("seed_347_sqrt_then_where", "zero", "Sqrt"),
             ("seed_38349_where", "other-branch", "Sqrt"),
+        )
+    ],
+    *[
+        expect(
+            key,
+            observed,
+            framework="tensorflow",
+            versions=">=2.23",
+            reason="from 2.23 _PowGrad zeroes an infinite x**(p-1) where the upstream gradient is 0 (_GradCxPow in "
+            "math_grad.py of 2.23.0.dev20261026), in every mode: the masked entry at x = 0 gets 0 * p * 0 = 0, not "
+            "0 * inf = NaN (up to 2.21, and in JAX and PyTorch, NaN)" + why + "; no pull request for it turned up "
+            "in a search, the file is the link",
+            link=TF_MATH_GRAD,
+        )
+        for key, observed, why in (
+            ("naive_unselected_zero[x**0.5]", "zero", ""),
+            ("naive_unselected_zero[x**-1]", "zero", ""),
+            ("naive_side[x**0.5]", "left", ": the 0 it gives is the left-hand derivative of where(x > 0, x**0.5, 0)"),
         )
     ],
     expect(
@@ -319,6 +342,19 @@ class Divide(Program):
         return 1 / x
 
 
+class Power(Program):
+    """x ** p as written (TF: Pow; JAX: lax.pow, lax.integer_pow for an integer p; PyTorch: pow)."""
+
+    def tensorflow(tf, x, *, p):
+        return x**p
+
+    def jax(jax, x, *, p):
+        return x**p
+
+    def torch(torch, x, *, p):
+        return x**p
+
+
 class Normalize(Program):
     def tensorflow(tf, x):
         return x / tf.norm(x, axis=-1, keepdims=True)
@@ -370,6 +406,8 @@ F = {
     "reciprocal": (Elementwise, {"op": "reciprocal"}, Nonzero),
     "divide": (Divide, {}, Nonzero),
     "normalize": (Normalize, {}, NonzeroRow),
+    "x**0.5": (Power, {"p": 0.5}, Positive),
+    "x**-1": (Power, {"p": -1}, Nonzero),
 }
 
 
@@ -499,7 +537,9 @@ class SqrtOrIdentity(Program):
 # ---------------------------------------------------------------- closed forms (float64)
 F64 = {"sqrt": np.sqrt, "log": np.log, "reciprocal": np.reciprocal, "divide": np.reciprocal}
 DF64 = {"sqrt": lambda x: 0.5 / np.sqrt(x), "log": np.reciprocal, "reciprocal": lambda x: -1 / x**2}
-DF64["divide"] = DF64["reciprocal"]
+F64["x**0.5"], DF64["x**0.5"] = F64["sqrt"], DF64["sqrt"]
+F64["divide"] = F64["x**-1"] = F64["reciprocal"]
+DF64["divide"] = DF64["x**-1"] = DF64["reciprocal"]
 
 
 def guarded_closed(op, x, keep, w):

@@ -16,9 +16,9 @@ differences. Signed zeros are points of their own: sqrt'(-0) = 1 / (2 * -0) = -i
 
 Declared surprises (details at each declaration):
 
-- TensorFlow masks x = 0 out of the x-gradient of xlogy and xlog1py (0, not log(y)) and its
-  y-gradient at y = 0 (0, not 0 / 0); JAX's unmasked rule gives -inf and NaN there. xdivy's
-  x-gradient at x = 0 is 0 too, not 1/y (TF alone has xdivy, so that is the default).
+- TensorFlow up to 2.21 masks x = 0 out of the x-gradient of xlogy and xlog1py (0, not log(y))
+  and its y-gradient at y = 0 (0, not 0 / 0); JAX's unmasked rule gives -inf and NaN there.
+  xdivy's x-gradient at x = 0 is 0 too, not 1/y (TF alone has xdivy, so that is the default).
 - PyTorch returns the subgradient 0 where TF and JAX give NaN: the norm at 0, the std of a
   constant or of one element, atan2 at the origin, d/dx x**0 and d2/dx2 x**1 at 0.
 - TF function/graph: grappler rewrites pow(x, -0.5) into rsqrt, so x**0.5's gradient at -0 is
@@ -27,7 +27,11 @@ Declared surprises (details at each declaration):
   in TF, 1/epsilon in PyTorch (F.normalize). JAX has no l2_normalize, xdivy, divide_no_nan
   or moments, PyTorch no xdivy or divide_no_nan (``unavailable``).
 - tensorflow#12071: the norm of [1e-19] (float32) has gradient inf in TF's kernels, which
-  flush the subnormal square to 0; XLA folds sqrt(x*x) to |x| and gives 1.
+  flush the subnormal square to 0; a compiled program that returns the norm with its gradient
+  computes the norm as |x| and gives 1, the gradient alone is +inf there too.
+- TF 2.23 (tf-nightly): the x-gradients of xlogy, xlog1py and xdivy are unmasked (log(y),
+  log1p(y), 1/y at x = 0, as in JAX), tf.norm's gradient at the zero vector is 0 (PyTorch's
+  subgradient), and the second derivative of x**0 at 0 is 0; each declared with its change.
 
 Sources: https://github.com/tensorflow/tensorflow/issues/12071,
 https://github.com/tensorflow/tensorflow/issues/4914,
@@ -53,6 +57,12 @@ from suite.program import FRAMEWORKS, Program
 TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
 TF_GRAPPLER = (
     "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/core/grappler/optimizers/arithmetic_optimizer.cc"
+)
+TF_XLOGY_PR = "https://github.com/tensorflow/tensorflow/pull/119869"
+TF_XDIVY_PR = "https://github.com/tensorflow/tensorflow/pull/127294"
+TF_NORM_PR = "https://github.com/tensorflow/tensorflow/pull/112634"
+TF_CONSTANT_FOLDING = (
+    "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/core/grappler/optimizers/constant_folding.cc"
 )
 JAX_LAX = "https://github.com/jax-ml/jax/blob/main/jax/_src/lax/lax.py"
 JAX_SPECIAL = "https://github.com/jax-ml/jax/blob/main/jax/_src/scipy/special.py"
@@ -422,6 +432,7 @@ AGREED = {
     **{f"seed[{k}]": v for k, v in {
         "tensorflow#12071": "1,nan,1,1", "pytorch#2421": "nan", "tensorflow#56830": "nan",
         "tensorflow#56873": "0.693; zero", "tensorflow#60715": "0.5,zero; -2.5,zero",
+        "tensorflow#12071:gradient-alone": "1,nan,1,+inf",
         "tensorflow#2295": "zero,+inf,0.624,zero", "tensorflow#4914": "+inf,0.707; nan,0.354",
     }.items()},
 }  # fmt: skip
@@ -450,19 +461,19 @@ EXPECT = expectations(
         link=TF_GRAPPLER,
     ),
     *_declare(
-        ["dx[xlogy@x=0,y>0]", "dx[xlog1py@x=0,y>-1]"], "zero", framework="tensorflow",
+        ["dx[xlogy@x=0,y>0]", "dx[xlog1py@x=0,y>-1]"], "zero", framework="tensorflow", versions="<2.23",
         reason="_XLogyGrad/_XLog1pyGrad compute the x-gradient as xlogy(x != 0, y): 0 wherever x = 0, although "
         "xlogy(x, y) = x*log(y) is linear in x (both one-sided differences are log(y)); JAX and PyTorch give log(y)",
         link="https://github.com/tensorflow/tensorflow/issues/56873",
     ),
     expect(
-        "seed[tensorflow#56873]", "zero; zero", framework="tensorflow",
+        "seed[tensorflow#56873]", "zero; zero", framework="tensorflow", versions="<2.23",
         reason="the issue as reported: d/dx xlog1py(x, 1) at x = 0 is 0, not log1p(1) = 0.693 (x-gradient masked "
         "by x != 0)",
         link="https://github.com/tensorflow/tensorflow/issues/56873",
     ),
     *_declare(
-        ["side_dx[xlogy@x=0,y>0]", "side_dx[xlog1py@x=0,y>-1]"], "none", framework="tensorflow",
+        ["side_dx[xlogy@x=0,y>0]", "side_dx[xlog1py@x=0,y>-1]"], "none", framework="tensorflow", versions="<2.23",
         reason="the masked 0 is neither one-sided difference (both are log(y), log1p(y))",
         link="https://github.com/tensorflow/tensorflow/issues/119476",
     ),
@@ -478,32 +489,102 @@ EXPECT = expectations(
         link=TF_MATH_GRAD,
     ),
     expect(
-        "seed[tensorflow#12071]", "1,nan,1,+inf", framework="tensorflow", mode="eager|function|graph",
+        "seed[tensorflow#12071]", "1,nan,1,+inf", framework="tensorflow", mode="eager|function|graph", versions="<2.23",
         reason="(1e-19)**2 = 1e-38 is a float32 subnormal and TF's CPU kernels flush it to 0: norm 0, gradient "
-        "x / 0 = inf, as the issue reports; XLA (TF xla, JAX) rewrites sqrt(x*x) over the one-element row to "
-        "|x| (measured in the optimized HLO): norm 1e-19, gradient 1",
+        "x / 0 = inf, as the issue reports; under XLA (TF xla, jax.jit) a program that returns the norm with its "
+        "gradient computes the norm as |x| = 1e-19 and the gradient 1, while the gradient alone still divides by "
+        "the flushed sqrt(x*x) and is +inf (seed[tensorflow#12071:gradient-alone], every release to 2.21)",
         link="https://github.com/tensorflow/tensorflow/issues/12071",
     ),
     expect(
         "seed[tensorflow#12071]", "1,nan,1,+inf", framework="tensorflow", mode="xla", versions="<2.13",
-        reason="TF 2.12's XLA kept sqrt(x*x) for the one-element row (measured in the baselines: 2.12 +inf, 2.13 "
-        "and later 1), so the flushed 1e-38 gives norm 0 and gradient inf there too",
+        reason="TF 2.12's XLA computes the returned norm as |x| = 1e-19 too, but its gradient of the row [1e-19] "
+        "still divides by the flushed sqrt(x*x): +inf (measured in the baselines: 2.12 +inf, 2.13-2.21 1)",
         link="https://github.com/tensorflow/tensorflow/issues/12071",
     ),
     *_declare(
         ["grad[x**0@0]", "grad[x**0@-0]", "grad2[x**0@0]", "grad2[x**0@-0]", "grad2[x**1@0]", "grad2[x**1@-0]"],
         "zero", framework="tensorflow", mode="function", versions="<2.17",
-        reason="up to TF 2.16, grappler's arithmetic optimizer in tf.function folds pow(x, 0) (and the x**0 in the "
+        reason="up to TF 2.16, grappler's constant folding in tf.function folds pow(x, 0) (and the x**0 in the "
         "derivative of x**1) to ones, so its gradient is 0 where eager and XLA give 0 * x**-1 = NaN (measured per "
-        "release: 2.12-2.16 zero, 2.17 on NaN); the v1 graph rows give NaN in every release (measured)",
-        link=TF_GRAPPLER,
+        "release: 2.12-2.16 zero, 2.17 on NaN; switching constant folding off, not the arithmetic optimizer, "
+        "brings the NaN back); the v1 graph rows give NaN in every release (measured)",
+        link=TF_CONSTANT_FOLDING,
     ),
     *_declare(
         ["side[x**0@0]", "side[x**0@-0]"], "both", framework="tensorflow", mode="function", versions="<2.17",
         reason="the folded x**0 has gradient 0, which both one-sided differences of x**0 = 1 give",
-        link=TF_GRAPPLER,
+        link=TF_CONSTANT_FOLDING,
+    ),
+    # ---- TensorFlow 2.23 (measured on tf-nightly 2.23.0.dev20261026; each with the change that made it)
+    *_declare(
+        ["dx[xlogy@x=0,y=0]", "dx[xlog1py@x=0,y=-1]"], "-inf", framework="tensorflow", versions=">=2.23",
+        reason="from 2.23 _XLogyGrad/_XLog1pyGrad take the x-gradient as log(y) (log1p(y)) unmasked, for every x: "
+        "log(0) = -inf at y = 0, as in JAX (until 2.21 the mask x != 0 gave 0)",
+        link=TF_XLOGY_PR,
+    ),
+    *_declare(
+        ["side_dx[xlogy@x=0,y=0]", "side_dx[xlog1py@x=0,y=-1]"], "both", framework="tensorflow", versions=">=2.23",
+        reason="xlogy(+-h, 0) = +-h * log(0) = -+inf: both one-sided differences in x are -inf, TF's unmasked answer "
+        "from 2.23",
+        link=TF_XLOGY_PR,
+    ),
+    *_declare(
+        ["dx[xlogy@x=0,y<0]", "dx[xlog1py@x=0,y<-1]"], "nan", framework="tensorflow", versions=">=2.23",
+        reason="the unmasked x-gradient log(y) is NaN for y < 0 (log1p(y) for y < -1), as in JAX; PyTorch still "
+        "masks it to 0",
+        link=TF_XLOGY_PR,
+    ),
+    expect(
+        "dx[xdivy@x=0,y=0]", "+inf", framework="tensorflow", versions=">=2.23",
+        reason="from 2.23 _XDivyGrad takes the x-gradient as reciprocal(y) for every x, the derivative of x / y: "
+        "1 / 0 = +inf at y = 0 (until 2.21 the mask x != 0 gave 0)",
+        link=TF_XDIVY_PR,
+    ),
+    expect(
+        "dx[xdivy@x=0,y!=0]", "1/y", framework="tensorflow", versions=">=2.23",
+        reason="from 2.23 _XDivyGrad takes the x-gradient as reciprocal(y) for every x: 1/y at x = 0",
+        link=TF_XDIVY_PR,
+    ),
+    *_declare(
+        ["side_dx[xdivy@x=0,y=0]", "side_dx[xdivy@x=0,y!=0]"], "both", framework="tensorflow", versions=">=2.23",
+        reason="xdivy(+-h, y) = +-h / y: both one-sided differences in x are 1/y (+inf at y = 0), TF's unmasked "
+        "answer from 2.23",
+        link=TF_XDIVY_PR,
+    ),
+    *_declare(
+        ["grad[norm@x=0]", "seed[pytorch#2421]"], "zero", framework="tensorflow", versions=">=2.23",
+        reason="from 2.23 tf.norm takes sqrt(maximum(sum(x**2), tiny)) under a where that keeps the exact 0, and "
+        "the EuclideanNorm gradient is div_no_nan(x, norm): the subgradient 0 at the zero vector, PyTorch's answer",
+        link=TF_NORM_PR,
+    ),
+    expect(
+        "seed[tensorflow#12071]", "1,zero,1,zero", framework="tensorflow", versions=">=2.23",
+        reason="the safe norm of 2.23 in every mode: the flushed 1e-38 row is a zero norm with gradient 0 (under "
+        "XLA too, whose returned norm is now 0 rather than |x|)",
+        link=TF_NORM_PR,
+    ),
+    expect(
+        "seed[tensorflow#12071:gradient-alone]", "1,zero,1,zero", framework="tensorflow", versions=">=2.23",
+        reason="the safe norm of 2.23: a zero (flushed) norm has gradient 0, in every mode",
+        link=TF_NORM_PR,
+    ),
+    *_declare(
+        ["grad2[x**0@0]", "grad2[x**0@-0]"], "zero", framework="tensorflow", versions=">=2.23",
+        reason="from 2.23 _PowGrad zeroes an infinite x**(y-1) where the upstream gradient is 0 (_GradCxPow in "
+        "math_grad.py of 2.23.0.dev20261026): differentiating the first derivative 0 * x**-1 again sends a zero "
+        "cotangent through it, so the second derivative at 0 is 0, not NaN (the first stays NaN: its cotangent "
+        "is 1); no pull request for it turned up in a search, the file is the link",
+        link=TF_MATH_GRAD,
     ),
     # ---- JAX
+    expect(
+        "seed[tensorflow#12071:gradient-alone]", "1,nan,1,1", framework="jax", mode="eager",
+        reason="eager JAX runs the norm's forward as a program of its own whose output (the norm, kept for the "
+        "backward pass) XLA computes as |x| = 1e-19, so the gradient is 1; jax.jit of the gradient alone divides by "
+        "sqrt(x*x) with the subnormal 1e-38 flushed to 0 (XLA:CPU's denormals-are-zero): +inf, as TF",
+        link="https://github.com/jax-ml/jax/issues/37762",
+    ),
     *_declare(
         ["grad[rsqrt@-0]"], "-inf", framework="jax",
         reason="rsqrt's JVP is g * -0.5 * rsqrt(x) / x: at x = -0, (-inf) / (-0) = +inf, times -0.5 = -inf; "
@@ -591,6 +672,11 @@ EXPECT = expectations(
         reason="norm_backward masks where the norm is 0 (masked_fill_(norm == 0, 0)): the subgradient 0, the fix of "
         "pytorch#2421; TF and JAX compute x / 0 = NaN",
         link="https://github.com/pytorch/pytorch/issues/2421",
+    ),
+    expect(
+        "seed[tensorflow#12071:gradient-alone]", "1,zero,1,1", framework="torch",
+        reason="norm_backward gives the zero row the subgradient 0 and torch does not flush 1e-38: gradient 1",
+        link=TORCH_MANUAL,
     ),
     expect(
         "seed[tensorflow#12071]", "1,zero,1,1", framework="torch",
@@ -1049,6 +1135,37 @@ SEEDS = {  # issue: (program, static, the issue's own inputs)
     "tensorflow#2295": (ClippedPow, {}, (np.array([-0.5, 0.0, 0.5, 2.0], F32),)),
     "tensorflow#4914": (SqrtProduct, {}, (np.array([0.0, 1.0], F32), np.array([2.0, 2.0], F32))),
 }
+
+
+class NormGradientAlone(Program):
+    """tensorflow#12071's program as the issue runs it: the gradient of the rows' norms, with the
+    norm itself not returned. What a compiled program returns decides what XLA rewrites: with
+    the norm among the outputs it is computed as |x| (1e-19 for the float32 row [1e-19], whose
+    square 1e-38 is flushed to 0), without it the gradient divides by the flushed sqrt(x*x)."""
+
+    def tensorflow(tf, x):
+        if in_v1_graph():
+            return tf.gradients(tf.norm(x, axis=-1), x)[0]
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            n = tf.norm(x, axis=-1)
+        return tape.gradient(n, x)
+
+    def jax(jax, x):
+        return jax.grad(lambda x: jax.numpy.sum(jax.numpy.linalg.norm(x, axis=-1)))(x)
+
+    def torch(torch, x):
+        x = x.detach().requires_grad_(True)
+        return torch.autograd.grad(torch.linalg.norm(x, dim=-1).sum(), x)[0]
+
+
+@given(data=st.data())
+def test_seed_norm_gradient_alone(subject, record, data):
+    """tensorflow#12071's input, the gradient computed and returned alone (each entry's kind)."""
+    (x,) = data.draw(st.just(SEEDS["tensorflow#12071"][2]), label="inputs")
+    record.example(x=x)
+    g = subject.run(NormGradientAlone.of(subject), x)
+    record.check(EXPECT, **{"seed[tensorflow#12071:gradient-alone]": ",".join(kind(v) for v in np.ravel(g))})
 
 
 @pytest.mark.parametrize("issue", SEEDS)
