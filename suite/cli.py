@@ -170,6 +170,7 @@ def cmd_merge(args) -> int:
     from suite.report import merge, render, schema
 
     paths = [Path(p) for p in args.reports]
+    _refuse_overwriting_an_input(args.output, paths)
     reports = [schema.load(p) for p in paths]
     merged = merge.merge(reports, [str(p) for p in paths])  # MergeError -> exit 2
     out = Path(args.output)
@@ -199,6 +200,10 @@ def cmd_report(args) -> int:
     bench = load_bench(args.bench) if args.bench else []
     out_dir = Path(args.out) if args.out else paths[0].parent
     stem = args.name or (paths[0].stem if len(paths) == 1 else "matrix")
+    if args.out and Path(args.out).suffix in (".html", ".md"):  # a page's path: its stem and folder
+        out_dir, stem = Path(args.out).parent, args.name or Path(args.out).stem
+    _refuse_overwriting_an_input(out_dir / f"{stem}.md", paths)
+    _refuse_overwriting_an_input(out_dir / f"{stem}.html", paths)
     md, page = files.write_pages(paths, reports, out_dir, stem, bench)
     if args.readme:
         files.update_readme(Path(args.readme), reports)
@@ -254,6 +259,7 @@ def cmd_upgrade(args) -> int:
 def cmd_diff(args) -> int:
     from suite.report import diff, schema
 
+    _refuse_overwriting_an_input(args.output, [args.old, args.new])
     old, new = schema.load(args.old), schema.load(args.new)
     log = diff.diff(old, new, args.old, args.new)
     text = diff.markdown(log)
@@ -392,10 +398,30 @@ def _threshold(value: str) -> str:
     return value
 
 
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("autodiff-semantics")
+    except metadata.PackageNotFoundError:  # a checkout on sys.path, not installed
+        return "(not installed)"
+
+
+def _refuse_overwriting_an_input(out, inputs) -> None:
+    """An output path that is one of the inputs would destroy it (``merge a b -o a``)."""
+    if out is None:
+        return
+    target = Path(out).resolve()
+    for i in inputs:
+        if Path(i).resolve() == target:
+            raise CliError(f"the output {out} is also an input: write it elsewhere")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="autodiff-semantics", description="Cross-framework test suite for TensorFlow autodiff semantics."
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     r = sub.add_parser(
@@ -441,7 +467,12 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "reports", nargs="*", metavar="REPORT", help="report .json or .jsonl (default: reports/latest.json)"
     )
-    rep.add_argument("--out", "-o", metavar="DIR", help="output directory (default: beside the first report)")
+    rep.add_argument(
+        "--out",
+        "-o",
+        metavar="DIR|PAGE",
+        help="output directory, or a page path ending in .html or .md (default: beside the first report)",
+    )
     rep.add_argument("--name", metavar="STEM", help="output file stem (default: the report's stem, or 'matrix')")
     rep.add_argument("--bench", action="append", metavar="JSON", help="pytest-benchmark JSON to plot (repeatable)")
     rep.add_argument("--readme", metavar="FILE", help="also regenerate the version matrix section of FILE")

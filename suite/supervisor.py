@@ -3,7 +3,11 @@
 When a case kills the interpreter (a kernel abort, a segfault), that case is recorded
 as ``crashed`` with the signal and the run resumes without it and without the cases
 already done, appending to the same report stream. Signals to the CLI process
-(SIGINT, SIGTERM) are forwarded once to the child, which ends its run as interrupted.
+(SIGINT, SIGTERM) are forwarded to the child, which ends its run as interrupted; the CLI
+then exits 128 + the signal (130, 143). The child dies with the CLI (Linux: a parent-death
+signal), and a report on disk is always this run's: the previous ``latest.*`` are removed
+before the child starts, and a run interrupted before its first row still leaves a partial
+report with zero rows.
 """
 
 from __future__ import annotations
@@ -16,13 +20,35 @@ def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
     """Run pytest in a child process; when a case kills the interpreter, record that case
     as ``crashed`` (with the signal) and resume the run without it and without the cases
     already done, appending to the same stream. Returns 0 iff nothing failed or crashed."""
+    import signal
+
+    jsonl = report_dir / "latest.jsonl"
+    clear_previous(report_dir)
+    # Signals go to the running child (a repeated Ctrl-C too) and, once it has ended, are
+    # only noted: no KeyboardInterrupt traceback while the report is read or written.
+    state = {"child": None, "signalled": []}
+
+    def forward(signum, frame):
+        state["signalled"].append(signum)
+        child = state["child"]
+        if child is not None and child.poll() is None:
+            child.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _supervise(argv, report_dir, jsonl, state, max_crashes)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _supervise(argv, report_dir: Path, jsonl: Path, state: dict, max_crashes: int) -> int:
     import json
     import signal
     import subprocess
 
     from suite.report import schema
 
-    jsonl = report_dir / "latest.jsonl"
     done: list[str] = []
     crashes = 0
     extra: list[str] = []
@@ -32,28 +58,19 @@ def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
         # Ctrl-C (to the terminal's group) and ``kill -INT <pid>`` (to this process alone,
         # as timeout, IDEs and job runners send it) both end the run the same way, and a
         # second SIGINT from the group cannot break the child while it writes the report.
-        child = subprocess.Popen(cmd, **_own_process_group())
-        signalled = []
-
-        def forward(signum, frame):
-            signalled.append(signum)
-            child.send_signal(signum)
-
-        previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            rc = child.wait()
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
+        state["child"] = child = subprocess.Popen(cmd, **_own_process_group())
+        signalled = state["signalled"]
+        rc = child.wait()
         # Interrupted: the stream says so, or the signal ended the child before its footer. A
         # signal that came after the run had finished leaves a complete report and its status.
         if _interrupted(jsonl) or (signalled and not _finished(jsonl)):
+            written = ensure_partial_report(report_dir)
             print(
-                "autodiff-semantics: interrupted; the partial report is in "
+                f"autodiff-semantics: interrupted; the partial report ({written} rows) is in "
                 f"{report_dir}/latest.json (render it with 'autodiff-semantics report')",
                 file=sys.stderr,
             )
-            return 130
+            return 128 + (signalled[-1] if signalled else signal.SIGINT)
         if rc >= 0 or crashes >= max_crashes:
             break
         # Killed by a signal: find the case that was running.
@@ -88,12 +105,65 @@ def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
     return rc
 
 
-def _own_process_group() -> dict:
+#: What a run writes in its report directory; removed before a run starts, so none of them
+#: can be a previous run's presented as this one's.
+RUN_FILES = ("latest.json", "latest.jsonl", "latest.md", "latest.html", "latest.junit.xml", ".crashed")
+
+
+def clear_previous(report_dir: Path) -> None:
+    for name in RUN_FILES:
+        (report_dir / name).unlink(missing_ok=True)
+
+
+def ensure_partial_report(report_dir: Path) -> int:
+    """After an interrupted run: ``latest.json`` (and its pages) from what was streamed, marked
+    partial; with nothing streamed, a partial report with zero rows. Returns its row count."""
+    import datetime as dt
+
+    from suite.report import files, schema
+
+    out = report_dir / "latest.json"
+    try:
+        return len(schema.load(out)["results"])
+    except schema.ReportError:
+        pass
+    try:
+        report = schema.load(report_dir / "latest.jsonl")
+    except schema.ReportError:
+        report = {
+            "schema_version": schema.SCHEMA_VERSION,
+            "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "environment": {},
+            "results": [],
+        }
+    report["partial"] = True
+    schema.write_json(report, out)
+    try:
+        files.write_pages([out], [report], report_dir, "latest", [])
+    except Exception as e:  # the JSON is what matters; say why the pages are missing
+        print(f"autodiff-semantics: could not render the partial report's pages: {e}", file=sys.stderr)
+    return len(report["results"])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     import os
 
-    if sys.version_info >= (3, 11):
-        return {"process_group": 0}
-    return {"preexec_fn": os.setpgrp}  # pragma: no cover - Python 3.10
+    os.setpgrp()
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        PR_SET_PDEATHSIG = 1
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        except (OSError, AttributeError):
+            pass
+
+
+def _own_process_group() -> dict:
+    """A process group of its own (signals reach the child once, from us) and, on Linux, a
+    SIGTERM when the CLI dies (a SIGKILL of the CLI left pytest running on)."""
+    return {"preexec_fn": _die_with_parent}
 
 
 def _interrupted(jsonl: Path) -> bool:

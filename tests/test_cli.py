@@ -197,3 +197,46 @@ def test_upgrade_no_run_finds_the_committed_baselines(capsys):
     assert cli.main(["upgrade", "--no-run", "2.15", "2.21"]) == 0
     out = capsys.readouterr().out
     assert "tf-2.15.1.json (TensorFlow 2.15.1)" in out and "tf-2.21.0.json (TensorFlow 2.21.0)" in out
+
+
+def test_version_prints_the_installed_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("autodiff-semantics ")
+
+
+def test_an_output_that_is_an_input_is_refused(tmp_path, capsys):
+    a = _write(tmp_path, "a.json", _report([_row("t1")]))
+    b = _write(tmp_path, "b.json", _report([_row("t1")]))
+    from pathlib import Path
+
+    before = Path(a).read_text()
+    assert cli.main(["merge", a, b, "-o", a]) == 2
+    assert cli.main(["diff", a, b, "--out", b]) == 2
+    assert "is also an input" in capsys.readouterr().err
+    assert Path(a).read_text() == before
+
+
+def test_report_out_may_name_the_page(tmp_path, capsys):
+    a = _write(tmp_path, "a.json", _report([_row("t1")]))
+    assert cli.main(["report", str(a), "--out", str(tmp_path / "pages" / "one.html")]) == 0
+    assert (tmp_path / "pages" / "one.html").is_file() and (tmp_path / "pages" / "one.md").is_file()
+
+
+@pytest.mark.parametrize(
+    "field, value, says",
+    [
+        ("observed", ["zero"], "results[0].observed is list"),
+        ("duration_s", "fast", "results[0].duration_s is str"),
+        ("behaviour", 3, "results[0].behaviour is int"),
+    ],
+)
+def test_a_wrong_typed_field_exits_2_naming_it(tmp_path, capsys, field, value, says):
+    row = _row("t1")
+    row[field] = value
+    bad = _write(tmp_path, "bad.json", _report([row]))
+    good = _write(tmp_path, "good.json", _report([_row("t1")]))
+    assert cli.main(["diff", str(good), str(bad)]) == 2
+    assert cli.main(["report", str(bad), "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err

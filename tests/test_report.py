@@ -321,3 +321,28 @@ def test_observations_are_asserted_or_informational_in_the_report_and_the_diff()
     page = render.markdown(rep("zeros"))
     assert "`init` = `zeros`: tensorflow eager (informational: recorded, not asserted)" in page
     assert "`grad` = `zeros`: tensorflow eager\n" in page
+
+
+def test_diff_names_environment_differences_and_a_partial_report_first():
+    from suite.report import diff
+
+    old = _release("2.21.0", [_row(observed={"k": "a"})])
+    new = _release("2.23.0-dev20261026", [_row(observed={"k": "b"})])
+    old["environment"]["packages"] = {"keras": "3.15.1", "numpy": "2.4.6"}
+    new["environment"]["packages"] = {"keras-nightly": "3.16.0.dev2026102704", "numpy": "2.4.6"}
+    new["partial"] = True
+    md = diff.markdown(diff.diff(old, new, "old.json", "new.jsonl"))
+    head = md[: md.index("### Observations that changed")]
+    assert "**Caveat**: new.jsonl is a partial report" in head
+    assert "| tensorflow | `2.21.0 (cpu)` | `2.23.0-dev20261026 (cpu)` |" in head
+    assert "| keras | `3.15.1` | `not installed` |" in head and "| keras-nightly | `not installed` |" in head
+    assert "numpy" not in head  # the same in both
+
+
+def test_a_value_with_the_summary_separator_stays_one_value():
+    from suite.report import diff
+
+    old = _release("2.21.0", [_row(observed={"seed": "zero; zero"})])
+    new = _release("2.23.0", [_row(observed={"seed": "0.693; zero"})])
+    md = diff.markdown(diff.diff(old, new))
+    assert "  - `seed`: `zero; zero` → `0.693; zero`" in md

@@ -171,7 +171,32 @@ def _validate(report, path) -> dict:
             raise ReportError(f"{path}: results[{i}] lacks {', '.join(missing)}")
         if row["outcome"] not in OUTCOMES:
             raise ReportError(f"{path}: results[{i}] has unknown outcome {row['outcome']!r}")
+        for key, types, what in FIELD_TYPES:
+            if key in row and row[key] is not None and not isinstance(row[key], types):
+                raise ReportError(
+                    f"{path}: results[{i}].{key} is {type(row[key]).__name__} {row[key]!r:.60}, expected {what}"
+                )
+    if not isinstance(report["environment"], dict):
+        raise ReportError(f"{path}: 'environment' is {type(report['environment']).__name__}, expected an object")
     return report
+
+
+#: The type of each row field that reading code relies on (a wrong one crashed diff and report).
+FIELD_TYPES = (
+    ("behaviour", str, "a string"),
+    ("test", str, "a string"),
+    ("framework", str, "a string"),
+    ("mode", str, "a string"),
+    ("device", str, "a string"),
+    ("observed", dict, "an object"),
+    ("expected", dict, "an object"),
+    ("max_rel_err", dict, "an object"),
+    ("declared", dict, "an object"),
+    ("duration_s", (int, float), "a number"),
+    ("examples", int, "an integer"),
+    ("error", str, "a string"),
+    ("reason", str, "a string"),
+)
 
 
 def load(path, *, coverage: bool = False) -> dict:
