@@ -261,7 +261,7 @@ def cmd_diff(args) -> int:
 
     _refuse_overwriting_an_input(args.output, [args.old, args.new])
     old, new = schema.load(args.old), schema.load(args.new)
-    log = diff.diff(old, new, args.old, args.new)
+    log = diff.diff(old, new, args.old, args.new, whole=args.whole)
     text = diff.markdown(log)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
@@ -484,6 +484,11 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("old", metavar="OLD")
     d.add_argument("new", metavar="NEW")
     d.add_argument("--out", "-o", "--output", dest="output", metavar="FILE", help="also write the Markdown here")
+    d.add_argument(
+        "--whole",
+        action="store_true",
+        help="compare every row of both, also those a subset or partial run did not run (default: those are 'not run')",
+    )
     be = sub.add_parser(
         "bench",
         help="benchmarks of the hot paths against a measured ceiling",
@@ -514,6 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("new", metavar="NEW", help="a release line, e.g. 2.21, or 'nightly' (tox env nightly, tf-nightly)")
     up.add_argument("--no-run", action="store_true", help="only diff the reports already there")
     up.add_argument("--out", "-o", "--output", dest="output", metavar="FILE", help="also write the Markdown here")
+    up.add_argument("--whole", action="store_true", help="compare every row, also rows one run did not select")
     fl = sub.add_parser(
         "faults",
         help="self-check: run the cases under each injected fault",

@@ -333,7 +333,7 @@ def test_diff_names_environment_differences_and_a_partial_report_first():
     new["partial"] = True
     md = diff.markdown(diff.diff(old, new, "old.json", "new.jsonl"))
     head = md[: md.index("### Observations that changed")]
-    assert "**Caveat**: new.jsonl is a partial report" in head
+    assert "**Caveat**: new.jsonl is a partial (interrupted or unfinished) run" in head
     assert "| tensorflow | `2.21.0 (cpu)` | `2.23.0-dev20261026 (cpu)` |" in head
     assert "| keras | `3.15.1` | `not installed` |" in head and "| keras-nightly | `not installed` |" in head
     assert "numpy" not in head  # the same in both
@@ -346,3 +346,27 @@ def test_a_value_with_the_summary_separator_stays_one_value():
     new = _release("2.23.0", [_row(observed={"seed": "0.693; zero"})])
     md = diff.markdown(diff.diff(old, new))
     assert "  - `seed`: `zero; zero` → `0.693; zero`" in md
+
+
+def test_diff_of_a_subset_compares_only_what_both_ran_unless_whole():
+    from suite.report import diff
+
+    full_rows = [
+        _row(behaviour=b, test=f"cases/test_{b}.py::test_x[tensorflow-eager-{d}]", device=d, observed={"k": "v"})
+        for b in ("a", "b")
+        for d in ("cpu", "gpu")
+    ]
+    old = _release("2.21.0", full_rows)
+    old["environment"]["options"] = {"frameworks": ["tensorflow"], "modes": ["eager"], "devices": ["cpu", "gpu"]}
+    new = _release("2.21.0", [dict(full_rows[0])])  # behaviour a on cpu only
+    new["environment"]["options"] = {"frameworks": ["tensorflow"], "modes": ["eager"], "devices": ["cpu"]}
+    log = diff.diff(old, new, "old.json", "new.json")
+    assert log.regressions == [] and len(log.by_kind("not run")) == 3
+    md = diff.markdown(log).splitlines()
+    assert "(partial or subset" in md[0]
+    assert md[2].startswith("**Caveat**: new.json is 1 behaviour(s) fewer (b); devices cpu only")
+    whole = diff.diff(old, new, "old.json", "new.json", whole=True)
+    assert len(whole.by_kind("disappeared")) == 3 and len(whole.regressions) == 3
+    new["partial"] = True
+    new["environment"]["options"]["devices"] = ["cpu", "gpu"]
+    assert diff.diff(old, new).regressions == []  # an interrupted run's missing rows are no verdict

@@ -107,13 +107,60 @@ def _plain(v) -> str:
     return "none" if v is None else str(v)
 
 
-def diff(old: dict, new: dict, old_path="OLD", new_path="NEW") -> Changelog:
+_JAX_MODES, _TORCH_MODES = ("eager", "jit"), ("eager",)
+
+
+class Scope:
+    """What a report ran: its behaviours, the frameworks, modes and devices it selected, and
+    whether it ran to the end. A row one report has and the other did not select is "not
+    run" there, not a row that disappeared (a subset or partial run is no regression)."""
+
+    def __init__(self, report: dict):
+        opts = (report.get("environment") or {}).get("options") or {}
+        self.behaviours = {r["behaviour"] for r in report["results"]}
+        self.frameworks, self.modes, self.devices = (opts.get(k) for k in ("frameworks", "modes", "devices"))
+        self.partial = bool(report.get("partial"))
+
+    def selected(self, row) -> bool:
+        """Would this report have run ``row`` (had it not been interrupted)?"""
+        if row["behaviour"] not in self.behaviours:
+            return False
+        if self.frameworks is not None and row["framework"] not in self.frameworks:
+            return False
+        if self.devices is not None and row["device"] not in self.devices:
+            return False
+        # --modes selects TensorFlow's modes; oracle rows run in their own
+        return self.modes is None or row["framework"] != "tensorflow" or row["mode"] in self.modes
+
+    def describe(self, other: "Scope") -> str:
+        parts = []
+        if self.partial:
+            parts.append("a partial (interrupted or unfinished) run")
+        missing = sorted(other.behaviours - self.behaviours)
+        if missing:
+            parts.append(
+                f"{len(missing)} behaviour(s) fewer ({', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''})"
+            )
+        for name in ("frameworks", "modes", "devices"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine is not None and theirs is not None and set(mine) < set(theirs):
+                parts.append(f"{name} {','.join(mine)} only")
+        return "; ".join(parts)
+
+
+def diff(old: dict, new: dict, old_path="OLD", new_path="NEW", *, whole: bool = False) -> Changelog:
+    """The changelog from ``old`` to ``new``. Rows that one report did not select (a subset or
+    a partial run) are "not run", unless ``whole``: then every row of each is compared."""
     o = {r["test"]: r for r in old["results"]}
     n = {r["test"]: r for r in new["results"]}
+    scope_old, scope_new = Scope(old), Scope(new)
     changes = []
     for test, a in o.items():
         b = n.get(test)
         subj = _subject(a)
+        if b is None and not whole and (scope_new.partial or not scope_new.selected(a)):
+            changes.append(Change("not run", a["behaviour"], subj, test, a["outcome"], None, f"not run in {new_path}"))
+            continue
         if b is None:
             if a["outcome"] == "passed":
                 changes.append(Change("disappeared", a["behaviour"], subj, test, a["outcome"], None))
@@ -131,13 +178,13 @@ def diff(old: dict, new: dict, old_path="OLD", new_path="NEW") -> Changelog:
             changes.append(Change("newly running", a["behaviour"], subj, test, ao, bo))
         # A key only one side recorded is a change too (an API that appeared, a value no longer
         # observed), when both rows ran to the end: a failed row stops recording midway.
-        whole = ao not in BAD + QUIET and bo not in BAD + QUIET
+        both_ran = ao not in BAD + QUIET and bo not in BAD + QUIET
         for key in sorted(set(a.get("observed", {})) | set(b.get("observed", {}))):
             av, bv = a.get("observed", {}).get(key), b.get("observed", {}).get(key)
             asserted = is_asserted(a, key) or is_asserted(b, key)
             if av is not None and bv is not None and _canonical(av) != _canonical(bv):
                 changes.append(Change("observation changed", a["behaviour"], subj, test, av, bv, key, asserted))
-            elif whole and (av is None) != (bv is None):
+            elif both_ran and (av is None) != (bv is None):
                 changes.append(
                     Change(
                         "observation changed",
@@ -151,21 +198,30 @@ def diff(old: dict, new: dict, old_path="OLD", new_path="NEW") -> Changelog:
                     )
                 )
     for test, b in n.items():
+        if test not in o and not whole and (scope_old.partial or not scope_old.selected(b)) and b["outcome"] not in BAD:
+            changes.append(
+                Change("not run", b["behaviour"], _subject(b), test, None, b["outcome"], f"not run in {old_path}")
+            )
+            continue
         if test not in o:
             kind = "newly failing" if b["outcome"] in BAD else "new"
             changes.append(Change(kind, b["behaviour"], _subject(b), test, None, b["outcome"], b.get("error", "")))
     old_dep, new_dep = old.get("deprecations") or {}, new.get("deprecations") or {}
+    ran_in_both = scope_old.behaviours & scope_new.behaviours
     for beh in sorted(set(old_dep) | set(new_dep)):
+        if not whole and beh not in ran_in_both:
+            continue  # the behaviour did not run in one of them: its warnings say nothing
         was, now = set(old_dep.get(beh, ())), set(new_dep.get(beh, ()))
         for msg in sorted(now - was):
             changes.append(Change("new deprecation", beh, "tensorflow", "", None, msg, msg))
         for msg in sorted(was - now):
             changes.append(Change("deprecation gone", beh, "tensorflow", "", msg, None, msg))
-    caveats = [
-        f"{label} is a partial report (an interrupted or unfinished run): its missing rows are not a verdict"
-        for rep, label in ((old, old_path), (new, new_path))
-        if rep.get("partial")
-    ]
+    caveats = []
+    for scope, other, label in ((scope_old, scope_new, old_path), (scope_new, scope_old, new_path)):
+        what = scope.describe(other)
+        if what:
+            how = "every row compared (--whole)" if whole else "rows it did not run are listed as not run"
+            caveats.append(f"{label} is {what}: {how}")
     return Changelog(
         _label(old, old_path),
         _label(new, new_path),
@@ -194,7 +250,8 @@ def _code(v) -> str:
 
 
 def markdown(log: Changelog) -> str:
-    out = [f"## Semantic changelog: {log.old_label} -> {log.new_label}", ""]
+    marker = " (partial or subset: see the caveat)" if log.caveats else ""
+    out = [f"## Semantic changelog: {log.old_label} -> {log.new_label}{marker}", ""]
     out += [f"**Caveat**: {c}." for c in log.caveats] + ([""] if log.caveats else [])
     if log.environment:
         out += ["### Environment", "", "| what | old | new |", "|---|---|---|"]
@@ -235,10 +292,19 @@ def markdown(log: Changelog) -> str:
         "newly running",
         "new",
         "removed",
+        "not run",
         "deprecation gone",
     ):
         cs = log.by_kind(kind)
         if not cs:
+            continue
+        if kind == "not run":  # a subset's or partial run's missing rows: counted, not listed
+            out += [f"### Not run in one of the two ({len(cs)} rows, not compared)", ""]
+            per: dict = {}
+            for c in cs:
+                per.setdefault((c.detail, c.behaviour), set()).add(c.subject)
+            out += [f"- {where}: **{b}** ({', '.join(sorted(subj))})" for (where, b), subj in sorted(per.items())]
+            out.append("")
             continue
         if kind in ("new deprecation", "deprecation gone"):
             out += [f"### {kind.capitalize()}s ({len(cs)})", ""]
