@@ -199,7 +199,7 @@ def cmd_report(args) -> int:
     reports = [schema.load(p) for p in paths]  # ReportError -> exit 2 with the file and problem
     bench = load_bench(args.bench) if args.bench else []
     out_dir = Path(args.out) if args.out else paths[0].parent
-    stem = args.name or (paths[0].stem if len(paths) == 1 else "matrix")
+    stem = args.name or (paths[0].stem if len(paths) == 1 else "upgrade" if len(paths) == 2 else "matrix")
     if args.out and Path(args.out).suffix in (".html", ".md"):  # a page's path: its stem and folder
         out_dir, stem = Path(args.out).parent, args.name or Path(args.out).stem
     _refuse_overwriting_an_input(out_dir / f"{stem}.md", paths)

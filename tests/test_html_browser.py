@@ -162,3 +162,59 @@ def test_a_whole_suite_matrix_fits_1400_px_without_horizontal_scrolling(tmp_path
     m = re.search(r"<title>W=(\d+)</title>", p.stdout)
     assert m, p.stderr[-2000:]
     assert int(m.group(1)) <= 1400, f"the page is {m.group(1)} px wide"
+
+
+def _release(version, value):
+    rows = []
+    for mode in ("eager", "function", "xla", "graph"):
+        r = _row("test_second_derivative", "tensorflow", mode, "passed")
+        r.update(
+            behaviour="singular-point-gradients",
+            test=f"cases/test_s.py::test_second_derivative[tensorflow-{mode}-cpu-x**0]",
+            observed={"grad2[x**0@-0]": value if mode == "function" else "nan", "dtype": "float32"},
+            expected={},
+        )
+        rows.append(r)
+    return {
+        "schema_version": 1,
+        "created": "2026-11-22T00:00:00Z",
+        "environment": {"frameworks": {"tensorflow": {"version": version, "devices": ["cpu"]}}},
+        "results": rows,
+    }
+
+
+@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"), reason="chromium is not installed")
+def test_the_upgrade_page_shows_each_change_once_with_its_key_intact(tmp_path):
+    """The upgrade view in Chromium: grad2[x**0@-0] is shown as written (its ** once became
+    bold text), once, with the modes it changed in; the changelog below keeps the key too;
+    no cell breaks a word at 1400 px."""
+    assert CHROMIUM, "CI must have chromium (.ci/run installs it)"
+    import re
+
+    a, b = tmp_path / "tf-2.16.2.json", tmp_path / "tf-2.17.1.json"
+    a.write_text(json.dumps(_release("2.16.2", "zero")))
+    b.write_text(json.dumps(_release("2.17.1", "nan")))
+    assert cli.main(["report", str(a), str(b), "--out", str(tmp_path / "up")]) == 0
+    page = tmp_path / "up" / "upgrade.html"
+    probe = tmp_path / "probe.html"
+    probe.write_text(
+        page.read_text().replace(
+            "</body>",
+            "<script>document.title = 'W=' + document.documentElement.scrollWidth + ';T=' + "
+            "JSON.stringify([...document.querySelectorAll('td.key')].map(e => e.textContent));</script></body>",
+        )
+    )
+    p = chromium(tmp_path, "1400,900", "--dump-dom", f"file://{probe}")
+    m = re.search(r"<title>W=(\d+);T=(.*?)</title>", p.stdout)
+    assert m, p.stderr[-2000:]
+    assert int(m.group(1)) <= 1400
+    assert json.loads(m.group(2).replace("&quot;", '"')) == ["grad2[x**0@-0]"]  # once, not once per mode
+    assert "TensorFlow function (cpu)" in p.stdout
+    assert "<code>grad2[x**0@-0]</code>" in p.stdout  # the consecutive-releases changelog
+    assert "<b>0@-0" not in p.stdout and "x0@-0" not in p.stdout
+    shot = tmp_path / "upgrade.png"
+    chromium(tmp_path, "1400,900", f"--screenshot={shot}", f"file://{page}")
+    width, height, rows = decode_png(shot.read_bytes())
+    assert (width, height) == (1400, 900)
+    pixels = [px for row in rows for px in row]
+    assert sum(px == FAILED_RGB for px in pixels) > 100 and sum(px == PASSED_RGB for px in pixels) > 100  # old/new

@@ -202,19 +202,24 @@ def test_report_of_two_releases_is_the_upgrade_view_with_changes_first(tmp_path,
     a.write_text(json.dumps(reps[1]))
     b.write_text(json.dumps(reps[2]))
     assert cli.main(["report", str(a), str(b), "--out", str(tmp_path / "out")]) == 0
-    md = (tmp_path / "out" / "matrix.md").read_text()
+    md = (tmp_path / "out" / "upgrade.md").read_text()
     order = [
         md.index(h)
         for h in (
-            "### Observations that changed",
-            "### Newly skipped (1)",
-            "### New deprecations (1)",
+            "# Upgrade check:",
+            "## What changed, per behaviour",
+            "## Newly skipped (1)",
+            "## New deprecation warnings (1)",
             "# autodiff-semantics version matrix",
         )
     ]
     assert order == sorted(order), md
     assert "**1 regression(s)**" in md, "a TensorFlow row that became skipped is a regression"
-    assert (tmp_path / "out" / "matrix-releases" / "tf-2.21.0.html").exists()
+    # each changed observation once, with where it changed (not one row per test and subject)
+    assert "- `fwd`: `clamp` → `zero-fill`, in TensorFlow xla (cpu)" in md
+    page = (tmp_path / "out" / "upgrade.html").read_text()
+    assert "<h1>Upgrade check</h1>" in page and "<pre>" not in page.split("id='matrix'")[0]
+    assert (tmp_path / "out" / "upgrade-releases" / "tf-2.21.0.html").exists()
 
 
 def test_single_report_puts_failures_first_and_folds_columns_of_an_absent_device():

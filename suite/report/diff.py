@@ -242,7 +242,7 @@ def _short(test: str) -> str:
     return test.split("::", 1)[-1]
 
 
-def _code(v) -> str:
+def code_span(v) -> str:
     """A value as a Markdown code span that survives any content (backticks, pipes, ``; ``)."""
     text = str(v).replace("|", "\\|").replace("\n", " ")
     fence = "``" if "`" in text else "`"
@@ -255,7 +255,7 @@ def markdown(log: Changelog) -> str:
     out += [f"**Caveat**: {c}." for c in log.caveats] + ([""] if log.caveats else [])
     if log.environment:
         out += ["### Environment", "", "| what | old | new |", "|---|---|---|"]
-        out += [f"| {what} | {_code(a)} | {_code(b)} |" for what, a, b in log.environment]
+        out += [f"| {what} | {code_span(a)} | {code_span(b)} |" for what, a, b in log.environment]
         out.append("")
     if not log.changes:
         return "\n".join(out + ["No behaviour changed: same outcomes and the same observations in every row.", ""])
@@ -271,14 +271,14 @@ def markdown(log: Changelog) -> str:
             "|---|---|---|---|---|---|---|",
         ]
         out += [
-            f"| {c.behaviour} | {c.subject} | {_code(_short(c.test))} | {_code(c.detail)} | "
-            f"{'asserted' if c.asserted else 'informational'} | {_code(c.old)} | {_code(c.new)} |"
+            f"| {c.behaviour} | {c.subject} | {code_span(_short(c.test))} | {code_span(c.detail)} | "
+            f"{'asserted' if c.asserted else 'informational'} | {code_span(c.old)} | {code_span(c.new)} |"
             for c in obs
         ]
         out.append("")
         per_b = {}
         for c in obs:
-            per_b.setdefault(c.behaviour, set()).add(f"{_code(c.detail)}: {_code(c.old)} → {_code(c.new)}")
+            per_b.setdefault(c.behaviour, set()).add(f"{code_span(c.detail)}: {code_span(c.old)} → {code_span(c.new)}")
         out += ["Behaviours whose observations changed:", ""]
         for b, v in sorted(per_b.items()):
             out += [f"- **{b}**:"] + [f"  - {x}" for x in sorted(v)]

@@ -151,8 +151,8 @@ def update_readme(path: Path, reports) -> None:
 def write_pages(paths, reports, out_dir: Path, stem: str, bench=()) -> tuple[Path, Path]:
     """Write ``<stem>.md`` and ``<stem>.html`` for one report, or for several the version
     matrix with each release's own pages in ``<stem>-releases/`` (and, for exactly two, the
-    upgrade view above it). Returns the two paths."""
-    from suite.report import diff, html, render
+    upgrade view above it: ``upgrade.{md,html}`` by default). Returns the two paths."""
+    from suite.report import html, render, upgrade
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -170,11 +170,16 @@ def write_pages(paths, reports, out_dir: Path, stem: str, bench=()) -> tuple[Pat
             (sub / f"{name}.md").write_text(render.markdown(r), encoding="utf-8")
             (sub / f"{name}.html").write_text(html.page([r], [str(p)]), encoding="utf-8")
             details.append(f"{sub.name}/{name}")
-        upgrade = None
-        if len(reports) == 2:
-            upgrade = diff.markdown(diff.diff(reports[0], reports[1], labels[0], labels[1]))
-        md = ((upgrade + "\n") if upgrade else "") + render.matrix_markdown(reports, [d + ".md" for d in details])
-        page = html.page(reports, labels, list(bench), details=[d + ".html" for d in details], upgrade=upgrade)
+        matrix_md = render.matrix_markdown(reports, [d + ".md" for d in details])
+        if len(reports) == 2:  # the upgrade view, the two releases' matrix below it
+            m = upgrade.model(reports[0], reports[1], labels[0], labels[1])
+            md = upgrade.markdown(m) + "\n" + matrix_md
+            page = upgrade.html(
+                m, css=html.CSS, matrix_html=html.matrix_sections(reports, labels, [d + ".html" for d in details])
+            )
+        else:
+            md = matrix_md
+            page = html.page(reports, labels, list(bench), details=[d + ".html" for d in details])
     (out_dir / f"{stem}.md").write_text(md, encoding="utf-8")
     (out_dir / f"{stem}.html").write_text(page, encoding="utf-8")
     return out_dir / f"{stem}.md", out_dir / f"{stem}.html"

@@ -22,7 +22,7 @@ CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;max-width:1360px}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}h3{font-size:1.05em}
 table{border-collapse:collapse;margin:.5em 0;max-width:100%}
-th,td{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left;overflow-wrap:anywhere}
+th,td{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left;overflow-wrap:break-word}
 th{background:#f3f3f3;font-weight:600;overflow-wrap:normal}
 td.cell{white-space:nowrap}td.cell a{color:inherit;text-decoration:none;display:block}
 .passed{background:#d8f0d8}.failed,.error{background:#f6c9c9}.crashed{background:#e08080}
@@ -33,7 +33,7 @@ td.cell{white-space:nowrap}td.cell a{color:inherit;text-decoration:none;display:
 .note{color:#555}
 details summary{cursor:pointer}
 pre{background:#f7f7f7;padding:.4em;white-space:pre-wrap;overflow-wrap:anywhere;margin:.2em 0}
-code{overflow-wrap:anywhere}
+code{overflow-wrap:break-word}
 .row{border-top:1px dashed #bbb;padding:.3em 0}
 .legend span{display:inline-block;padding:2px 8px;margin-right:4px;border:1px solid #ccc}
 small{color:#666}
@@ -204,14 +204,32 @@ def observation_changes_html(reports) -> str:
 
 
 def changelog_html(reports) -> str:
+    return (
+        "<ul class='changelog'>"
+        + "".join(
+            "<li>" + inline_markdown(line.removeprefix("- ")) + "</li>"
+            for line in render.consecutive_changes_md(reports)
+        )
+        + "</ul>"
+    )
+
+
+def inline_markdown(text: str) -> str:
+    """The inline Markdown our changelog lines use (code spans, then bold outside them) as
+    escaped HTML. Code spans first: a key like ``grad2[x**0@-0]`` holds ``**``.
+
+    >>> inline_markdown("**b** `grad2[x**0@-0]`: `zero` -> `nan` (a<b)")
+    '<b>b</b> <code>grad2[x**0@-0]</code>: <code>zero</code> -&gt; <code>nan</code> (a&lt;b)'
+    """
     import re
 
-    items = []
-    for line in render.consecutive_changes_md(reports):
-        text = _e(line.removeprefix("- "))
-        text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
-        items.append("<li>" + re.sub(r"`(.+?)`", r"<code>\1</code>", text) + "</li>")
-    return "<ul class='changelog'>" + "".join(items) + "</ul>"
+    out = []
+    for i, part in enumerate(re.split(r"(`[^`]*`)", text)):
+        if i % 2:
+            out.append("<code>" + _e(part[1:-1]) + "</code>")
+        else:
+            out.append(re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", _e(part)))
+    return "".join(out)
 
 
 def _header(rep, label) -> str:
@@ -263,11 +281,21 @@ def _start(title) -> list[str]:
     ]
 
 
-def page(
-    reports: list[dict], labels: list[str], bench: list[dict] | None = None, details=None, upgrade: str | None = None
-) -> str:
+def matrix_sections(reports, labels, details=None) -> str:
+    """The version matrix of several reports: outcomes, observations that differ between
+    releases, the changelog between consecutive ones, and each release's failures."""
+    out = ["<h2 id='matrix'>Outcomes (TensorFlow rows)</h2>" + version_matrix_html(reports, details)]
+    out.append("<h2>Observations that differ between releases</h2>" + observation_changes_html(reports))
+    out.append("<h2>Changelog between consecutive releases</h2>" + changelog_html(reports))
+    for rep, label in zip(reports, labels):
+        if render.failures(rep):
+            out.append(_header(rep, label) + failures_html(rep))
+    return "\n".join(out)
+
+
+def page(reports: list[dict], labels: list[str], bench: list[dict] | None = None, details=None) -> str:
     """One report's page, or (several reports) the version matrix page. ``details``: a link
-    per report to its own page; ``upgrade``: the changelog Markdown of a two-release check."""
+    per report to its own page."""
     if len(reports) == 1:
         rep = reports[0]
         out = _start("report") + [
@@ -278,16 +306,7 @@ def page(
             _speed(rep),
         ]
     else:
-        out = _start("version matrix")
-        if upgrade is not None:
-            out.append("<h2>Upgrade check</h2><pre>" + _e(upgrade) + "</pre>")
-        out.append("<h2>Outcomes (TensorFlow rows)</h2>" + version_matrix_html(reports, details))
-        out.append("<h2>Observations that differ between releases</h2>" + observation_changes_html(reports))
-        out.append("<h2>Changelog between consecutive releases</h2>" + changelog_html(reports))
-        for rep, label in zip(reports, labels):
-            bad = render.failures(rep)
-            if bad:
-                out.append(_header(rep, label) + failures_html(rep))
+        out = _start("version matrix") + [matrix_sections(reports, labels, details)]
     if bench:
         machines = sorted({b["machine"] for b in bench if b.get("machine")})
         out.append(

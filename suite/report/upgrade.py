@@ -1,0 +1,132 @@
+"""The upgrade view of two reports (``autodiff-semantics report OLD NEW``): one model, computed
+once from :func:`suite.report.diff.diff`, rendered by the templates ``upgrade.md.j2`` and
+``upgrade.html.j2`` (Jinja2, which escapes every value in HTML).
+
+Per behaviour, each changed observation once, with where it changed: ``forward:tf.gather_nd
+(IGNORE)[above]: clamp -> zero-fill`` in "TensorFlow xla (cpu)", not one table row per test
+and subject. Then the rows that newly fail, newly skip or newly pass, the new and gone
+deprecations, and what one of the two did not run.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from suite.report import diff as difflib_
+
+FRAMEWORK_NAMES = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
+
+
+def where(subjects) -> str:
+    """``tensorflow-xla-cpu``, ``tensorflow-eager-cpu`` -> ``TensorFlow eager, xla (cpu)``; one
+    phrase per framework and device set, in a stable order.
+
+    >>> where(["tensorflow-xla-cpu", "tensorflow-eager-cpu", "jax-jit-cpu"])
+    'TensorFlow eager, xla (cpu); JAX jit (cpu)'
+    """
+    per: dict = {}
+    for s in subjects:
+        fw, mode, dev = (s.split("-") + ["?", "?"])[:3]
+        per.setdefault(fw, {}).setdefault(mode, set()).add(dev)
+    order = {"eager": 0, "function": 1, "xla": 2, "graph": 3, "jit": 4}
+    out = []
+    for fw in sorted(per, key=lambda f: list(FRAMEWORK_NAMES).index(f) if f in FRAMEWORK_NAMES else 9):
+        by_devs: dict = {}
+        for mode, devs in per[fw].items():
+            by_devs.setdefault(tuple(sorted(devs)), []).append(mode)
+        for devs, modes in sorted(by_devs.items()):
+            modes = ", ".join(sorted(modes, key=lambda m: order.get(m, 9)))
+            out.append(f"{FRAMEWORK_NAMES.get(fw, fw)} {modes} ({','.join(devs)})")
+    return "; ".join(out)
+
+
+def _value(v) -> str:
+    if isinstance(v, list):
+        return ", ".join(_value(x) for x in v)
+    return v if isinstance(v, str) else json.dumps(v)
+
+
+def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool = False) -> dict:
+    """Everything the upgrade pages show, computed once."""
+    log = difflib_.diff(old, new, old_label, new_label, whole=whole)
+    grouped: dict = {}
+    for c in log.by_kind("observation changed"):
+        key = (c.behaviour, c.detail, _value(c.old), _value(c.new))
+        entry = grouped.setdefault(key, {"subjects": set(), "tests": set(), "asserted": False})
+        entry["subjects"].add(c.subject)
+        entry["tests"].add(c.test.split("::", 1)[-1].split("[", 1)[0])
+        entry["asserted"] |= c.asserted
+    behaviours: dict = {}
+    for (b, k, o, n), e in sorted(grouped.items()):
+        behaviours.setdefault(b, []).append(
+            {
+                "key": k,
+                "old": o,
+                "new": n,
+                "where": where(e["subjects"]),
+                "tests": sorted(e["tests"]),
+                "asserted": e["asserted"],
+            }
+        )
+
+    def rows(kind):
+        return [
+            {
+                "behaviour": c.behaviour,
+                "subject": c.subject,
+                "test": c.test.split("::", 1)[-1],
+                "old": c.old,
+                "new": c.new,
+                "detail": (str(c.detail).splitlines() or [""])[0][:200],
+            }
+            for c in log.by_kind(kind)
+        ]
+
+    not_run: dict = {}
+    for c in log.by_kind("not run"):
+        not_run.setdefault((c.detail, c.behaviour), set()).add(c.subject)
+    return {
+        "old_label": log.old_label,
+        "new_label": log.new_label,
+        "caveats": log.caveats,
+        "environment": [{"what": w, "old": a, "new": b} for w, a, b in log.environment],
+        "regressions": len(log.regressions),
+        "behaviours": [{"id": b, "changes": cs} for b, cs in behaviours.items()],
+        "changed_keys": sum(len(cs) for cs in behaviours.values()),
+        "newly_failing": rows("newly failing"),
+        "newly_skipped": rows("newly skipped"),
+        "disappeared": rows("disappeared"),
+        "newly_passing": rows("newly passing"),
+        "new_rows": len(log.by_kind("new")),
+        "new_deprecations": [c.detail for c in log.by_kind("new deprecation")],
+        "gone_deprecations": [c.detail for c in log.by_kind("deprecation gone")],
+        "not_run": [{"where": w, "behaviour": b, "subjects": where(s)} for (w, b), s in sorted(not_run.items())],
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def _env():
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("suite.report", "templates"),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default_for_string=False),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["code"] = difflib_.code_span
+    return env
+
+
+def markdown(m: dict) -> str:
+    return _env().get_template("upgrade.md.j2").render(**m)
+
+
+def html(m: dict, *, css: str, matrix_html: str = "") -> str:
+    """The upgrade page; ``matrix_html`` (already-escaped HTML of the version matrix) below it."""
+    from markupsafe import Markup
+
+    return _env().get_template("upgrade.html.j2").render(**m, css=Markup(css), matrix_html=Markup(matrix_html))
