@@ -87,6 +87,7 @@ def cmd_run(args, pytest_args) -> int:
     cases = Path(args.cases) if args.cases else bh.default_cases_dir()
     found = bh.discover(cases)
     ids = _behaviour_ids(args.behaviour or [], list(found))
+    pytest_args = [_anchor_node_id(a, cases.parent) for a in pytest_args]
     targets = [str(cases / found[i].module_file) for i in ids] or ([] if _has_paths(pytest_args) else [str(cases)])
     argv = [
         *targets,
@@ -359,6 +360,17 @@ def _require_a_gpu() -> None:
             f"{name}: {','.join(info.get('devices') or []) or 'not installed'}" for name, info in env.items()
         )
         raise CliError(f"no GPU is visible to any framework ({seen})")
+
+
+def _anchor_node_id(arg: str, root: Path) -> str:
+    """A report's node id (``cases/test_x.py::test[...]``) names a file beside the cases, not
+    in the working directory: anchor it there when it is not found here, so a reproducer
+    runs from any directory (its node id in the report stays the same: pytest's rootdir is
+    ``root``)."""
+    path, sep, rest = arg.partition("::")
+    if not path.endswith(".py") or Path(path).exists() or not (root / path).exists():
+        return arg
+    return str(root / path) + sep + rest
 
 
 def _has_paths(pytest_args) -> bool:

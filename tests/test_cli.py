@@ -240,3 +240,19 @@ def test_a_wrong_typed_field_exits_2_naming_it(tmp_path, capsys, field, value, s
     assert cli.main(["report", str(bad), "--out", str(tmp_path / "p")]) == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
+
+
+def test_a_reports_node_id_runs_from_any_directory(tmp_path, monkeypatch):
+    """The reproducer's node id (cases/test_x.py::...) is anchored beside the cases when the
+    working directory has no such file."""
+    node = "cases/test_straight_through_estimator.py::test_seed_round_through_halfway_points[jax-jit-cpu]"
+    p = subprocess.run(
+        [sys.executable, "-m", "suite", "run", "--profile", "ci", "--report-dir", str(tmp_path / "r"), "--", node]
+        + ["--collect-only", "-q"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "cases/test_straight_through_estimator.py: 1" in p.stdout  # that one test, found

@@ -94,4 +94,9 @@ def test_the_reproducer_of_several_examples_is_the_reported_one(tmp_path):
     named = [v for v in ("5.", "7.") if f"x[jax-eager-cpu]='{v}'" in row["error"]]
     assert len(named) == 1, row["error"]
     assert f"x = np.float32({named[0]}0)" in row["reproducer"].splitlines(), row["reproducer"]
+    # the command runs the test again as this run did (its profile), from any directory
+    command = (
+        "autodiff-semantics run --profile ci -- 'cases/test_examples_demo.py::test_explicit_examples[jax-eager-cpu]'"
+    )
+    assert f"#   {command}" in row["reproducer"].splitlines(), row["reproducer"]
     assert row["observed"] == {}  # the example observed no key; the comparison failed

@@ -408,8 +408,25 @@ def _longrepr(rep) -> str:
     return str(rep.longrepr) if rep is not None and rep.longrepr else ""
 
 
+def rerun_command(config, nodeid: str) -> str:
+    """The command that runs one test again as this run did: its profile and Hypothesis seed
+    (a node id is found beside the cases from any directory: ``autodiff-semantics run``
+    anchors it there).
+
+    >>> from types import SimpleNamespace
+    >>> cfg = SimpleNamespace(getoption=lambda k, default=None: {"profile": "ci", "hypothesis_seed": 7}.get(k))
+    >>> rerun_command(cfg, "cases/test_a.py::test_b[tensorflow-xla-cpu]")
+    "autodiff-semantics run --profile ci -- 'cases/test_a.py::test_b[tensorflow-xla-cpu]' --hypothesis-seed=7"
+    """
+    profile = config.getoption("profile", None) or "dev"
+    seed = config.getoption("hypothesis_seed", None)
+    return f"autodiff-semantics run --profile {profile} -- '{nodeid}'" + (
+        f" --hypothesis-seed={seed}" if seed is not None else ""
+    )
+
+
 def _reproducer(item, rec, call) -> str:
-    lines = [f"# reproduces {item.nodeid}", f"#   autodiff-semantics run -- '{item.nodeid}'"]
+    lines = [f"# reproduces {item.nodeid}", f"#   {rerun_command(item.config, item.nodeid)}"]
     fals = _falsifying(call) if call is not None else ""
     if fals:
         lines.append("# falsifying example: " + fals.replace("\n", "\n#   "))
