@@ -256,3 +256,19 @@ def test_a_reports_node_id_runs_from_any_directory(tmp_path, monkeypatch):
     )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert "cases/test_straight_through_estimator.py: 1" in p.stdout  # that one test, found
+
+
+def test_rows_of_an_absent_gpu_are_not_a_character_each(tmp_path):
+    import re
+
+    p = subprocess.run(
+        [sys.executable, "-m", "suite", "run", "-b", "straight-through-estimator", "--frameworks", "jax"]
+        + ["--report-dir", str(tmp_path), "--profile", "dev"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    progress = [line for line in p.stdout.splitlines() if re.match(r"^[.sFE]+\s+\[", line)]
+    assert progress and "s" not in "".join(progress), p.stdout[:2000]
+    assert "skipped throughout: jax-eager-gpu, jax-jit-gpu (no GPU visible" in p.stdout

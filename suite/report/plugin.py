@@ -439,6 +439,28 @@ def _reproducer(item, rec, call) -> str:
     return "\n".join(lines)
 
 
+def progress_line(done: int, total: int, bad: int, elapsed_s: float, ran: int) -> str:
+    """``autodiff-semantics: 420/2940 rows, 3 failed, ~4 min left``.
+
+    >>> progress_line(420, 2940, 3, 120.0, 400)
+    'autodiff-semantics: 420/2940 rows (14%), 3 failed so far, about 12 min left'
+    """
+    left = max(total - done, 0)
+    per_row = elapsed_s / ran if ran else 0.0
+    eta = left * per_row * (ran / done if done else 1.0)  # the share of rows that run, not skip
+    when = f"about {round(eta / 60)} min left" if eta >= 90 else f"about {int(eta)} s left"
+    return f"autodiff-semantics: {done}/{total} rows ({100 * done // max(total, 1)}%), {bad} failed so far, {when}"
+
+
+def is_device_skip(report) -> bool:
+    """A row skipped because its device (a GPU) is not there: folded into one note of the
+    report, not a character each on the terminal."""
+    if not report.skipped or report.when != "setup":
+        return False
+    text = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    return "no GPU visible" in text
+
+
 class ReportWriter:
     """Registered in the process that writes the report (a serial run's pytest, or the
     pytest-xdist controller): streams the header, each row as its teardown report arrives,
@@ -580,7 +602,9 @@ class ReportWriter:
             elif k == ENVIRONMENT_PROPERTY:
                 continue  # in the header (_start)
             else:
-                self._write({"kind": "row", **json.loads(v)})
+                row = json.loads(v)
+                self._write({"kind": "row", **row})
+                self._progress(row)
         if crashed:
             from suite.supervisor import crashed_row
 
@@ -590,6 +614,12 @@ class ReportWriter:
             # module; the workers read this list and pass over it (RowMaker.pytest_runtest_protocol)
             with open(crashed_list(self.config), "a", encoding="utf-8") as fh:
                 fh.write(report.nodeid + "\n")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report, config):
+        if is_device_skip(report):
+            return "skipped", "", ""
+        return None
 
     def pytest_warning_recorded(self, warning_message, when, nodeid, location):
         if (
@@ -608,6 +638,24 @@ class ReportWriter:
     def pytest_runtest_logfinish(self, nodeid, location):
         if _SIGNALLED:  # the case swallowed the interrupt: stop here, as pytest would have
             raise KeyboardInterrupt(f"signal {signal.Signals(_SIGNALLED[0]).name}")
+
+    #: seconds between two progress lines on the terminal
+    PROGRESS_EVERY_S = 30.0
+
+    def _progress(self, row) -> None:
+        """Every PROGRESS_EVERY_S: rows done of the total, failures so far and the time left,
+        estimated from the rows that ran (skipped ones take no time)."""
+        self._done = getattr(self, "_done", 0) + 1
+        self._ran = getattr(self, "_ran", 0) + (row.get("outcome") != "skipped")
+        self._bad = getattr(self, "_bad", 0) + (row.get("outcome") in ("failed", "error", "crashed"))
+        now = time.time()
+        if now - getattr(self, "_last_progress", self.started) < self.PROGRESS_EVERY_S:
+            return
+        self._last_progress = now
+        total = len(self._collected) or self._done
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.write_line(progress_line(self._done, total, self._bad, now - self.started, self._ran))
 
     def _write(self, obj):
         self._fh.write(json.dumps(obj, default=str) + "\n")
