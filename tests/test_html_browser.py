@@ -218,3 +218,31 @@ def test_the_upgrade_page_shows_each_change_once_with_its_key_intact(tmp_path):
     assert (width, height) == (1400, 900)
     pixels = [px for row in rows for px in row]
     assert sum(px == FAILED_RGB for px in pixels) > 100 and sum(px == PASSED_RGB for px in pixels) > 100  # old/new
+
+
+@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"), reason="chromium is not installed")
+def test_a_matrix_cell_link_opens_its_rows_and_subjects_sit_side_by_side(tmp_path):
+    assert CHROMIUM, "CI must have chromium (.ci/run installs it)"
+    import re
+
+    rows = [
+        _row("t", "tensorflow", "eager", "passed"),
+        _row("t", "tensorflow", "xla", "passed"),
+        _row("t", "jax", "jit", "passed"),
+    ]
+    rows[0]["observed"] = {"forward": "raises:InvalidArgumentError"}
+    report = {"schema_version": 1, "created": "2026-11-22T00:00:00Z", "environment": {}, "results": rows}
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(report))
+    assert cli.main(["report", str(src), "--out", str(tmp_path)]) == 0
+    page = (tmp_path / "r.html").read_text()
+    cell = re.search(r"<td class='cell passed'><a href='#([^']+)'", page).group(1)
+    p = chromium(tmp_path, "1400,900", "--dump-dom", f"file://{tmp_path / 'r.html'}#{cell}")
+    assert re.search(rf'<details id="{cell}" open=""', p.stdout), p.stdout[-3000:]
+    # the observation table: the key once, TensorFlow's modes and JAX side by side, the disagreement marked
+    table = p.stdout[p.stdout.index('id="observations"') :]
+    assert re.search(
+        r'<tr class="differs"><td><code>forward</code></td><td>raises:InvalidArgumentError</td>'
+        r"<td>clamp</td><td>clamp</td></tr>",
+        table,
+    ), table[:3000]

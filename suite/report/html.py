@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import collections
 import html
-import json
 
 from suite.report import render
 
@@ -29,6 +28,7 @@ td.cell{white-space:nowrap}td.cell a{color:inherit;text-decoration:none;display:
 .skipped{background:#eee;color:#777}.unavailable{background:#fbe9c6}.mixed{background:#fff3c4}
 .changed{background:#ffe08a;font-weight:600}.same{color:#999;text-align:center}
 .moved{outline:3px solid #c90;outline-offset:-3px}
+tr.differs td{background:#fff3c4}table.obs td,table.decl td{font-size:13px}
 .partial{background:#ffe08a;padding:.6em;border:1px solid #c90;font-weight:600}
 .note{color:#555}
 details summary{cursor:pointer}
@@ -69,7 +69,11 @@ def _row_html(r) -> str:
             + "</div>"
         )
     if r.get("expected"):
-        parts.append(f"<div>expected: <code>{_e(json.dumps(r['expected']))}</code></div>")
+        parts.append(
+            "<div>expected: "
+            + ", ".join(f"<code>{_e(k)} = {_e(render.value_text(v, 300))}</code>" for k, v in r["expected"].items())
+            + "</div>"
+        )
     for key, d in (r.get("declared") or {}).items():
         parts.append(
             f"<div>declared divergence <code>{_e(key)}</code>: {_e(d.get('reason'))} "
@@ -140,6 +144,83 @@ def matrix_html(report) -> str:
                     + "</details>"
                 )
     return "".join(out)
+
+
+def observation_table(report, behaviour: str, cols: list[str]) -> tuple[list[str], list[tuple[str, dict]]]:
+    """(columns, [(key, {column: value text})]) of one behaviour: every key any of its rows
+    observed, with each subject's values side by side (the columns that ran, TensorFlow's
+    modes first, then JAX and PyTorch)."""
+    seen: dict = {}
+    used = []
+    for r in report["results"]:
+        if r["behaviour"] != behaviour or r["outcome"] == "skipped":
+            continue
+        col = render.subject_of(r)
+        if col not in cols:
+            continue
+        if col not in used:
+            used.append(col)
+        for key, v in (r.get("observed") or {}).items():
+            vals = seen.setdefault(key, {}).setdefault(col, [])
+            text = render.value_text(v, 120)
+            if text not in vals:
+                vals.append(text)
+    used.sort(key=cols.index)
+    return used, [(k, {c: " | ".join(v) for c, v in per.items()}) for k, per in sorted(seen.items())]
+
+
+def observations_html(report, cols) -> str:
+    """Per behaviour, a table of each observation key with the subjects side by side; a row
+    whose subjects disagree is marked."""
+    out = ["<h2 id='observations'>Observations, subject by subject</h2>"]
+    for b in render.behaviours(report):
+        used, keys = observation_table(report, b, cols)
+        if not keys:
+            continue
+        out.append(f"<details id='{_anchor('obs', b)}' open><summary><b>{_e(b)}</b> ({len(keys)} keys)</summary>")
+        out.append("<table class='obs'><tr><th>key</th>" + "".join(f"<th>{_col_head(c)}</th>" for c in used) + "</tr>")
+        for key, per in keys:
+            differs = len(set(per.values())) > 1
+            out.append(
+                f"<tr class='{'differs' if differs else ''}'><td><code>{_e(key)}</code></td>"
+                + "".join(f"<td>{_e(per.get(c, ''))}</td>" for c in used)
+                + "</tr>"
+            )
+        out.append("</table></details>")
+    return "".join(out)
+
+
+def declared_html(report) -> str:
+    """The declared divergences: what each asserts, for whom, why (with its link), and how many
+    rows held to it (stale ones stand out)."""
+    decls = report.get("declared") or []
+    if not decls:
+        return ""
+    out = [
+        "<h2 id='declared'>Declared divergences</h2><table class='decl'><tr><th>behaviour</th><th>key</th>"
+        "<th>observed</th><th>for</th><th>reason</th><th>rows</th></tr>"
+    ]
+    for d in decls:
+        who = " ".join(x for x in (d.get("framework"), d.get("mode"), d.get("device"), d.get("versions")) if x)
+        status = d.get("status", "")
+        cls = "failed" if status == "stale" else ""
+        beh = d.get("module", "").rsplit(".", 1)[-1].removeprefix("test_").replace("_", "-")
+        out.append(
+            f"<tr class='{cls}'><td>{_e(beh)}</td><td><code>{_e(d.get('key'))}</code></td>"
+            f"<td><code>{_e(d.get('observed'))}</code></td><td>{_e(who or 'all')}</td>"
+            f"<td>{_e(d.get('reason'))} <a href='{_e(d.get('link'))}'>link</a></td>"
+            f"<td>{_e(d.get('matched', ''))} {_e(status)}</td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+#: Opens the <details> a link points at (a matrix cell's rows), on load and on a click.
+OPEN_TARGET_JS = (
+    "<script>function adsemOpen(){var id=decodeURIComponent(location.hash.slice(1));"
+    "var e=id&&document.getElementById(id);if(e&&e.tagName==='DETAILS'){e.open=true;e.scrollIntoView();}}"
+    "window.addEventListener('hashchange',adsemOpen);adsemOpen();</script>"
+)
 
 
 def version_matrix_html(reports, details=None) -> str:
@@ -303,7 +384,10 @@ def page(reports: list[dict], labels: list[str], bench: list[dict] | None = None
             failures_html(rep),
             "<h2>Matrix</h2>",
             matrix_html(rep),
+            observations_html(rep, render.absent_columns(rep)[0]),
+            declared_html(rep),
             _speed(rep),
+            OPEN_TARGET_JS,
         ]
     else:
         out = _start("version matrix") + [matrix_sections(reports, labels, details)]
