@@ -157,78 +157,96 @@ def diff(old: dict, new: dict, old_path="OLD", new_path="NEW", *, whole: bool = 
     changes = []
     for test, a in o.items():
         b = n.get(test)
-        subj = _subject(a)
-        if b is None and not whole and (scope_new.partial or not scope_new.selected(a)):
-            changes.append(Change("not run", a["behaviour"], subj, test, a["outcome"], None, f"not run in {new_path}"))
-            continue
         if b is None:
-            if a["outcome"] == "passed":
-                changes.append(Change("disappeared", a["behaviour"], subj, test, a["outcome"], None))
-            else:
-                changes.append(Change("removed", a["behaviour"], subj, test, a["outcome"], None))
-            continue
-        ao, bo = a["outcome"], b["outcome"]
-        if ao not in BAD and bo in BAD:
-            changes.append(Change("newly failing", a["behaviour"], subj, test, ao, bo, b.get("error", "")))
-        elif ao in BAD and bo == "passed":
-            changes.append(Change("newly passing", a["behaviour"], subj, test, ao, bo))
-        elif ao not in QUIET and bo in QUIET:
-            changes.append(Change("newly skipped", a["behaviour"], subj, test, ao, bo, b.get("reason", "")))
-        elif ao in QUIET and bo not in QUIET:
-            changes.append(Change("newly running", a["behaviour"], subj, test, ao, bo))
-        # A key only one side recorded is a change too (an API that appeared, a value no longer
-        # observed), when both rows ran to the end: a failed row stops recording midway.
-        both_ran = ao not in BAD + QUIET and bo not in BAD + QUIET
-        for key in sorted(set(a.get("observed", {})) | set(b.get("observed", {}))):
-            av, bv = a.get("observed", {}).get(key), b.get("observed", {}).get(key)
-            asserted = is_asserted(a, key) or is_asserted(b, key)
-            if av is not None and bv is not None and _canonical(av) != _canonical(bv):
-                changes.append(Change("observation changed", a["behaviour"], subj, test, av, bv, key, asserted))
-            elif both_ran and (av is None) != (bv is None):
-                changes.append(
-                    Change(
-                        "observation changed",
-                        a["behaviour"],
-                        subj,
-                        test,
-                        NOT_OBSERVED if av is None else av,
-                        NOT_OBSERVED if bv is None else bv,
-                        key,
-                        asserted,
-                    )
-                )
+            changes.append(_gone(a, scope_new, new_path, whole))
+        else:
+            changes += _outcome_change(a, b) + _observation_changes(a, b)
     for test, b in n.items():
-        if test not in o and not whole and (scope_old.partial or not scope_old.selected(b)) and b["outcome"] not in BAD:
-            changes.append(
-                Change("not run", b["behaviour"], _subject(b), test, None, b["outcome"], f"not run in {old_path}")
-            )
-            continue
         if test not in o:
-            kind = "newly failing" if b["outcome"] in BAD else "new"
-            changes.append(Change(kind, b["behaviour"], _subject(b), test, None, b["outcome"], b.get("error", "")))
-    old_dep, new_dep = old.get("deprecations") or {}, new.get("deprecations") or {}
-    ran_in_both = scope_old.behaviours & scope_new.behaviours
-    for beh in sorted(set(old_dep) | set(new_dep)):
-        if not whole and beh not in ran_in_both:
-            continue  # the behaviour did not run in one of them: its warnings say nothing
-        was, now = set(old_dep.get(beh, ())), set(new_dep.get(beh, ()))
-        for msg in sorted(now - was):
-            changes.append(Change("new deprecation", beh, "tensorflow", "", None, msg, msg))
-        for msg in sorted(was - now):
-            changes.append(Change("deprecation gone", beh, "tensorflow", "", msg, None, msg))
-    caveats = []
-    for scope, other, label in ((scope_old, scope_new, old_path), (scope_new, scope_old, new_path)):
-        what = scope.describe(other)
-        if what:
-            how = "every row compared (--whole)" if whole else "rows it did not run are listed as not run"
-            caveats.append(f"{label} is {what}: {how}")
+            changes.append(_arrived(b, scope_old, old_path, whole))
+    changes += _deprecation_changes(old, new, None if whole else scope_old.behaviours & scope_new.behaviours)
     return Changelog(
         _label(old, old_path),
         _label(new, new_path),
         changes,
         environment_changes(old.get("environment") or {}, new.get("environment") or {}),
-        caveats,
+        _caveats(scope_old, scope_new, old_path, new_path, whole),
     )
+
+
+def _gone(a: dict, scope_new: "Scope", new_path: str, whole: bool) -> Change:
+    """A row of the old report that the new one lacks: not run there, or gone."""
+    if not whole and (scope_new.partial or not scope_new.selected(a)):
+        return Change("not run", a["behaviour"], _subject(a), a["test"], a["outcome"], None, f"not run in {new_path}")
+    kind = "disappeared" if a["outcome"] == "passed" else "removed"
+    return Change(kind, a["behaviour"], _subject(a), a["test"], a["outcome"], None)
+
+
+def _arrived(b: dict, scope_old: "Scope", old_path: str, whole: bool) -> Change:
+    """A row only the new report has: not run in the old one, newly failing, or new."""
+    if not whole and (scope_old.partial or not scope_old.selected(b)) and b["outcome"] not in BAD:
+        return Change("not run", b["behaviour"], _subject(b), b["test"], None, b["outcome"], f"not run in {old_path}")
+    kind = "newly failing" if b["outcome"] in BAD else "new"
+    return Change(kind, b["behaviour"], _subject(b), b["test"], None, b["outcome"], b.get("error", ""))
+
+
+#: (old outcome in, new outcome in, kind, the new row's field that says why)
+_OUTCOME_RULES = (
+    (lambda o: o not in BAD, lambda o: o in BAD, "newly failing", "error"),
+    (lambda o: o in BAD, lambda o: o == "passed", "newly passing", None),
+    (lambda o: o not in QUIET, lambda o: o in QUIET, "newly skipped", "reason"),
+    (lambda o: o in QUIET, lambda o: o not in QUIET, "newly running", None),
+)
+
+
+def _outcome_change(a: dict, b: dict) -> list:
+    ao, bo = a["outcome"], b["outcome"]
+    for was, now, kind, why in _OUTCOME_RULES:
+        if was(ao) and now(bo):
+            return [Change(kind, a["behaviour"], _subject(a), a["test"], ao, bo, b.get(why, "") if why else "")]
+    return []
+
+
+def _observation_changes(a: dict, b: dict) -> list:
+    """Each key whose value changed; a key only one side recorded is a change too (an API that
+    appeared, a value no longer observed) when both rows ran whole: a failed row records up
+    to its failing example only."""
+    both_ran = a["outcome"] not in BAD + QUIET and b["outcome"] not in BAD + QUIET
+    seen_a, seen_b = a.get("observed", {}), b.get("observed", {})
+    out = []
+    for key in sorted(set(seen_a) | set(seen_b)):
+        av, bv = seen_a.get(key), seen_b.get(key)
+        one_sided = (av is None) != (bv is None)
+        if (one_sided and not both_ran) or (not one_sided and (av is None or _canonical(av) == _canonical(bv))):
+            continue
+        old_v, new_v = (NOT_OBSERVED if av is None else av), (NOT_OBSERVED if bv is None else bv)
+        asserted = is_asserted(a, key) or is_asserted(b, key)
+        out.append(Change("observation changed", a["behaviour"], _subject(a), a["test"], old_v, new_v, key, asserted))
+    return out
+
+
+def _deprecation_changes(old: dict, new: dict, only=None) -> list:
+    """New and gone deprecation warnings per behaviour (``only``: the behaviours both ran; a
+    behaviour only one ran says nothing by its warnings)."""
+    old_dep, new_dep = old.get("deprecations") or {}, new.get("deprecations") or {}
+    out = []
+    for beh in sorted(set(old_dep) | set(new_dep)):
+        if only is not None and beh not in only:
+            continue
+        was, now = set(old_dep.get(beh, ())), set(new_dep.get(beh, ()))
+        out += [Change("new deprecation", beh, "tensorflow", "", None, m, m) for m in sorted(now - was)]
+        out += [Change("deprecation gone", beh, "tensorflow", "", m, None, m) for m in sorted(was - now)]
+    return out
+
+
+def _caveats(scope_old: "Scope", scope_new: "Scope", old_path: str, new_path: str, whole: bool) -> list[str]:
+    out = []
+    for scope, other, label in ((scope_old, scope_new, old_path), (scope_new, scope_old, new_path)):
+        what = scope.describe(other)
+        if what:
+            how = "every row compared (--whole)" if whole else "rows it did not run are listed as not run"
+            out.append(f"{label} is {what}: {how}")
+    return out
 
 
 def _canonical(v):
@@ -250,77 +268,94 @@ def code_span(v) -> str:
 
 
 def markdown(log: Changelog) -> str:
+    """The changelog as Markdown: caveats and environment first, then the changes by kind."""
     marker = " (partial or subset: see the caveat)" if log.caveats else ""
     out = [f"## Semantic changelog: {log.old_label} -> {log.new_label}{marker}", ""]
     out += [f"**Caveat**: {c}." for c in log.caveats] + ([""] if log.caveats else [])
-    if log.environment:
-        out += ["### Environment", "", "| what | old | new |", "|---|---|---|"]
-        out += [f"| {what} | {code_span(a)} | {code_span(b)} |" for what, a, b in log.environment]
-        out.append("")
+    out += _environment_md(log)
     if not log.changes:
         return "\n".join(out + ["No behaviour changed: same outcomes and the same observations in every row.", ""])
     regs = log.regressions
-    out.append(f"**{len(regs)} regression(s)**" if regs else "No regressions.")
-    out.append("")
-    obs = log.by_kind("observation changed")
-    if obs:
-        out += [
-            "### Observations that changed",
-            "",
-            "| behaviour | subject | test | key | kind | old | new |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        out += [
-            f"| {c.behaviour} | {c.subject} | {code_span(_short(c.test))} | {code_span(c.detail)} | "
-            f"{'asserted' if c.asserted else 'informational'} | {code_span(c.old)} | {code_span(c.new)} |"
-            for c in obs
-        ]
-        out.append("")
-        per_b = {}
-        for c in obs:
-            per_b.setdefault(c.behaviour, set()).add(f"{code_span(c.detail)}: {code_span(c.old)} → {code_span(c.new)}")
-        out += ["Behaviours whose observations changed:", ""]
-        for b, v in sorted(per_b.items()):
-            out += [f"- **{b}**:"] + [f"  - {x}" for x in sorted(v)]
-        out.append("")
-    for kind in (
-        "newly failing",
-        "newly skipped",
-        "new deprecation",
-        "disappeared",
-        "newly passing",
-        "newly running",
-        "new",
-        "removed",
-        "not run",
-        "deprecation gone",
-    ):
+    out += [f"**{len(regs)} regression(s)**" if regs else "No regressions.", ""]
+    out += _observations_md(log.by_kind("observation changed"))
+    for kind in KIND_ORDER:
         cs = log.by_kind(kind)
-        if not cs:
-            continue
-        if kind == "not run":  # a subset's or partial run's missing rows: counted, not listed
-            out += [f"### Not run in one of the two ({len(cs)} rows, not compared)", ""]
-            per: dict = {}
-            for c in cs:
-                per.setdefault((c.detail, c.behaviour), set()).add(c.subject)
-            out += [f"- {where}: **{b}** ({', '.join(sorted(subj))})" for (where, b), subj in sorted(per.items())]
-            out.append("")
-            continue
-        if kind in ("new deprecation", "deprecation gone"):
-            out += [f"### {kind.capitalize()}s ({len(cs)})", ""]
-            out += [f"- **{c.behaviour}**: `{c.detail}`" for c in cs]
-            out.append("")
-            continue
-        out += [
-            f"### {kind.capitalize()} ({len(cs)})",
-            "",
-            "| behaviour | subject | test | old | new | detail |",
-            "|---|---|---|---|---|---|",
-        ]
-        out += [
-            f"| {c.behaviour} | {c.subject} | `{_short(c.test)}` | {c.old} | {c.new} | "
-            f"{str(c.detail).replace('|', '/').splitlines()[0][:160] if c.detail else ''} |"
-            for c in cs
-        ]
-        out.append("")
+        if cs:
+            out += _SECTIONS.get(kind, _rows_md)(kind, cs)
     return "\n".join(out)
+
+
+#: The order of the changelog's sections after the changed observations.
+KIND_ORDER = (
+    "newly failing",
+    "newly skipped",
+    "new deprecation",
+    "disappeared",
+    "newly passing",
+    "newly running",
+    "new",
+    "removed",
+    "not run",
+    "deprecation gone",
+)
+
+
+def _environment_md(log: Changelog) -> list[str]:
+    if not log.environment:
+        return []
+    out = ["### Environment", "", "| what | old | new |", "|---|---|---|"]
+    return out + [f"| {what} | {code_span(a)} | {code_span(b)} |" for what, a, b in log.environment] + [""]
+
+
+def _observations_md(obs: list) -> list[str]:
+    if not obs:
+        return []
+    out = [
+        "### Observations that changed",
+        "",
+        "| behaviour | subject | test | key | kind | old | new |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {c.behaviour} | {c.subject} | {code_span(_short(c.test))} | {code_span(c.detail)} | "
+        f"{'asserted' if c.asserted else 'informational'} | {code_span(c.old)} | {code_span(c.new)} |"
+        for c in obs
+    ]
+    per_b: dict = {}
+    for c in obs:
+        per_b.setdefault(c.behaviour, set()).add(f"{code_span(c.detail)}: {code_span(c.old)} → {code_span(c.new)}")
+    out += ["", "Behaviours whose observations changed:", ""]
+    for b, v in sorted(per_b.items()):
+        out += [f"- **{b}**:"] + [f"  - {x}" for x in sorted(v)]
+    return out + [""]
+
+
+def _not_run_md(kind: str, cs: list) -> list[str]:
+    """A subset's or partial run's missing rows: counted per behaviour, not listed."""
+    per: dict = {}
+    for c in cs:
+        per.setdefault((c.detail, c.behaviour), set()).add(c.subject)
+    out = [f"### Not run in one of the two ({len(cs)} rows, not compared)", ""]
+    return out + [f"- {where}: **{b}** ({', '.join(sorted(subj))})" for (where, b), subj in sorted(per.items())] + [""]
+
+
+def _deprecations_md(kind: str, cs: list) -> list[str]:
+    return [f"### {kind.capitalize()}s ({len(cs)})", ""] + [f"- **{c.behaviour}**: `{c.detail}`" for c in cs] + [""]
+
+
+def _rows_md(kind: str, cs: list) -> list[str]:
+    out = [
+        f"### {kind.capitalize()} ({len(cs)})",
+        "",
+        "| behaviour | subject | test | old | new | detail |",
+        "|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {c.behaviour} | {c.subject} | `{_short(c.test)}` | {c.old} | {c.new} | "
+        f"{str(c.detail).replace('|', '/').splitlines()[0][:160] if c.detail else ''} |"
+        for c in cs
+    ]
+    return out + [""]
+
+
+_SECTIONS = {"not run": _not_run_md, "new deprecation": _deprecations_md, "deprecation gone": _deprecations_md}
