@@ -43,13 +43,9 @@ def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
 
 
 def _supervise(argv, report_dir: Path, jsonl: Path, state: dict, max_crashes: int) -> int:
-    import json
     import signal
     import subprocess
 
-    from suite.report import schema
-
-    done: list[str] = []
     crashes = 0
     extra: list[str] = []
     while True:
@@ -72,21 +68,38 @@ def _supervise(argv, report_dir: Path, jsonl: Path, state: dict, max_crashes: in
             )
             return 128 + (signalled[-1] if signalled else signal.SIGINT)
         if rc >= 0 or crashes >= max_crashes:
-            break
-        # Killed by a signal: find the case that was running.
-        started, finished = _progress(jsonl)
-        running = [t for t in started if t not in finished]
-        crashed = running[-1] if running else None
-        sig = signal.Signals(-rc).name if -rc in signal.Signals.__members__.values() else str(-rc)
-        if crashed is None:
-            print(f"autodiff-semantics: pytest died with {sig} outside any case", file=sys.stderr)
+            return _exit_status(rc, crashes, report_dir)
+        done = _record_crash(jsonl, rc)  # killed by a signal: the case that was running crashed
+        if done is None:
             return 1
         crashes += 1
-        print(f"autodiff-semantics: {crashed} crashed the interpreter ({sig}); resuming without it", file=sys.stderr)
-        with open(jsonl, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"kind": "row", **crashed_row(crashed, sig)}) + "\n")
-        done = sorted(set(finished) | {crashed})
         extra = ["--report-append", *[f"--deselect={t}" for t in done]]
+
+
+def _record_crash(jsonl: Path, rc: int) -> list[str] | None:
+    """Append the crashed row of the case that was running when the child died of signal
+    ``-rc``; the tests done so far (to deselect when resuming), or None outside any case."""
+    import json
+    import signal
+
+    started, finished = _progress(jsonl)
+    running = [t for t in started if t not in finished]
+    sig = signal.Signals(-rc).name if -rc in signal.Signals.__members__.values() else str(-rc)
+    if not running:
+        print(f"autodiff-semantics: pytest died with {sig} outside any case", file=sys.stderr)
+        return None
+    crashed = running[-1]
+    print(f"autodiff-semantics: {crashed} crashed the interpreter ({sig}); resuming without it", file=sys.stderr)
+    with open(jsonl, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"kind": "row", **crashed_row(crashed, sig)}) + "\n")
+    return sorted(set(finished) | {crashed})
+
+
+def _exit_status(rc: int, crashes: int, report_dir: Path) -> int:
+    """The run's exit status from pytest's and the report's: 2 for bad input, 1 when a row
+    failed or crashed (or the run itself failed), 0 when all passed."""
+    from suite.report import schema
+
     if rc == 4:  # pytest's usage error (its message is above): bad input, as for our own flags
         return 2
     if rc == 5 and crashes:  # the resumed process had nothing left to run
