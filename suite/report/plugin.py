@@ -354,30 +354,33 @@ def crashed_list(config) -> Path:
     return Path(config.invocation_params.dir) / config.getoption("report_dir") / ".crashed"
 
 
+def _skip_reason(rep) -> str:
+    text = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+    return re.sub(r"^Skipped: ", "", text)
+
+
+def outcome_of(reps) -> tuple[str, str | None]:
+    """(outcome, reason or error) of a test from its setup/call/teardown reports: the first
+    phase that skipped or failed decides."""
+    for when, bad in (("setup", "error"), ("call", "failed"), ("teardown", "error")):
+        rep = reps.get(when)
+        if rep is None:
+            continue
+        if rep.skipped and when != "teardown":
+            return "skipped", _skip_reason(rep)
+        if rep.failed:
+            return bad, _short_error(rep)
+    return "passed", None
+
+
 def make_row(item, reps) -> dict | None:
     """The report row of a case test from its setup/call/teardown reports (None outside cases)."""
-    mod = getattr(item, "module", None)
-    b = getattr(mod, "BEHAVIOUR", None)
+    b = getattr(getattr(item, "module", None), "BEHAVIOUR", None)
     if b is None:  # not a case module (self-tests): no report row
         return None
     spec = getattr(getattr(item, "callspec", None), "params", {}).get("subject")
-    setup, call, teardown = reps.get("setup"), reps.get("call"), reps.get("teardown")
-    if setup is not None and setup.skipped:
-        outcome, reason = "skipped", setup.longrepr[2] if isinstance(setup.longrepr, tuple) else str(setup.longrepr)
-        reason = re.sub(r"^Skipped: ", "", reason)
-    elif setup is not None and setup.failed:
-        outcome, reason = "error", _short_error(setup)
-    elif call is not None and call.skipped:
-        outcome = "skipped"
-        reason = re.sub(r"^Skipped: ", "", call.longrepr[2] if isinstance(call.longrepr, tuple) else str(call.longrepr))
-    elif call is not None and call.failed:
-        outcome, reason = "failed", _short_error(call)
-    elif teardown is not None and teardown.failed:
-        outcome, reason = "error", _short_error(teardown)
-    else:
-        outcome, reason = "passed", None
-    rec = getattr(item, "_adsem_record", None)
-    duration = sum(r.duration for r in reps.values())
+    call = reps.get("call")
+    outcome, reason = outcome_of(reps)
     row = {
         "behaviour": b.id,
         "test": item.nodeid,
@@ -389,8 +392,9 @@ def make_row(item, reps) -> dict | None:
         "expected": {},
         "max_rel_err": {},
         "examples": 0,
-        "duration_s": round(duration, 4),
+        "duration_s": round(sum(r.duration for r in reps.values()), 4),
     }
+    rec = getattr(item, "_adsem_record", None)
     if rec is not None:
         row.update(rec.row_fields(failed=outcome in ("failed", "error"), error_text=_longrepr(call)))
     call_time = call.duration if call is not None else 0.0
