@@ -65,10 +65,8 @@ def _check_same_environment(reports, names) -> None:
             )
 
 
-def merge(reports: list[dict], names: list[str]) -> dict:
-    if len(reports) < 2:
-        raise MergeError("merge needs two reports or more")
-    _check_same_environment(reports, names)
+def _check_shards(reports, names) -> None:
+    """Shards of one split, each once."""
     shards = [r["environment"].get("shard") for r in reports]
     counts = {s.split("/")[1] for s in shards if s}
     if len(counts) > 1:
@@ -79,6 +77,10 @@ def merge(reports: list[dict], names: list[str]) -> dict:
             raise MergeError(f"{seen_shard[s]} and {n} are both shard {s}")
         if s:
             seen_shard[s] = n
+
+
+def _joined_rows(reports, names) -> list[dict]:
+    """Every row of every report; a test with a row in two of them is refused."""
     rows, where = [], {}
     for r, n in zip(reports, names):
         for row in r["results"]:
@@ -86,6 +88,11 @@ def merge(reports: list[dict], names: list[str]) -> dict:
                 raise MergeError(f"{row['test']} has a row in both {where[row['test']]} and {n}")
             where[row["test"]] = n
             rows.append(row)
+    return rows
+
+
+def _incomplete(reports, rows) -> list[str]:
+    """The behaviours that did not run whole in the shards together."""
     collected, deselected, unknown = [], [], set()
     for r in reports:
         cov = r.get("coverage")
@@ -96,7 +103,37 @@ def merge(reports: list[dict], names: list[str]) -> dict:
         deselected += [tuple(t) for t in cov.get("deselected", [])]
     ran = {t for t, _ in collected}
     deselected = [t for t in deselected if t[0] not in ran]  # another shard took it: not left out
-    incomplete = sorted(set(schema.incomplete_behaviours(collected, deselected, rows)) | unknown)
+    return sorted(set(schema.incomplete_behaviours(collected, deselected, rows)) | unknown)
+
+
+def _run_fields(reports) -> dict:
+    """Deprecations (joined), partial (any), finished and wall time (the latest, the longest:
+    the shards ran side by side)."""
+    out: dict = {}
+    deps: dict[str, set] = {}
+    for r in reports:
+        for b, messages in (r.get("deprecations") or {}).items():
+            deps.setdefault(b, set()).update(messages)
+    if deps:
+        out["deprecations"] = {b: sorted(m) for b, m in sorted(deps.items())}
+    if any(r.get("partial") for r in reports):
+        out["partial"] = True
+    finished = [r["finished"] for r in reports if r.get("finished")]
+    if finished:
+        out["finished"] = max(finished)
+    walls = [r["wall_s"] for r in reports if r.get("wall_s") is not None]
+    if walls:
+        out["wall_s"] = max(walls)
+    return out
+
+
+def merge(reports: list[dict], names: list[str]) -> dict:
+    if len(reports) < 2:
+        raise MergeError("merge needs two reports or more")
+    _check_same_environment(reports, names)
+    _check_shards(reports, names)
+    rows = _joined_rows(reports, names)
+    incomplete = _incomplete(reports, rows)
     env = dict(reports[0]["environment"])
     env.pop("shard", None)
     env.pop("jobs", None)
@@ -109,22 +146,8 @@ def merge(reports: list[dict], names: list[str]) -> dict:
         "created": min(r.get("created") or "" for r in reports),
         "environment": env,
         "results": rows,
+        **_run_fields(reports),
     }
-    deps: dict[str, set] = {}
-    for r in reports:
-        for b, messages in (r.get("deprecations") or {}).items():
-            deps.setdefault(b, set()).update(messages)
-    if deps:
-        out["deprecations"] = {b: sorted(m) for b, m in sorted(deps.items())}
-    partial = any(r.get("partial") for r in reports)
-    if partial:
-        out["partial"] = True
-    finished = [r["finished"] for r in reports if r.get("finished")]
-    if finished:
-        out["finished"] = max(finished)
-    walls = [r["wall_s"] for r in reports if r.get("wall_s") is not None]
-    if walls:
-        out["wall_s"] = max(walls)  # the shards ran side by side
     if incomplete:
         out["incomplete"] = incomplete
     declared: dict[str, dict] = {}
@@ -132,5 +155,6 @@ def merge(reports: list[dict], names: list[str]) -> dict:
         for d in r.get("declared") or ():
             declared.setdefault(d["id"], {k: v for k, v in d.items() if k not in ("matched", "status")})
     if declared:
+        partial = bool(out.get("partial"))
         out["declared"] = schema.declaration_statuses(list(declared.values()), rows, env, incomplete, partial)
     return out
