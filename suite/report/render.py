@@ -205,6 +205,12 @@ def subjects_text(subjects) -> str:
 
 def markdown(report) -> str:
     """One report: failures first, then the matrix, then per-behaviour observations."""
+    out = _head_md(report) + _failures_md(report) + _matrix_md(report) + _observations_md(report)
+    out += _deprecations_md(report) + _declared_md(report) + _speed_md(report)
+    return "\n".join(out)
+
+
+def _head_md(report) -> list[str]:
     env = report.get("environment", {})
     fws = env.get("frameworks", {})
     out = ["# autodiff-semantics report", ""]
@@ -215,104 +221,117 @@ def markdown(report) -> str:
         f"Hypothesis profile {env.get('hypothesis', {}).get('profile')}; suite {env.get('suite_revision')}."
     )
     out.append("Frameworks: " + "; ".join(framework_label(k, v) for k, v in fws.items()) + ".")
-    for line in header_notes(report):
-        out.append(line)
-    out.append("")
+    out += header_notes(report) + [""]
     counts = collections.Counter(r["outcome"] for r in report["results"])
-    out += ["Outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), ""]
+    return out + ["Outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), ""]
+
+
+def _failures_md(report) -> list[str]:
     bad = failures(report)
-    if bad:
-        out += [f"## Failures ({len(bad)})", ""]
-        for r in bad:
-            out += [f"### `{r['test']}`", "", f"{r['outcome']}:", "", "```", r.get("error", ""), "```", ""]
-            if r.get("observed"):
-                out += [
-                    "Observed in the failing example: "
-                    + ", ".join(f"`{k} = {value_text(v)}`" for k, v in r["observed"].items()),
-                    "",
-                ]
-            if r.get("reproducer"):
-                out += ["```python", r["reproducer"], "```", ""]
+    if not bad:
+        return []
+    out = [f"## Failures ({len(bad)})", ""]
+    for r in bad:
+        out += [f"### `{r['test']}`", "", f"{r['outcome']}:", "", "```", r.get("error", ""), "```", ""]
+        if r.get("observed"):
+            seen = ", ".join(f"`{k} = {value_text(v)}`" for k, v in r["observed"].items())
+            out += ["Observed in the failing example: " + seen, ""]
+        if r.get("reproducer"):
+            out += ["```python", r["reproducer"], "```", ""]
+    return out
+
+
+def _matrix_md(report) -> list[str]:
     cols, notes = absent_columns(report)
     c = cells(report)
-    out += ["## Matrix", ""]
+    out = ["## Matrix", ""]
     if cols:
         out.append("| behaviour | " + " | ".join(cols) + " |")
         out.append("|---|" + "---|" * len(cols))
-        for b in behaviours(report):
-            out.append(f"| {b} | " + " | ".join(cell_text(c.get((b, col))) for col in cols) + " |")
+        out += [f"| {b} | " + " | ".join(cell_text(c.get((b, col))) for col in cols) + " |" for b in behaviours(report)]
         out.append("")
-    out += [f"- {n}" for n in notes] + ([""] if notes else [])
+    return out + [f"- {n}" for n in notes] + ([""] if notes else [])
+
+
+def _observations_md(report) -> list[str]:
     lists = observation_lists(report)
-    if lists:
-        out += [
-            "## Observations",
-            "",
-            "Per behaviour and test: `key = value` and the subjects that saw it "
-            "(passed rows), then the largest relative error against each oracle. Keys are asserted "
-            "against an expectation unless marked informational.",
-            "",
-        ]
-        for b, tests in lists.items():
-            out += [f"### {b}", ""]
-            for test, t in tests.items():
-                out.append(f"**{test}**")
-                out.append("")
-                for key, v, subj, decl in t["values"]:
-                    d = f" (declared divergence, [why]({decl.get('link')}))" if decl else ""
-                    d += " (informational: recorded, not asserted)" if key in t.get("informational", ()) else ""
-                    out.append(f"- `{key}` = `{_md_escape(value_text(v, 160))}`: {subjects_text(subj)}{d}")
-                if t["errors"]:
-                    out.append(
-                        "- compared with: "
-                        + ", ".join(f"{o} (max rel err {e:.1e})" for o, e in sorted(t["errors"].items()))
-                    )
-                out.append("")
+    if not lists:
+        return []
+    out = [
+        "## Observations",
+        "",
+        "Per behaviour and test: `key = value` and the subjects that saw it "
+        "(passed rows), then the largest relative error against each oracle. Keys are asserted "
+        "against an expectation unless marked informational.",
+        "",
+    ]
+    for b, tests in lists.items():
+        out += [f"### {b}", ""]
+        for test, t in tests.items():
+            out += [f"**{test}**", ""]
+            for key, v, subj, decl in t["values"]:
+                d = f" (declared divergence, [why]({decl.get('link')}))" if decl else ""
+                d += " (informational: recorded, not asserted)" if key in t.get("informational", ()) else ""
+                out.append(f"- `{key}` = `{_md_escape(value_text(v, 160))}`: {subjects_text(subj)}{d}")
+            if t["errors"]:
+                errs = ", ".join(f"{o} (max rel err {e:.1e})" for o, e in sorted(t["errors"].items()))
+                out.append("- compared with: " + errs)
+            out.append("")
+    return out
+
+
+def _deprecations_md(report) -> list[str]:
     deps = report.get("deprecations") or {}
-    if deps:
-        out += ["## Deprecation warnings (informational)", ""]
-        for b, msgs in sorted(deps.items()):
-            out += [f"- **{b}**: " + "; ".join(f"`{_md_escape(m)}`" for m in msgs)]
-        out.append("")
+    if not deps:
+        return []
+    out = ["## Deprecation warnings (informational)", ""]
+    out += [f"- **{b}**: " + "; ".join(f"`{_md_escape(m)}`" for m in msgs) for b, msgs in sorted(deps.items())]
+    return out + [""]
+
+
+def _declared_md(report) -> list[str]:
     decl = report.get("declared") or []
-    if decl:
+    if not decl:
+        return []
+    out = [
+        "## Declared divergences",
+        "",
+        "| key | where | observed | matched rows | status | reason | link |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for d in decl:
+        where = "-".join(x or "*" for x in (d.get("framework"), d.get("mode"), d.get("device")))
+        if d.get("versions"):
+            where += f" {d['versions']}"
+        status = STATUS_WORDS.get(d.get("status"), d.get("status") or "?")
+        out.append(
+            f"| {d['key']} | {where} | {_md_escape(d['observed'])} | {d.get('matched', 0)} | {status} | "
+            f"{_md_escape(d['reason'])} | {d['link']} |"
+        )
+    counts = collections.Counter(d.get("status") for d in decl)
+    if counts.get("stale"):
         out += [
-            "## Declared divergences",
             "",
-            "| key | where | observed | matched rows | status | reason | link |",
-            "|---|---|---|---|---|---|---|",
+            f"**{counts['stale']} stale declaration(s)**: they apply here, their behaviour ran whole and "
+            "passed, and no row matched them (the framework changed, or the declaration is wrong).",
         ]
-        for d in decl:
-            where = "-".join(x or "*" for x in (d.get("framework"), d.get("mode"), d.get("device")))
-            if d.get("versions"):
-                where += f" {d['versions']}"
-            status = STATUS_WORDS.get(d.get("status"), d.get("status") or "?")
-            out.append(
-                f"| {d['key']} | {where} | {_md_escape(d['observed'])} | {d.get('matched', 0)} | {status} | "
-                f"{_md_escape(d['reason'])} | {d['link']} |"
-            )
-        counts = collections.Counter(d.get("status") for d in decl)
-        if counts.get("stale"):
-            out += [
-                "",
-                f"**{counts['stale']} stale declaration(s)**: they apply here, their behaviour ran whole and "
-                "passed, and no row matched them (the framework changed, or the declaration is wrong).",
-            ]
-        if counts.get("not-applicable"):
-            out += [
-                "",
-                f"{counts['not-applicable']} declaration(s) not applicable here (a device, mode or release "
-                "this run did not have).",
-            ]
-        out.append("")
+    if counts.get("not-applicable"):
+        out += [
+            "",
+            f"{counts['not-applicable']} declaration(s) not applicable here (a device, mode or release "
+            "this run did not have).",
+        ]
+    return out + [""]
+
+
+def _speed_md(report) -> list[str]:
     sp = speed(report)
-    if sp:
-        out += ["## Speed", "", "| subject | examples | test s | examples/s |", "|---|---|---|---|"]
-        out += [f"| {s['column']} | {s['examples']} | {s['test_s']} | {s['examples_per_s']} |" for s in sp]
-        out += ["", f"Test time (all rows): {test_time(report):.1f} s.", "", "Slowest tests:", ""]
-        out += [f"- {r['duration_s']:.2f}s `{r['test']}`" for r in slowest(report)]
-        out.append("")
-    return "\n".join(out)
+    if not sp:
+        return []
+    out = ["## Speed", "", "| subject | examples | test s | examples/s |", "|---|---|---|---|"]
+    out += [f"| {s['column']} | {s['examples']} | {s['test_s']} | {s['examples_per_s']} |" for s in sp]
+    out += ["", f"Test time (all rows): {test_time(report):.1f} s.", "", "Slowest tests:", ""]
+    return out + [f"- {r['duration_s']:.2f}s `{r['test']}`" for r in slowest(report)] + [""]
 
 
 STATUS_WORDS = {
