@@ -494,37 +494,42 @@ def consecutive_changes_md(reports) -> list[str]:
     lines = []
     for old, new in zip(reports, reports[1:]):
         log = diff.diff(old, new)
-        obs = [c for c in log.changes if c.kind == "observation changed" and c.subject.startswith("tensorflow")]
-        outs = [
-            c
-            for c in log.changes
-            if c.kind in ("newly failing", "newly passing") and c.subject.startswith("tensorflow")
-        ]
+        tf = [c for c in log.changes if c.subject.startswith("tensorflow")]
+        obs = [c for c in tf if c.kind == "observation changed"]
+        outs = [c for c in tf if c.kind in ("newly failing", "newly passing")]
         deps = log.by_kind("new deprecation")
         head = f"- **TF {tf_version(old)} -> {tf_version(new)}**: "
         if not obs and not outs and not deps:
             lines.append(head + "no TensorFlow observation changed.")
             continue
-        per, keys = {}, {}
-        for c in obs:
-            if diff.NOT_OBSERVED in (c.old, c.new):  # keys one side did not record: listed by name only
-                how = "newly observed" if c.old == diff.NOT_OBSERVED else "no longer observed"
-                k = keys.setdefault((c.behaviour, how), ({}, set()))
-                k[0].setdefault(c.detail, c.new if c.old == diff.NOT_OBSERVED else c.old)
-                k[1].add(c.subject.split("-")[1])
-                continue
-            per.setdefault((c.behaviour, c.detail, str(c.old), str(c.new)), []).append(c.subject.split("-")[1])
-        parts = [f"{b} `{k}`: `{o}` -> `{n}` ({', '.join(sorted(set(m)))})" for (b, k, o, n), m in sorted(per.items())]
-        for (b, how), (vals, modes) in sorted(keys.items()):
-            shown = ", ".join(f"`{k}`=`{v}`" for k, v in sorted(vals.items())[:3])
-            more = f" and {len(vals) - 3} more" if len(vals) > 3 else ""
-            parts.append(f"{b} {how} ({', '.join(sorted(modes))}): {shown}{more}")
+        parts = _changed_values_md(obs)
         if outs:
-            parts.append(
-                f"{len(outs)} row(s) changed outcome: "
-                + ", ".join(sorted({f"{c.behaviour} {c.old}->{c.new}" for c in outs}))
-            )
+            moved = ", ".join(sorted({f"{c.behaviour} {c.old}->{c.new}" for c in outs}))
+            parts.append(f"{len(outs)} row(s) changed outcome: " + moved)
         if deps:
             parts.append("new deprecations: " + "; ".join(f"{c.behaviour} `{c.detail}`" for c in deps))
         lines.append(head + "; ".join(parts))
     return lines
+
+
+def _changed_values_md(obs) -> list[str]:
+    """``b `key`: `old` -> `new` (modes)`` per changed value; keys one side did not record are
+    listed by name only, as newly observed or no longer observed."""
+    from suite.report import diff
+
+    per, keys = {}, {}
+    for c in obs:
+        mode = c.subject.split("-")[1]
+        if diff.NOT_OBSERVED in (c.old, c.new):
+            how = "newly observed" if c.old == diff.NOT_OBSERVED else "no longer observed"
+            k = keys.setdefault((c.behaviour, how), ({}, set()))
+            k[0].setdefault(c.detail, c.new if c.old == diff.NOT_OBSERVED else c.old)
+            k[1].add(mode)
+            continue
+        per.setdefault((c.behaviour, c.detail, str(c.old), str(c.new)), []).append(mode)
+    parts = [f"{b} `{k}`: `{o}` -> `{n}` ({', '.join(sorted(set(m)))})" for (b, k, o, n), m in sorted(per.items())]
+    for (b, how), (vals, modes) in sorted(keys.items()):
+        shown = ", ".join(f"`{k}`=`{v}`" for k, v in sorted(vals.items())[:3])
+        more = f" and {len(vals) - 3} more" if len(vals) > 3 else ""
+        parts.append(f"{b} {how} ({', '.join(sorted(modes))}): {shown}{more}")
+    return parts

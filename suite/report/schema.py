@@ -49,10 +49,6 @@ def declaration_statuses(declared: list[dict], rows: list[dict], environment: di
       tests, an interrupted run, a row that failed before reaching it): no verdict;
     - ``stale``: it applies, its behaviour ran whole and passed, and no row matched it.
     """
-    import types
-
-    from suite.expectations import Expectation
-
     versions = {n: (i or {}).get("version") for n, i in (environment.get("frameworks") or {}).items()}
     by_behaviour: dict[str, list] = {}
     for r in rows:
@@ -60,36 +56,41 @@ def declaration_statuses(declared: list[dict], rows: list[dict], environment: di
     out = []
     for d in declared:
         b = _behaviour_of_module(d.get("module", ""))
-        if b not in by_behaviour:
-            continue
-        e = Expectation(d["key"], d["observed"], d["framework"], d["mode"], d["device"], d["versions"])
-        mine = by_behaviour[b]
-        matched = sum(
-            1
-            for r in mine
-            if ((r.get("declared") or {}).get(d["key"]) or {}).get("id") == d["id"]
-            and r["declared"][d["key"]].get("held")
-        )
-        applies = [
-            r
-            for r in mine
-            if r["outcome"] != "skipped"
-            and e.matches(
-                types.SimpleNamespace(
-                    **{k: r[k] for k in ("framework", "mode", "device")}, version=versions.get(r["framework"])
-                )
-            )
-        ]
-        if matched:
-            status = "matched"
-        elif not applies:
-            status = "not-applicable"
-        elif partial or b in incomplete or any(r["outcome"] != "passed" for r in applies):
-            status = "unconfirmed"
-        else:
-            status = "stale"
-        out.append({**d, "matched": matched, "status": status})
+        if b in by_behaviour:
+            matched, status = _declaration_status(d, by_behaviour[b], versions, b in incomplete or partial)
+            out.append({**d, "matched": matched, "status": status})
     return out
+
+
+def _declaration_status(d: dict, mine: list[dict], versions: dict, incomplete: bool) -> tuple[int, str]:
+    """(rows that held to declaration ``d``, its status) among its behaviour's rows ``mine``."""
+    import types
+
+    from suite.expectations import Expectation
+
+    e = Expectation(d["key"], d["observed"], d["framework"], d["mode"], d["device"], d["versions"])
+    matched = sum(
+        1
+        for r in mine
+        if ((r.get("declared") or {}).get(d["key"]) or {}).get("id") == d["id"] and r["declared"][d["key"]].get("held")
+    )
+    if matched:
+        return matched, "matched"
+    applies = [
+        r
+        for r in mine
+        if r["outcome"] != "skipped"
+        and e.matches(
+            types.SimpleNamespace(
+                **{k: r[k] for k in ("framework", "mode", "device")}, version=versions.get(r["framework"])
+            )
+        )
+    ]
+    if not applies:
+        return 0, "not-applicable"
+    if incomplete or any(r["outcome"] != "passed" for r in applies):
+        return 0, "unconfirmed"
+    return 0, "stale"
 
 
 def incomplete_behaviours(collected, deselected, rows) -> list[str]:
