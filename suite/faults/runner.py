@@ -111,14 +111,11 @@ def control(files, profile="ci", seed=None) -> tuple[bool, str]:
     return p.returncode == 0 and not bad, "\n".join(bad) or p.stdout[-1500:]
 
 
-def run(names=None, *, jobs=None, profile="ci", with_control=True, seed=None, out=print) -> int:
-    """Run the named faults (default: all); ``seed`` runs Hypothesis with that seed instead
-    of the profile's derandomized draws (a kill must not hang on one lucky draw)."""
-    from suite import behaviours as bh
+def _selected(names, found) -> list:
+    """The catalogue's faults named (default: all); unknown names, or faults whose behaviours
+    have no case module, are refused."""
     from suite.faults import CATALOGUE
 
-    found = bh.discover()
-    cases = bh.default_cases_dir()
     unknown = [n for n in (names or []) if n not in CATALOGUE]
     if unknown:
         raise ValueError(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(sorted(CATALOGUE))}")
@@ -126,6 +123,24 @@ def run(names=None, *, jobs=None, profile="ci", with_control=True, seed=None, ou
     missing = sorted({b for f in faults for b in f.breaks if b not in found})
     if missing:
         raise ValueError(f"faults name behaviours with no case module: {', '.join(missing)}")
+    return faults
+
+
+def _outcome_line(i: int, n: int, o) -> str:
+    if o.killed:
+        return f"[{i}/{n}] {o.fault}: killed ({o.seconds:.0f}s) by {next(iter(o.killed_by.values()))}"
+    survivors = [b for b in o.behaviours if b not in o.killed_by]
+    return f"[{i}/{n}] {o.fault}: SURVIVED ({o.seconds:.0f}s) (not caught by {', '.join(survivors)}) {o.error[-300:]}"
+
+
+def run(names=None, *, jobs=None, profile="ci", with_control=True, seed=None, out=print) -> int:
+    """Run the named faults (default: all); ``seed`` runs Hypothesis with that seed instead
+    of the profile's derandomized draws (a kill must not hang on one lucky draw)."""
+    from suite import behaviours as bh
+
+    found = bh.discover()
+    cases = bh.default_cases_dir()
+    faults = _selected(names, found)
 
     def files_for(b):
         return [str(cases / found[b].module_file)]
@@ -143,18 +158,8 @@ def run(names=None, *, jobs=None, profile="ci", with_control=True, seed=None, ou
     with cf.ThreadPoolExecutor(jobs) as ex:
         futs = {ex.submit(run_fault, f, files_for, profile, seed): f for f in faults}
         for i, fut in enumerate(cf.as_completed(futs), 1):
-            o = fut.result()
-            results.append(o)
-            state = "killed" if o.killed else "SURVIVED"
-            survivors = [b for b in o.behaviours if b not in o.killed_by]
-            out(
-                f"[{i}/{len(faults)}] {o.fault}: {state} ({o.seconds:.0f}s)"
-                + (
-                    f" by {next(iter(o.killed_by.values()))}"
-                    if o.killed
-                    else f" (not caught by {', '.join(survivors)}) {o.error[-300:]}"
-                )
-            )
+            results.append(fut.result())
+            out(_outcome_line(i, len(faults), results[-1]))
     results.sort(key=lambda o: o.fault)
     for line in matrix(results):
         out(line)
