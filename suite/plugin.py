@@ -180,7 +180,7 @@ def pytest_report_header(config):
                 lines.append(f"{name}: {info.get('error')}")
     from hypothesis import settings
 
-    lines.append(f"hypothesis profile={config.getoption('profile')} max_examples={settings().max_examples}")
+    lines.append(f"hypothesis profile={settings.get_current_profile_name()} max_examples={settings().max_examples}")
     return lines
 
 
