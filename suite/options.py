@@ -18,7 +18,9 @@ FRAMEWORKS = ("tensorflow", "jax", "torch")
 TF_MODES = ("eager", "function", "xla", "graph")
 DEVICES = ("cpu", "gpu")
 #: Hypothesis profiles (registered by the plugin): examples per test 20, 25 derandomized, 300.
-PROFILES = ("dev", "ci", "thorough")
+#: Hypothesis profiles and their examples per test (every subject row alike)
+PROFILE_EXAMPLES = {"dev": 20, "ci": 25, "thorough": 300}
+PROFILES = tuple(PROFILE_EXAMPLES)
 #: What ``--allow-missing`` can name.
 MISSABLE = (*FRAMEWORKS, "gpu")
 
@@ -94,7 +96,8 @@ RUN_OPTIONS = (
     Option(
         "--profile",
         "dev",
-        "Hypothesis profile: dev (20 examples), ci (25, derandomized) or thorough (300) (default: dev)",
+        f"Hypothesis profile: dev ({PROFILE_EXAMPLES['dev']} examples), ci ({PROFILE_EXAMPLES['ci']}, "
+        f"derandomized) or thorough ({PROFILE_EXAMPLES['thorough']}) (default: dev)",
         "NAME",
         choices=PROFILES,
         item="profile",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from suite import frameworks, options
+from suite import context, frameworks, options
 from suite.report.plugin import (  # noqa: F401 - fixtures are found in the plugin's namespace
     _framework_resources,
     oracles,
@@ -79,7 +79,8 @@ def pytest_configure(config):
         settings.load_profile(profile)
     # rows are built where the cases run: here, or in each pytest-xdist worker (run --jobs N)
     config.pluginmanager.register(plugin.RowMaker(config), "adsem-rows")
-    if hasattr(config, "workerinput"):  # the controller writes the report
+    ctx = context.of(config)
+    if not ctx.writes_report:  # a pytest-xdist worker: the controller writes the report
         pin_worker(config.workerinput)
         return
     if cases:
@@ -168,7 +169,7 @@ def pytest_report_header(config):
     if not targets_cases(config):
         return []
     lines = []
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+    if context.of(config).role == "controller":
         # the pytest-xdist controller runs no case: the workers import the frameworks and the
         # report's header gets their versions (importing them here delays every worker's start)
         lines.append("frameworks: imported by the pytest-xdist workers (versions in the report header)")

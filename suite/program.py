@@ -26,7 +26,7 @@ True
 
 from __future__ import annotations
 
-FRAMEWORKS = ("tensorflow", "jax", "torch")
+from suite.options import FRAMEWORKS  # defined once, with the run options
 
 
 class NoSpelling(KeyError):

@@ -134,10 +134,14 @@ def test_the_xdist_controller_leaves_the_frameworks_to_its_workers(monkeypatch):
 
     monkeypatch.setattr(plugin, "targets_cases", lambda config: True)
     monkeypatch.setattr(plugin.frameworks, "environment", lambda: {"tensorflow": {"version": "9", "devices": ["cpu"]}})
-    controller = SimpleNamespace(option=SimpleNamespace(numprocesses=2), getoption=lambda k: "ci")
+
+    def getoption(k, default=None):
+        return {"profile": "ci"}.get(k, default)
+
+    controller = SimpleNamespace(option=SimpleNamespace(numprocesses=2), getoption=getoption)
     assert plugin.pytest_report_header(controller)[0].startswith("frameworks: imported by the pytest-xdist workers")
-    worker = SimpleNamespace(option=SimpleNamespace(numprocesses=2), getoption=lambda k: "ci", workerinput={})
-    serial = SimpleNamespace(option=SimpleNamespace(), getoption=lambda k: "ci")
+    worker = SimpleNamespace(option=SimpleNamespace(numprocesses=2), getoption=getoption, workerinput={})
+    serial = SimpleNamespace(option=SimpleNamespace(), getoption=getoption)
     for config in (worker, serial):
         assert plugin.pytest_report_header(config)[0] == "tensorflow 9 devices=cpu"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from suite import behaviours as bh, frameworks
+from suite import behaviours as bh, context, frameworks
 from suite.frameworks import resources
 from suite.report import deprecations, render, schema
 from suite.report.record import Record
@@ -35,17 +35,19 @@ _SUPPRESS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 
 def register_profiles() -> None:
     """The Hypothesis profiles of ``suite.options.PROFILES`` (registered when a session runs cases)."""
-    settings.register_profile("dev", max_examples=20, deadline=None, suppress_health_check=_SUPPRESS)
+    from suite.options import PROFILE_EXAMPLES as N
+
+    settings.register_profile("dev", max_examples=N["dev"], deadline=None, suppress_health_check=_SUPPRESS)
     settings.register_profile(
         "ci",
-        max_examples=25,
+        max_examples=N["ci"],
         deadline=None,
         derandomize=True,
         print_blob=True,
         suppress_health_check=_SUPPRESS,
         database=None,
     )
-    settings.register_profile("thorough", max_examples=300, deadline=None, suppress_health_check=_SUPPRESS)
+    settings.register_profile("thorough", max_examples=N["thorough"], deadline=None, suppress_health_check=_SUPPRESS)
 
 
 def pin_constant_pool() -> bool:
@@ -231,14 +233,14 @@ class RowMaker:
         deprecations.start_test(nodeid)
 
     def pytest_deselected(self, items):
-        out = getattr(self.config, "workeroutput", None)
+        out = getattr(self.config, "workeroutput", None) if context.of(self.config).role == "worker" else None
         if out is not None:  # a worker: the controller learns what was deselected when it ends
             found = out.setdefault(DESELECTED_OUTPUT, [])
             found += [[i.nodeid, b.id] for i in items if (b := getattr(getattr(i, "module", None), "BEHAVIOUR", None))]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        if hasattr(self.config, "workerinput"):
+        if context.of(self.config).role == "worker":
             done = crashed_list(self.config)
             if done.exists() and item.nodeid in done.read_text(encoding="utf-8").splitlines():
                 return True  # it killed a worker already: its row is the controller's crashed row
@@ -302,7 +304,7 @@ class RowMaker:
 
                     self._declared_sent = True
                     rep.user_properties.append((DECLARED_PROPERTY, [e.as_dict() for e in all_declared()]))
-                    if hasattr(self.config, "workerinput"):
+                    if context.of(self.config).role == "worker":
                         rep.user_properties.append((ENVIRONMENT_PROPERTY, environment_payload(self.config)))
                 rep.user_properties.append((ROW_PROPERTY, json.dumps(row, default=str)))
             logged = deprecations.take()
@@ -551,12 +553,11 @@ class ReportWriter:
         injected = getattr(self.config, "_adsem_faults", None)  # set only by -p suite.faults.plugin
         if injected:
             env["faults"] = list(injected)
-        splits = self.config.getoption("splits", None)  # pytest-split (run --shard i/n)
-        if splits:
-            env["shard"] = f"{self.config.getoption('group')}/{splits}"
-        workers = getattr(self.config.option, "numprocesses", None)  # pytest-xdist (run --jobs N)
-        if self._xdist_ids is not None and workers:
-            env["jobs"] = workers
+        ctx = context.of(self.config)
+        if ctx.shard:  # pytest-split (run --shard i/n)
+            env["shard"] = ctx.shard
+        if ctx.role == "controller" and self._xdist_ids is not None:  # pytest-xdist (run --jobs N)
+            env["jobs"] = ctx.workers
         self.header = {
             "kind": "header",
             "schema_version": schema.SCHEMA_VERSION,
