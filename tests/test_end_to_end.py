@@ -261,6 +261,32 @@ def test_a_signal_to_the_cli_process_leaves_a_partial_report_that_renders(tmp_pa
     assert "PARTIAL REPORT" in (tmp_path / "out" / "latest.html").read_text()
 
 
+def test_ctrl_c_pressed_three_times_ends_quietly_with_a_partial_report(tmp_path):
+    """Three SIGINTs a second apart (an impatient user): exit 130, one partial report, no
+    traceback (the second and third came while the report was being written)."""
+    import signal
+    import time
+
+    args = ["run", *behaviours_args(FIRST[:2]), "--profile", "ci", "--devices", "cpu", "--report-dir", str(tmp_path)]
+    code = f"import sys; from suite.cli import main; sys.exit(main({args!r}))"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    jsonl = tmp_path / "latest.jsonl"
+    deadline = time.time() + 600
+    while time.time() < deadline and not (jsonl.exists() and jsonl.read_text().count('"kind": "row"') >= 2):
+        time.sleep(0.5)
+    for _ in range(3):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        time.sleep(1)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err + out, (err + out)[-3000:]
+    report = json.loads((tmp_path / "latest.json").read_text())
+    assert report["partial"] is True and len(report["results"]) >= 2
+
+
 SWALLOW_DEMO = '''"""Swallow demo: a case where the interrupt lands in code that swallows it."""
 import os
 import signal

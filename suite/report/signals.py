@@ -13,5 +13,9 @@ _SIGNALLED: list[int] = []
 
 
 def _raise_interrupt(signum, frame):
+    """The first signal interrupts the run; later ones (Ctrl-C pressed again while the run
+    writes its partial report) are noted and change nothing: a second KeyboardInterrupt in
+    the middle of writing the report printed a long traceback and could lose the report."""
     _SIGNALLED.append(signum)
-    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+    if len(_SIGNALLED) == 1:
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
