@@ -88,8 +88,11 @@ def environment_changes(old_env: dict, new_env: dict) -> list[tuple[str, str, st
         if a != b:
             out.append((name, a, b))
     pa, pb = old_env.get("packages") or {}, new_env.get("packages") or {}
+    # a report from before the header recorded packages says nothing about them
+    missing_a = "not installed" if "packages" in old_env else "(not recorded)"
+    missing_b = "not installed" if "packages" in new_env else "(not recorded)"
     for name in sorted(set(pa) | set(pb)):
-        a, b = pa.get(name, "not installed"), pb.get(name, "not installed")
+        a, b = pa.get(name, missing_a), pb.get(name, missing_b)
         if a != b:
             out.append((name, a, b))
     for key in ("python", "platform", "hypothesis", "options", "allowed_missing", "faults", "suite_revision"):
