@@ -226,26 +226,31 @@ def test_a_planted_crash_is_recorded_and_the_run_goes_on(tmp_path):
     assert len(others) == len(report["results"]) - 1, "every other case ran and passed"
 
 
-@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
-def test_a_signal_to_the_cli_process_leaves_a_partial_report_that_renders(tmp_path, signame):
-    """SIGTERM and SIGINT sent to the CLI process alone (``kill -INT <pid>``, what timeout,
-    IDEs and job runners do) both stop the run: exit 128 + the signal (143, 130), partial report kept."""
-    import signal
+def _run_until_rows_stream(tmp_path):
+    """A CLI run of two whole behaviours (~60 rows, so a signal lands mid-run however loaded
+    the machine is) in a session of its own (a signal reaches the CLI process only, as
+    ``kill -INT <pid>`` does), returned once two rows have streamed."""
     import time
 
-    # two whole behaviours (~60 rows): the signal lands mid-run however loaded the machine is
     args = ["run", *behaviours_args(FIRST[:2]), "--profile", "ci", "--devices", "cpu", "--report-dir", str(tmp_path)]
     code = f"import sys; from suite.cli import main; sys.exit(main({args!r}))"
-    # a session of its own: the signal reaches the CLI process only, as kill -INT <pid> does
     proc = subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     jsonl = tmp_path / "latest.jsonl"
     deadline = time.time() + 600
-    while time.time() < deadline:  # wait until some rows are streamed
-        if jsonl.exists() and jsonl.read_text().count('"kind": "row"') >= 2:
-            break
+    while time.time() < deadline and not (jsonl.exists() and jsonl.read_text().count('"kind": "row"') >= 2):
         time.sleep(0.5)
+    return proc, jsonl
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_a_signal_to_the_cli_process_leaves_a_partial_report_that_renders(tmp_path, signame):
+    """SIGTERM and SIGINT sent to the CLI process alone (``kill -INT <pid>``, what timeout,
+    IDEs and job runners do) both stop the run: exit 128 + the signal (143, 130), partial report kept."""
+    import signal
+
+    proc, jsonl = _run_until_rows_stream(tmp_path)
     proc.send_signal(getattr(signal, signame))
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 128 + getattr(signal, signame), err[-2000:]
@@ -267,15 +272,7 @@ def test_ctrl_c_pressed_three_times_ends_quietly_with_a_partial_report(tmp_path)
     import signal
     import time
 
-    args = ["run", *behaviours_args(FIRST[:2]), "--profile", "ci", "--devices", "cpu", "--report-dir", str(tmp_path)]
-    code = f"import sys; from suite.cli import main; sys.exit(main({args!r}))"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    jsonl = tmp_path / "latest.jsonl"
-    deadline = time.time() + 600
-    while time.time() < deadline and not (jsonl.exists() and jsonl.read_text().count('"kind": "row"') >= 2):
-        time.sleep(0.5)
+    proc, _ = _run_until_rows_stream(tmp_path)
     for _ in range(3):
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)

@@ -37,6 +37,13 @@ def test_sleeps(subject, record, x):
 '''
 
 
+def _sleepy_cases(tmp_path):
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "test_sleepy_demo.py").write_text(SLEEPY_DEMO)
+    return cases
+
+
 def test_the_previous_run_files_go_and_an_empty_interrupted_run_is_a_zero_row_partial(tmp_path):
     for name in supervisor.RUN_FILES:
         (tmp_path / name).write_text("an older run's")
@@ -50,9 +57,7 @@ def test_the_previous_run_files_go_and_an_empty_interrupted_run_is_a_zero_row_pa
 
 @pytest.mark.slow
 def test_a_run_that_selects_nothing_leaves_no_older_report_behind(tmp_path):
-    cases = tmp_path / "cases"
-    cases.mkdir()
-    (cases / "test_sleepy_demo.py").write_text(SLEEPY_DEMO)
+    cases = _sleepy_cases(tmp_path)
     out = tmp_path / "r"
     out.mkdir()
     (out / "latest.json").write_text('{"an": "older run"}')
@@ -70,9 +75,7 @@ def test_a_run_that_selects_nothing_leaves_no_older_report_behind(tmp_path):
 @pytest.mark.slow
 def test_the_pytest_child_dies_with_the_cli(tmp_path):
     """SIGKILL of the CLI (no handler runs) must not orphan pytest: the child gets SIGTERM."""
-    cases = tmp_path / "cases"
-    cases.mkdir()
-    (cases / "test_sleepy_demo.py").write_text(SLEEPY_DEMO)
+    cases = _sleepy_cases(tmp_path)
     pid_file = tmp_path / "pid"
     args = ["run", "--cases", str(cases), "--frameworks", "jax", "--modes", "eager", "--devices", "cpu"]
     args += ["--report-dir", str(tmp_path / "r")]
