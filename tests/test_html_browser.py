@@ -28,6 +28,10 @@ def chromium(tmp_path, window: str, *args) -> subprocess.CompletedProcess:
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
+        # let the page load and paint whole before the screenshot or DOM dump: under load (the
+        # whole self-test suite in CI) a screenshot once caught the matrix half painted
+        "--virtual-time-budget=5000",
+        "--run-all-compositor-stages-before-draw",
     ]
     return subprocess.run(
         [CHROMIUM, *flags, f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={window}", *args],
