@@ -39,7 +39,9 @@ def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
         return _supervise(argv, report_dir, jsonl, state, max_crashes)
     finally:
         for s, handler in previous.items():
-            signal.signal(s, handler)
+            # an interrupted run is on its way out: a Ctrl-C pressed again while it exits is
+            # ignored, not a KeyboardInterrupt traceback from wherever it lands
+            signal.signal(s, signal.SIG_IGN if state["signalled"] else handler)
 
 
 def _supervise(argv, report_dir: Path, jsonl: Path, state: dict, max_crashes: int) -> int:
