@@ -89,6 +89,13 @@ def ceiling(bench_subject, size):
     return _CEILINGS[d]
 
 
-@pytest.fixture(scope="session")
-def matmul():
-    return bench.matmul_ceiling()
+_MATMUL = {}
+
+
+@pytest.fixture
+def matmul(bench_subject):
+    """The matmul rate of the subject's device, measured once per device in this run."""
+    d = bench_subject.device
+    if d not in _MATMUL:
+        _MATMUL[d] = bench.matmul_ceiling(d)
+    return _MATMUL[d]

@@ -271,7 +271,9 @@ class MovingStats(Program):
         return mean, var, None
 
     def torch(torch, xs, mean0, var0, *, momentum, call="train", features):
-        bn = torch.nn.BatchNorm1d(features, momentum=1.0 - momentum, dtype=xs.dtype)  # torch convention
+        bn = torch.nn.BatchNorm1d(
+            features, momentum=1.0 - momentum, dtype=xs.dtype, device=xs.device
+        )  # torch convention
         with torch.no_grad():
             bn.running_mean.copy_(mean0)
             bn.running_var.copy_(var0)

@@ -104,6 +104,20 @@ EXPECT = expectations(
         **{f"recompute[{c}]": "sum-of-occurrences" for c in ("same_tensor", "keyword", "all_keyword")},
         **{f"variable_argument[{r}]": "passed-variable" for r in READS},
     },
+    *[
+        expect(
+            f"call[{c}]",
+            raises("TypeError", r"apply\(\) takes no keyword arguments"),
+            framework="torch",
+            versions="<2.12",
+            reason="autograd.Function.apply took positional arguments only until apply() learned to map "
+            "keywords onto forward()'s signature (pytorch#16940, fixed by pytorch#182205, May 2026). "
+            "Measured: torch 2.11.0 raises, 2.13.0 applies; 2.12 as the first release with the fix is the "
+            "PR's date, not a measurement",
+            link="https://github.com/pytorch/pytorch/pull/182205",
+        )
+        for c in ("keyword", "mixed", "static_keyword")
+    ],
     expect(
         "call[keyword]",
         "autodiff",

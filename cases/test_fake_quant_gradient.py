@@ -106,6 +106,7 @@ EXPECT = expectations(
         "xla-lowering",
         framework="jax",
         mode="jit",
+        device="cpu",  # on a GPU the rounding is recorded, not declared: see gpu_rounding
         reason="the jnp port's division by the constant becomes a reciprocal product under jit (XLA's algebraic "
         "simplifier), so the half-way zero point rounds as TF's XLA lowering did up to 2.21",
         link=XLA_SIMPLIFIER,
@@ -351,7 +352,7 @@ def test_forward_is_the_nudged_quantizer(subject, oracles, record, q):
     tol, clean = (cmp.EXACT, np.ones(x.shape, bool)) if exact else (cmp.VALUE, ~near_ties(x, mn, mx, nb, nr))
     lowering = classify(out, refs.items(), tol=tol, where=clean)
     if lowering in refs:
-        record.check(EXPECT, lowering=lowering)
+        gpu_rounding(subject, record, lowering, "lowering")
     ref = refs[lowering if lowering in refs else "kernel"]
     forward = classify(out, [("nudged-grid", ref), ("unnudged", unnudged(x, mn, mx, nb, nr))], tol=tol, where=clean)
     record.check(EXPECT, forward=forward or "nudged-grid")
@@ -365,6 +366,12 @@ def test_forward_is_the_nudged_quantizer(subject, oracles, record, q):
             )
 
 
+#: Found by a dev-profile draw: every x on the lower edge of 2-bit levels, where the kernel's
+#: division and the reciprocal product (JAX's jit, TF's XLA) give different gradients.
+LOWERING_EDGE = (np.full(6, -1.75, F32), F32(-1.75), F32(1.75), np.ones(6, F32), 2, False)
+
+
+@example(q=LOWERING_EDGE)
 @given(q=quantizer_inputs())
 def test_gradients_are_range_mask_and_clamped_sums(subject, oracles, record, q):
     """dx = w inside the nudged range (inclusive), dmin = sum(w) below it, dmax = sum(w) above it."""
@@ -377,7 +384,7 @@ def test_gradients_are_range_mask_and_clamped_sums(subject, oracles, record, q):
         flat = lambda g: np.concatenate([np.ravel(g[0]), [g[1], g[2]]])  # noqa: E731
         lowering = classify(flat((dx, dmin, dmax)), [(k, flat(r)) for k, r in refs.items()], tol=cmp.GRAD)
         if lowering in refs:
-            record.check(EXPECT, lowering=lowering)
+            gpu_rounding(subject, record, lowering, "lowering")
     rdx, rmin, rmax = refs[lowering if lowering in refs else "kernel"]
     torch_mask = w * rounded_range(x, mn, mx, nb, nr)
     clean = ~near_ties(x, mn, mx, nb, nr) if subject.framework == "torch" else np.ones(x.shape, bool)
@@ -442,16 +449,42 @@ def test_seed_gradient_is_mask_plus_counts_routed_to_the_extremes(subject, recor
         ("mask-only", w * rounded_range(x, x.min(), x.max(), nb, nr)),
     ]
     clean = ~near_ties(x, x.min(), x.max(), nb, nr) if subject.framework == "torch" else np.ones(x.shape, bool)
+    if subject.device == "gpu":  # see gpu_rounding: an element at a nudged bound may fall either side of it
+        clean &= ~at_nudged_bounds(x, nb, nr)
     seed = classify(g, [("mask+routed-counts", p) for p in preds.values()] + mask_only, tol=cmp.GRAD, where=clean)
     if seed:
         record.check(EXPECT, seed_grad=seed)
-    lowering = classify(g, preds.items(), tol=cmp.GRAD)
+    lowering = classify(g, preds.items(), tol=cmp.GRAD, where=clean if subject.device == "gpu" else None)
     if lowering in preds:  # where the two differ here, the zero point is half-way (3.5 for LOWERINGS_DIFFER)
-        record.check(EXPECT, zero_point=lowering)
+        gpu_rounding(subject, record, lowering)
     if subject.framework == "torch":
         record.close(name="grad", out=np.asarray(g)[clean], ref=mask_only[1][1][clean], oracle="closed-form")
     else:
-        record.close(name="grad", out=g, ref=preds[lowering if lowering in preds else "kernel"], oracle="closed-form")
+        ref = preds[lowering if lowering in preds else "kernel"]
+        record.close(name="grad", out=np.asarray(g)[clean], ref=ref[clean], oracle="closed-form")
+
+
+def at_nudged_bounds(x, num_bits, narrow_range):
+    """Elements within an ulp of the nudged min or max (inside or out)."""
+    nmin, nmax, _, _ = nudge(x.min(), x.max(), num_bits, narrow_range)
+    return (np.abs(x - nmin) <= np.spacing(np.abs(nmin))) | (np.abs(x - nmax) <= np.spacing(np.abs(nmax)))
+
+
+def gpu_rounding(subject, record, lowering, key="zero_point"):
+    """Which lowering's rounding (``zero_point``, ``lowering``): held to the declarations on the CPU.
+    On a GPU it is recorded only: measured on an H100 (JAX 0.11.2, torch 2.11), GPU float32 arithmetic rounds
+    the half-way point 2.5 like the reciprocal product (TF's XLA lowering to 2.21) and 3.5
+    like the CPU kernel's division, in eager JAX, jit and PyTorch alike, and puts a drawn max
+    one ulp outside its nudged max; neither CPU lowering describes it, so the values are held
+    to whichever of the two lowerings' closed forms they match (``other`` fails)."""
+    __tracebackhide__ = True
+    if subject.device == "gpu" or (subject.framework == "jax" and key == "lowering"):
+        # the JAX row runs our jnp port, whose edge-of-level rounding under jit depends on which
+        # divisions XLA's simplifier turns into reciprocal products (measured: all -1.75 in
+        # [-1.75, 1.75] at 2 bits rounds as XLA, zeros in [-0.25, 0] as the kernel)
+        record.observe(**{key: lowering})
+    else:
+        record.check(EXPECT, **{key: lowering})
 
 
 # ---------------------------------------------------------------- seed examples
@@ -514,7 +547,7 @@ def test_zero_is_exactly_representable(subject, record, x):
     tol = cmp.EXACT if subject.framework == "tensorflow" else cmp.VALUE  # the JAX port: see the docstring
     lowering = classify(out, refs.items(), tol=tol)
     if lowering in refs:
-        record.check(EXPECT, lowering=lowering)
+        gpu_rounding(subject, record, lowering, "lowering")
     record.close(
         name="value", out=out, ref=refs[lowering if lowering in refs else "kernel"], oracle="closed-form", tol=tol
     )
@@ -529,7 +562,7 @@ def test_half_way_zero_point(subject, record, x):
     out = subject.run(FakeQuant.of(subject), x, F32(-0.5), F32(2.5), num_bits=4)
     refs = {k: fake_quant(x, -0.5, 2.5, 4, False, k) for k in LOWERINGS}
     lowering = classify(out, refs.items(), tol=cmp.VALUE)
-    record.check(EXPECT, zero_point=lowering)
+    gpu_rounding(subject, record, lowering)
     record.close(
         name="value", out=out, ref=refs[lowering if lowering in refs else "kernel"], oracle="closed-form", tol=cmp.VALUE
     )

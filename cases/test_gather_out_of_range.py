@@ -189,6 +189,7 @@ EXPECT = expectations(
             "forward:gather[negative]",
             "wrap",
             framework=fw,
+            device="cpu" if fw == "torch" else None,  # torch's CUDA rows are declared skips
             link=NUMPY_INDEXING,
             reason="x[idx] follows NumPy: an index in [-n, 0) counts from the end",
         )
@@ -200,6 +201,7 @@ EXPECT = expectations(
         raises("IndexError", TORCH_OUT_OF_BOUNDS),
         ("above", "below"),
         framework="torch",
+        device="cpu",  # CUDA rows are declared skips (_no_torch_cuda)
         link=NUMPY_INDEXING,
         reason="PyTorch indexing checks bounds like NumPy: 'index 6 is out of bounds for dimension 0'",
     ),
@@ -262,6 +264,7 @@ EXPECT = expectations(
             "grad:gather[negative]",
             "wrapped-row",
             framework=fw,
+            device="cpu" if fw == "torch" else None,  # torch's CUDA rows are declared skips
             link=NUMPY_INDEXING,
             reason="a NumPy negative index is a real index: its cotangent goes to row i + n",
         )
@@ -273,6 +276,7 @@ EXPECT = expectations(
         raises("IndexError", TORCH_OUT_OF_BOUNDS),
         ("above", "below"),
         framework="torch",
+        device="cpu",  # CUDA rows are declared skips (_no_torch_cuda)
         link=NUMPY_INDEXING,
         reason="the forward raises, so there is no gradient",
     ),
@@ -469,6 +473,7 @@ EXPECT = expectations(
         "seed",
         raises("IndexError", r"index 6 is out of bounds for dimension 0 with size 5"),
         framework="torch",
+        device="cpu",  # CUDA rows are declared skips (_no_torch_cuda)
         link=NUMPY_INDEXING,
         reason="PyTorch indexing raises 'index 6 is out of bounds for dimension 0 with size 5'",
     ),

@@ -87,10 +87,21 @@ EXPECT = expectations(
         "x[idx] -= v",
         "last-wins",
         framework="torch",
+        device="cpu",
         link=TORCH_INDEX_PUT,
         reason="x[idx] -= v is x[idx] = x[idx] - v, an index_put_ with accumulate=False: every write is "
         "c_j - diff_i and one of them survives (the last, on CPU); the docs call the result "
         "undefined for duplicate indices. index_add_ (or index_put_(accumulate=True)) accumulates",
+    ),
+    expect(
+        "x[idx] -= v",
+        "one-write",
+        framework="torch",
+        device="gpu",
+        link=TORCH_INDEX_PUT,
+        reason="on CUDA the duplicates' writes race: each class keeps one of its writes c_j - diff_i, but not "
+        "the last one (measured on an H100, torch 2.11: the first on a drawn batch, neither first nor last on "
+        "the seed); the docs call the result undefined for duplicate indices",
     ),
     expect(
         "x.at[].subtract",
@@ -343,6 +354,32 @@ def classify(out, refs, tol) -> str:
     return next((k for k, ref in refs.items() if cmp.rel_err(out, ref) <= tol), "other")
 
 
+def one_write_each(out, b, tol) -> bool:
+    """Each updated center is ``c - diff_i`` for one ``i`` of its class (whichever write
+    survived), and the centers no label names are untouched."""
+    c, x, a = (np.asarray(v, np.float64) for v in (b.centers, b.x, b.alpha))
+    y = np.asarray(b.labels)
+    diff = a * (c[y] - x) / (1 + (y[:, None] == y[None, :]).sum(1))[:, None]
+    out = np.asarray(out, np.float64)
+    for k in np.unique(y):
+        if not any(cmp.rel_err(out[k], c[k] - diff[i]) <= tol for i in np.flatnonzero(y == k)):
+            return False
+    untouched = np.setdiff1d(np.arange(len(c)), y)
+    return not untouched.size or cmp.rel_err(out[untouched], c[untouched]) <= tol
+
+
+def racy_on_gpu(subject, record, m, kind, out, b, tol) -> str:
+    """On a GPU an overwriting scatter keeps whichever duplicate's write lands last (a race):
+    the winner is recorded as racy, and the kind is ``one-write`` when each class kept one
+    of its writes (so the row still asserts what the race cannot change)."""
+    if subject.device != "gpu" or kind not in ("last-wins", "first-wins", "other") or isinstance(out, Exception):
+        return kind
+    if not one_write_each(out, b, tol):
+        return kind
+    record.observe_racy(**{m: kind})
+    return "one-write"
+
+
 def ran(centers, before, after, tol) -> str:
     if np.array_equal(centers, before):
         return "not-run"
@@ -379,6 +416,7 @@ def _check_updates(subject, oracles, record, b):
     outs = _updates(subject, b)
     for m, out in outs.items():
         kind = cmp.error_name(out) if isinstance(out, Exception) else classify(out, refs, tol)
+        kind = racy_on_gpu(subject, record, m, kind, out, b, tol)
         record.check(EXPECT, **{m: kind})
         if kind in refs:
             record.close(name=m, out=out, ref=refs[kind], oracle="closed-form", tol=UPDATE_TOL)
@@ -493,6 +531,7 @@ def test_seed_center_update_from_zero_centers(subject, record, b):
             if isinstance(out, Exception)
             else next((k for k, ref in want.items() if np.array_equal(out, ref)), "other")
         )
+        kind = racy_on_gpu(subject, record, m, kind, out, b, UPDATE_TOL.of(np.float32))
         record.check(EXPECT, **{m: kind})
         if kind in want:  # a declared refusal has no values to compare
             record.equal(name=m, out=out, ref=want[kind], oracle="closed-form")

@@ -361,6 +361,22 @@ def _l2n_vjp(x, w):
     return (w - y * (y * w).sum(-1, keepdims=True)) / n
 
 
+def _moments_terms(std):
+    """The float32 rounding of ``x - mean`` (|x| eps) reaches the gradient divided by n (and by
+    the row's std for std): near a constant row that is the floor, not the small gradient."""
+
+    def terms(x, w):
+        x, w = np.asarray(x, np.float64), np.asarray(w, np.float64)
+        s = x.std(-1)
+        ok = s > 0 if std else np.ones(s.shape, bool)  # a singular row is held to its declaration instead
+        if not ok.any():
+            return 0.0
+        size = np.abs(w[ok]) * np.abs(x[ok]).max(-1) / x.shape[-1]
+        return float(np.max(size / s[ok] if std else 2 * size))
+
+    return terms
+
+
 MOMENTS = ("constant", "one-element")
 REDUCTIONS = {
     "norm": Reduction(Norm, ("x=0",), _np(lambda x: np.linalg.norm(x, axis=-1)),
@@ -368,8 +384,9 @@ REDUCTIONS = {
     # l2_normalize of a one-element row is sign(x): its gradient w/|x| - w/|x| cancels to 0, up to rounding
     "l2_normalize": Reduction(L2Normalize, ("x=0",), _np(_l2n), _np(_l2n_vjp),
                               _np(lambda x, w: np.abs(w) / np.linalg.norm(x, axis=-1, keepdims=True))),
-    "reduce_std": Reduction(ReduceStd, MOMENTS, _np(lambda x: x.std(-1)), _moments_vjp(True)),
-    "reduce_variance": Reduction(ReduceVariance, MOMENTS, _np(lambda x: x.var(-1)), _moments_vjp(False)),
+    "reduce_std": Reduction(ReduceStd, MOMENTS, _np(lambda x: x.std(-1)), _moments_vjp(True), _moments_terms(True)),
+    "reduce_variance": Reduction(ReduceVariance, MOMENTS, _np(lambda x: x.var(-1)), _moments_vjp(False),
+                                 _moments_terms(False)),
     "moments": Reduction(Moments, MOMENTS, _np(lambda x: x.var(-1)), _moments_vjp(False)),
 }  # fmt: skip
 
@@ -584,6 +601,27 @@ EXPECT = expectations(
         "backward pass) XLA computes as |x| = 1e-19, so the gradient is 1; jax.jit of the gradient alone divides by "
         "sqrt(x*x) with the subnormal 1e-38 flushed to 0 (XLA:CPU's denormals-are-zero): +inf, as TF",
         link="https://github.com/jax-ml/jax/issues/37762",
+    ),
+    expect(
+        "seed[tensorflow#12071:gradient-alone]", "1,nan,1,+inf", framework="jax", mode="eager", device="cpu",
+        versions=">=0.11",
+        reason="measured with JAX 0.11.2 on the CPU (0.10.2 gave 1): eager JAX too now divides by sqrt(x*x) with "
+        "the subnormal 1e-38 flushed to 0 by XLA:CPU's denormals-are-zero, so the gradient is +inf as under jit "
+        "and in TF; the JAX change that moved it was not traced",
+        link="https://github.com/jax-ml/jax/issues/37762",
+    ),
+    expect(
+        "seed[tensorflow#12071]", "1,nan,1,+inf", framework="jax", mode="eager|jit", device="cpu", versions=">=0.11",
+        reason="measured with JAX 0.11.2 on the CPU (0.10.2 gave 1): with the norm among the outputs too, the "
+        "gradient now divides by the flushed sqrt(x*x) (XLA:CPU's denormals-are-zero) and is +inf, as in TF up "
+        "to 2.21; the JAX change that moved it was not traced",
+        link="https://github.com/jax-ml/jax/issues/37762",
+    ),
+    expect(
+        "seed[tensorflow#12071:gradient-alone]", "1,nan,1,1", framework="jax", mode="jit", device="gpu",
+        reason="XLA:GPU keeps float32 subnormals (denormals-are-zero is XLA:CPU's mode), so sqrt(x*x) of 1e-19 is "
+        "1e-19 and the gradient 1 (measured on an H100, JAX 0.11.2)",
+        link="https://github.com/jax-ml/jax/issues/19689",
     ),
     *_declare(
         ["grad[rsqrt@-0]"], "-inf", framework="jax",

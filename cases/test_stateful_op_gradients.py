@@ -925,9 +925,16 @@ def test_seed_tensor_scatter_nd_update_duplicates(subject, record, s):
     record.example(t=t, indices=idx, u=u, w=w)
     y, gt, gu = subject.run(Scatter.of(subject), t, idx, u, w, spelling="tensor", **_sig(subject, t, idx, u, w))
     kinds = scatter_kinds(y, gt, gu, t, idx, u, w)
+    won = 3  # the last of updates 0, 2, 3 (all to index 1), the documented CPU rule
+    if subject.device == "gpu":  # the docs: nondeterministic order on GPU; one of the writes is kept
+        record.observe_racy(**{"winner[tensor]": kinds.pop("winner")})
+        won = next((j for j in (0, 2, 3) if u[j] == y[1]), won)  # none of them: the value check fails
     record.check(EXPECT, **{f"{k}[tensor]": v for k, v in kinds.items()})
-    record.equal(name="value", out=y, ref=np.array([10, 4, 30, 2], np.float32), oracle="closed-form")
+    value = np.array([10, u[won], 30, 2], np.float32)
+    record.equal(name="value", out=y, ref=value, oracle="closed-form")
     record.equal(name="tensor_grad", out=gt, ref=np.array([1, 0, 100, 0], np.float32), oracle="closed-form")
-    want = {"winner-only": [0, 1000, 0, 10], "every-duplicate": [10, 1000, 10, 10]}.get(kinds["update_grad"])
+    winner_only = [0, 1000, 0, 0]
+    winner_only[won] = 10
+    want = {"winner-only": winner_only, "every-duplicate": [10, 1000, 10, 10]}.get(kinds["update_grad"])
     if want is not None:
         record.equal(name="update_grad", out=gu, ref=np.array(want, np.float32), oracle="closed-form")

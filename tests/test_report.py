@@ -375,3 +375,36 @@ def test_diff_of_a_subset_compares_only_what_both_ran_unless_whole():
     new["partial"] = True
     new["environment"]["options"]["devices"] = ["cpu", "gpu"]
     assert diff.diff(old, new).regressions == []  # an interrupted run's missing rows are no verdict
+
+
+def test_an_oracle_that_raises_gives_no_reference_and_a_note_while_the_others_compare():
+    """Measured on a GPU machine with torch 2.11: autograd.Function.apply refused keywords, so the
+    torch oracle raised inside every JAX row; its own row records that error, the JAX rows
+    compare with the oracles that ran. A harness check (an AssertionError) still fails the row."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import pytest
+
+    def oracle(id_, vjp):
+        fw = id_.split("-")[0]
+        return SimpleNamespace(id=id_, framework=fw, vjp=vjp)
+
+    def broken(fn, *a, **k):
+        raise TypeError("apply() takes no keyword arguments")
+
+    def fine(fn, *a, **k):
+        return np.float32(2.0), (np.float32(3.0),)
+
+    rec = _record()
+    program = {"torch": None, "jax": None}
+    rec.against([oracle("torch-eager-gpu", broken), oracle("jax-jit-gpu", fine)], program, np.float32(1.0),
+                got={"value": np.float32(2.0), "dx": np.float32(3.0)})  # fmt: skip
+    assert rec.compared == 2
+    assert rec.notes == ["oracle torch-eager-gpu raised TypeError: apply() takes no keyword arguments; not compared"]
+
+    def fallback(fn, *a, **k):
+        raise AssertionError("an output was computed on /device:CPU:0, not the GPU")
+
+    with pytest.raises(AssertionError, match="not the GPU"):
+        rec.against([oracle("jax-jit-gpu", fallback)], program, np.float32(1.0), got={"value": np.float32(2.0)})

@@ -33,28 +33,35 @@ def _best(fn, repeats=7) -> float:
     return best
 
 
+def _fastest_runners(device: str, names):
+    """The runner of each framework in ``names`` that can run on ``device`` here, in its
+    fastest mode for a single op (TF eager, JAX jit, PyTorch eager)."""
+    from suite import frameworks
+
+    fastest = {"tensorflow": "eager", "jax": "jit", "torch": "eager"}
+    for spec in frameworks.specs(frameworks=names, devices=(device,)):
+        if spec.mode != fastest[spec.framework]:
+            continue
+        try:
+            yield frameworks.runner(spec)
+        except frameworks.Unavailable:
+            continue
+
+
 def copy_ceiling(device: str = "cpu", n_bytes: int = 1 << 27) -> dict:
     """Copy bandwidth in GB/s (2 x bytes per copy: one read, one write), per framework
     and the best of them; measured now, in this process."""
-    from suite import frameworks
-
     n = n_bytes // 4
     rates = {}
     src = np.random.default_rng(0).random(n, dtype=np.float32)
     dst = np.empty_like(src)
     rates["numpy"] = 2 * src.nbytes / _best(lambda: np.copyto(dst, src)) / 1e9
-    for spec in frameworks.specs(frameworks=("torch", "jax", "tensorflow"), devices=(device,)):
-        if spec.framework == "tensorflow" and spec.mode != "eager" or spec.framework == "jax" and spec.mode != "jit":
-            continue
-        try:
-            r = frameworks.runner(spec)
-        except frameworks.Unavailable:
-            continue
-        if spec.framework == "torch":
+    for r in _fastest_runners(device, ("torch", "jax", "tensorflow")):
+        if r.framework == "torch":
             t = r.tensor(src)
             out = r.torch.empty_like(t)
             rates["torch"] = 2 * src.nbytes / _best(lambda: (out.copy_(t), r.sync(out))) / 1e9
-        elif spec.framework == "jax":
+        elif r.framework == "jax":
             x = r.jax.device_put(src, r.jax_device)
             f = r.jax.jit(lambda a: a * 1.0)
             rates["jax"] = 2 * src.nbytes / _best(lambda: f(x).block_until_ready()) / 1e9
@@ -67,11 +74,27 @@ def copy_ceiling(device: str = "cpu", n_bytes: int = 1 << 27) -> dict:
     return {"per_framework_gbps": rates, "gbps": max(rates.values()), "bytes": src.nbytes}
 
 
-def matmul_ceiling(n: int = 1024) -> dict:
-    """Float32 matmul rate (GFLOP/s) with NumPy's BLAS: the compute ceiling for Jacobians."""
+def matmul_ceiling(device: str = "cpu", n: int | None = None) -> dict:
+    """Float32 matmul rate (GFLOP/s), the compute ceiling for Jacobians: NumPy's BLAS on the
+    CPU (n=1024); on a GPU the best of PyTorch and JAX (n=4096, large enough to fill one;
+    TF32 is off for both, see frameworks.hygiene)."""
+    n = n or (1024 if device == "cpu" else 4096)
     a = np.random.default_rng(1).random((n, n), dtype=np.float32)
-    t = _best(lambda: a @ a, repeats=5)
-    return {"gflops": 2 * n**3 / t / 1e9, "n": n}
+    if device == "cpu":
+        return {"gflops": 2 * n**3 / _best(lambda: a @ a, repeats=5) / 1e9, "n": n, "by": "numpy"}
+    rates = {}
+    for r in _fastest_runners(device, ("torch", "jax")):
+        if r.framework == "torch":
+            t = r.tensor(a)
+            rates["torch"] = 2 * n**3 / _best(lambda: r.sync(t @ t), repeats=20) / 1e9
+        else:
+            x = r.jax.device_put(a, r.jax_device)
+            f = r.jax.jit(lambda m: m @ m)
+            rates["jax"] = 2 * n**3 / _best(lambda: f(x).block_until_ready(), repeats=20) / 1e9
+    if not rates:
+        raise RuntimeError(f"no framework measured a matmul on {device}")
+    best = max(rates, key=rates.get)
+    return {"gflops": rates[best], "n": n, "by": best, "per_framework_gflops": rates}
 
 
 def sync_any(out):

@@ -210,10 +210,29 @@ def environment() -> dict:
     for name in FRAMEWORKS:
         fw = load(name)
         entry = {"version": fw.version, "devices": list(fw.devices)}
+        gpu = gpu_name(name) if "gpu" in fw.devices else None
+        if gpu:
+            entry["gpu_name"] = gpu
         if fw.error:
             entry["error"] = fw.error
         out[name] = entry
     return out
+
+
+def gpu_name(name: str) -> str | None:
+    """The GPU model a framework sees (first device), as it names it; None without one."""
+    fw = load(name)
+    try:
+        if name == "torch":
+            return fw.module.cuda.get_device_name(0)
+        if name == "jax":
+            return fw.module.devices("gpu")[0].device_kind
+        if name == "tensorflow":
+            gpus = fw.module.config.list_physical_devices("GPU")
+            return fw.module.config.experimental.get_device_details(gpus[0]).get("device_name")
+    except Exception:  # a name is a nicety: never fail a run over it
+        return None
+    return None
 
 
 def missing(*, frameworks=FRAMEWORKS, devices=DEVICES) -> dict[str, str]:
