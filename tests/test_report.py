@@ -408,3 +408,25 @@ def test_an_oracle_that_raises_gives_no_reference_and_a_note_while_the_others_co
 
     with pytest.raises(AssertionError, match="not the GPU"):
         rec.against([oracle("jax-jit-gpu", fallback)], program, np.float32(1.0), got={"value": np.float32(2.0)})
+
+
+def test_latest_pages_and_the_terminal_summary_render_one_model():
+    """latest.md, latest.html and the terminal matrix show the cells the report model computed
+    (once); values are escaped per format: a pipe in Markdown, markup in HTML."""
+    from suite.report import html, model
+
+    rows = [
+        _row(observed={"k": "a|<b>"}),
+        _row(test="cases/test_b.py::test_y[tensorflow-eager-cpu]", outcome="failed", error="boom <x>"),
+        _row(framework="jax", mode="jit", test="cases/test_b.py::test_x[jax-jit-cpu]"),
+    ]
+    report = {"schema_version": 1, "created": "x", "environment": {}, "results": rows}
+    m = model.run_model(report)
+    texts = [c["text"] for c in m["matrix"]["rows"][0]["cells"]]
+    assert texts == ["FAIL 1/2", "ok 1/1"]
+    md, page = render.markdown(report), html.page([report], ["lab"])
+    assert "| b | FAIL 1/2 | ok 1/1 |" in md
+    assert all(f">{t}</a></td>" in page for t in texts)
+    assert render.terminal_matrix(report)[1].split()[1:] == ["FAIL", "1/2", "ok", "1/1"]
+    assert "`a\\|<b>`" in md and "a|&lt;b&gt;" in page and "<b>a" not in page
+    assert "boom &lt;x&gt;" in page and "## Failures (1)" in md

@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections
 import html
 
-from suite.report import render
+from suite.report import model, render
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;max-width:1360px}
@@ -39,180 +39,9 @@ code{overflow-wrap:break-word}
 small{color:#666}
 """
 
-ORDER = render.ORDER
-
 
 def _e(x) -> str:
     return html.escape(str(x), quote=True)
-
-
-def _worst(counter) -> str:
-    for o in ORDER:
-        if counter.get(o):
-            return o
-    return "skipped"
-
-
-def _anchor(*parts) -> str:
-    return "r-" + "-".join("".join(ch if ch.isalnum() else "_" for ch in str(p)) for p in parts)
-
-
-def _row_html(r) -> str:
-    parts = [
-        f"<div class='row'><b>{_e(r['test'].split('::', 1)[-1])}</b> <span class='{_e(r['outcome'])}'>"
-        f"{_e(r['outcome'])}</span> <small>{r.get('examples', 0)} examples, {r.get('duration_s', 0)} s</small>"
-    ]
-    if r.get("observed"):
-        parts.append(
-            "<div>observed: "
-            + ", ".join(f"<code>{_e(k)} = {_e(render.value_text(v, 300))}</code>" for k, v in r["observed"].items())
-            + "</div>"
-        )
-    if r.get("expected"):
-        parts.append(
-            "<div>expected: "
-            + ", ".join(f"<code>{_e(k)} = {_e(render.value_text(v, 300))}</code>" for k, v in r["expected"].items())
-            + "</div>"
-        )
-    for key, d in (r.get("declared") or {}).items():
-        parts.append(
-            f"<div>declared divergence <code>{_e(key)}</code>: {_e(d.get('reason'))} "
-            f"<a href='{_e(d.get('link'))}'>{_e(d.get('link'))}</a></div>"
-        )
-    if r.get("max_rel_err"):
-        parts.append(
-            "<div>max rel err: " + ", ".join(f"{_e(k)} {v:.1e}" for k, v in r["max_rel_err"].items()) + "</div>"
-        )
-    if r.get("reason"):
-        parts.append(f"<div>reason: {_e(r['reason'])}</div>")
-    if r.get("error"):
-        parts.append(f"<pre>{_e(r['error'])}</pre>")
-    if r.get("reproducer"):
-        parts.append(f"<div>reproducer:</div><pre>{_e(r['reproducer'])}</pre>")
-    parts.append("</div>")
-    return "".join(parts)
-
-
-def _col_head(col) -> str:
-    fw, mode, dev = col.split("-")
-    return f"{_e(fw)}<br>{_e(mode)}<br><small>{_e(dev)}</small>"
-
-
-def failures_html(report) -> str:
-    bad = render.failures(report)
-    if not bad:
-        return ""
-    return (
-        f"<h2>Failures ({len(bad)})</h2><ol class='failures'>"
-        + "".join(f"<li id='{_anchor('fail', i)}'>{_row_html(r)}</li>" for i, r in enumerate(bad))
-        + "</ol>"
-    )
-
-
-def matrix_html(report) -> str:
-    """The matrix (each cell links to its rows below it) and the rows' details."""
-    cols, notes = render.absent_columns(report)
-    bs = render.behaviours(report)
-    rows_by = collections.defaultdict(list)
-    for r in report["results"]:
-        rows_by[(r["behaviour"], render.subject_of(r))].append(r)
-    out = ["<table class='matrix'><tr><th>behaviour</th>" + "".join(f"<th>{_col_head(c)}</th>" for c in cols) + "</tr>"]
-    for b in bs:
-        out.append(f"<tr><th><a href='#{_anchor(b)}'>{_e(b)}</a></th>")
-        for c in cols:
-            rows = rows_by.get((b, c), [])
-            if not rows:
-                out.append("<td></td>")
-                continue
-            cnt = collections.Counter(r["outcome"] for r in rows)
-            out.append(
-                f"<td class='cell {_worst(cnt)}'><a href='#{_anchor(b, c)}'>{_e(render.cell_text(cnt))}</a></td>"
-            )
-        out.append("</tr>")
-    out.append("</table>")
-    out += [f"<p class='note'>{_e(n)}</p>" for n in notes]
-    out.append("<h2>Rows</h2>")
-    for b in bs:
-        out.append(f"<h3 id='{_anchor(b)}'>{_e(b)}</h3>")
-        for c in cols:
-            rows = rows_by.get((b, c), [])
-            if rows:
-                cnt = collections.Counter(r["outcome"] for r in rows)
-                out.append(
-                    f"<details id='{_anchor(b, c)}'><summary>{_e(c)}: {_e(render.cell_text(cnt))}</summary>"
-                    + "".join(_row_html(r) for r in rows)
-                    + "</details>"
-                )
-    return "".join(out)
-
-
-def observation_table(report, behaviour: str, cols: list[str]) -> tuple[list[str], list[tuple[str, dict]]]:
-    """(columns, [(key, {column: value text})]) of one behaviour: every key any of its rows
-    observed, with each subject's values side by side (the columns that ran, TensorFlow's
-    modes first, then JAX and PyTorch)."""
-    seen: dict = {}
-    used = []
-    for r in report["results"]:
-        if r["behaviour"] != behaviour or r["outcome"] == "skipped":
-            continue
-        col = render.subject_of(r)
-        if col not in cols:
-            continue
-        if col not in used:
-            used.append(col)
-        for key, v in (r.get("observed") or {}).items():
-            vals = seen.setdefault(key, {}).setdefault(col, [])
-            text = render.value_text(v, 120)
-            if text not in vals:
-                vals.append(text)
-    used.sort(key=cols.index)
-    return used, [(k, {c: " | ".join(v) for c, v in per.items()}) for k, per in sorted(seen.items())]
-
-
-def observations_html(report, cols) -> str:
-    """Per behaviour, a table of each observation key with the subjects side by side; a row
-    whose subjects disagree is marked."""
-    out = ["<h2 id='observations'>Observations, subject by subject</h2>"]
-    for b in render.behaviours(report):
-        used, keys = observation_table(report, b, cols)
-        if not keys:
-            continue
-        out.append(f"<details id='{_anchor('obs', b)}' open><summary><b>{_e(b)}</b> ({len(keys)} keys)</summary>")
-        out.append("<table class='obs'><tr><th>key</th>" + "".join(f"<th>{_col_head(c)}</th>" for c in used) + "</tr>")
-        for key, per in keys:
-            differs = len(set(per.values())) > 1
-            out.append(
-                f"<tr class='{'differs' if differs else ''}'><td><code>{_e(key)}</code></td>"
-                + "".join(f"<td>{_e(per.get(c, ''))}</td>" for c in used)
-                + "</tr>"
-            )
-        out.append("</table></details>")
-    return "".join(out)
-
-
-def declared_html(report) -> str:
-    """The declared divergences: what each asserts, for whom, why (with its link), and how many
-    rows held to it (stale ones stand out)."""
-    decls = report.get("declared") or []
-    if not decls:
-        return ""
-    out = [
-        "<h2 id='declared'>Declared divergences</h2><table class='decl'><tr><th>behaviour</th><th>key</th>"
-        "<th>observed</th><th>for</th><th>reason</th><th>rows</th></tr>"
-    ]
-    for d in decls:
-        who = " ".join(x for x in (d.get("framework"), d.get("mode"), d.get("device"), d.get("versions")) if x)
-        status = d.get("status", "")
-        cls = "failed" if status == "stale" else ""
-        beh = d.get("module", "").rsplit(".", 1)[-1].removeprefix("test_").replace("_", "-")
-        out.append(
-            f"<tr class='{cls}'><td>{_e(beh)}</td><td><code>{_e(d.get('key'))}</code></td>"
-            f"<td><code>{_e(d.get('observed'))}</code></td><td>{_e(who or 'all')}</td>"
-            f"<td>{_e(d.get('reason'))} <a href='{_e(d.get('link'))}'>link</a></td>"
-            f"<td>{_e(d.get('matched', ''))} {_e(status)}</td></tr>"
-        )
-    out.append("</table>")
-    return "".join(out)
 
 
 #: Opens the <details> a link points at (a matrix cell's rows), on load and on a click.
@@ -243,10 +72,9 @@ def version_matrix_html(reports, details=None) -> str:
             keys = moved.get((b, v))
             mark = f" moved' title='changed since the release before: {_e(', '.join(sorted(keys)))}" if keys else ""
             extra = f" <b>Δ{len(keys)}</b>" if keys else ""
-            link = f"<a href='#{_anchor('changes', b)}'>" if keys else ""
-            out.append(
-                f"<td class='{_worst(cnt)}{mark}'>{link}{_e(render.cell_text(cnt))}{extra}{'</a>' if link else ''}</td>"
-            )
+            link = f"<a href='#{model.anchor('changes', b)}'>" if keys else ""
+            text = f"{link}{_e(render.cell_text(cnt))}{extra}{'</a>' if link else ''}"
+            out.append(f"<td class='{model.worst(cnt)}{mark}'>{text}</td>")
         out.append("</tr>")
     out.append("</table>")
     return "".join(out)
@@ -262,7 +90,7 @@ def observation_changes_html(reports) -> str:
     out = []
     for b, entries in by_b.items():
         out.append(
-            f"<h3 id='{_anchor('changes', b)}'>{_e(b)}</h3><table class='changes'><tr><th>test: key</th>"
+            f"<h3 id='{model.anchor('changes', b)}'>{_e(b)}</h3><table class='changes'><tr><th>test: key</th>"
             "<th>modes</th>" + "".join(f"<th>{_e(v)}</th>" for v in versions) + "</tr>"
         )
         for e in entries:
@@ -313,43 +141,6 @@ def inline_markdown(text: str) -> str:
     return "".join(out)
 
 
-def _header(rep, label) -> str:
-    env = rep.get("environment", {})
-    fws = env.get("frameworks", {})
-    out = [f"<h2>{_e(label)}</h2>"]
-    if rep.get("partial"):
-        out.append(
-            "<p class='partial'>PARTIAL REPORT: the run was interrupted; these rows are what it "
-            "measured before it stopped.</p>"
-        )
-    out.append(
-        f"<p><small>created {_e(rep.get('created'))}; Python {_e(env.get('python'))} on "
-        f"{_e(env.get('platform'))}; "
-        + "; ".join(_e(render.framework_label(k, v)) for k, v in fws.items())
-        + f"; profile {_e(env.get('hypothesis', {}).get('profile'))}</small></p>"
-    )
-    out += [f"<p>{_e(n)}</p>" for n in render.header_notes(rep)]
-    cnt = collections.Counter(r["outcome"] for r in rep["results"])
-    out.append("<p>" + ", ".join(f"{_e(k)}: {v}" for k, v in sorted(cnt.items())) + "</p>")
-    return "".join(out)
-
-
-def _speed(rep) -> str:
-    sp = render.speed(rep)
-    if not sp:
-        return ""
-    return (
-        "<details><summary>speed (examples per second per subject)</summary><table><tr><th>subject</th>"
-        "<th>examples</th><th>test s</th><th>examples/s</th></tr>"
-        + "".join(
-            f"<tr><td>{_e(s['column'])}</td><td>{s['examples']}</td><td>{s['test_s']}</td>"
-            f"<td>{s['examples_per_s']}</td></tr>"
-            for s in sp
-        )
-        + "</table></details>"
-    )
-
-
 def _start(title) -> list[str]:
     return [
         "<!doctype html><html><head><meta charset='utf-8'><title>autodiff-semantics " + _e(title) + "</title>",
@@ -370,33 +161,22 @@ def matrix_sections(reports, labels, details=None) -> str:
     out.append("<h2>Changelog between consecutive releases</h2>" + changelog_html(reports))
     for rep, label in zip(reports, labels):
         if render.failures(rep):
-            out.append(_header(rep, label) + failures_html(rep))
+            out.append(model.report_header_and_failures(rep, label))
     return "\n".join(out)
 
 
 def page(reports: list[dict], labels: list[str], bench: list[dict] | None = None, details=None) -> str:
-    """One report's page, or (several reports) the version matrix page. ``details``: a link
-    per report to its own page."""
-    if len(reports) == 1:
-        rep = reports[0]
-        out = _start("report") + [
-            _header(rep, labels[0]),
-            failures_html(rep),
-            "<h2>Matrix</h2>",
-            matrix_html(rep),
-            observations_html(rep, render.absent_columns(rep)[0]),
-            declared_html(rep),
-            _speed(rep),
-            OPEN_TARGET_JS,
-        ]
-    else:
-        out = _start("version matrix") + [matrix_sections(reports, labels, details)]
+    """One report's page (the ``latest.html.j2`` template over the report model), or (several
+    reports) the version matrix page. ``details``: a link per report to its own page."""
+    bench_html = ""
     if bench:
         machines = sorted({b["machine"] for b in bench if b.get("machine")})
-        out.append(
+        bench_html = (
             "<h2>Benchmarks</h2>" + "".join(f"<p><small>{_e(m)}</small></p>" for m in machines) + bench_svg(bench)
         )
-    out.append("</body></html>")
+    if len(reports) == 1:
+        return model.html(reports[0], labels[0], css=CSS, open_target_js=OPEN_TARGET_JS, bench_html=bench_html)
+    out = _start("version matrix") + [matrix_sections(reports, labels, details), bench_html, "</body></html>"]
     return "\n".join(out)
 
 

@@ -50,22 +50,25 @@ def behaviours(report) -> list[str]:
 
 
 def terminal_matrix(report) -> list[str]:
-    """Behaviour x column; columns where every row was skipped are folded into one line."""
-    cols, c, bs = columns(report), cells(report), behaviours(report)
-    skipped = [col for col in cols if all(set(c.get((b, col), {})) <= {"skipped"} for b in bs)]
-    cols = [col for col in cols if col not in skipped]
+    """Behaviour x column, from the report model; columns where every row was skipped are
+    folded into one line."""
+    from suite.report import model
+
+    m = model.matrix(report)
+    cols = [c["id"] for c in m["columns"]]
+    skipped = [r for r in report["results"] if subject_of(r) not in cols]
+    gone = list(dict.fromkeys(subject_of(r) for r in skipped))
     if not cols:
-        return [f"every row skipped ({', '.join(skipped)})"]
+        return [f"every row skipped ({', '.join(gone)})"]
+    bs = [r["behaviour"] for r in m["rows"]]
     w0 = max(len("behaviour"), *(len(b) for b in bs))
     widths = [max(len(col), 9) for col in cols]
     lines = ["  ".join(["behaviour".ljust(w0)] + [col.ljust(w) for col, w in zip(cols, widths)])]
-    for b in bs:
-        lines.append("  ".join([b.ljust(w0)] + [cell_text(c.get((b, col))).ljust(w) for col, w in zip(cols, widths)]))
-    if skipped:
-        reasons = sorted(
-            {r.get("reason", "") for r in report["results"] if f"{r['framework']}-{r['mode']}-{r['device']}" in skipped}
-        )
-        lines.append(f"skipped throughout: {', '.join(skipped)} ({'; '.join(x for x in reasons if x)[:300]})")
+    for r in m["rows"]:
+        lines.append("  ".join([r["behaviour"].ljust(w0)] + [c["text"].ljust(w) for c, w in zip(r["cells"], widths)]))
+    if gone:
+        reasons = sorted({r.get("reason", "") for r in skipped})
+        lines.append(f"skipped throughout: {', '.join(gone)} ({'; '.join(x for x in reasons if x)[:300]})")
     return lines
 
 
@@ -110,7 +113,7 @@ def speed_lines(report) -> list[str]:
     return lines
 
 
-def _md_escape(s) -> str:
+def md_escape(s) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
 
@@ -204,134 +207,10 @@ def subjects_text(subjects) -> str:
 
 
 def markdown(report) -> str:
-    """One report: failures first, then the matrix, then per-behaviour observations."""
-    out = _head_md(report) + _failures_md(report) + _matrix_md(report) + _observations_md(report)
-    out += _deprecations_md(report) + _declared_md(report) + _speed_md(report)
-    return "\n".join(out)
+    """One report as Markdown (``latest.md``), rendered from the report model."""
+    from suite.report import model
 
-
-def _head_md(report) -> list[str]:
-    env = report.get("environment", {})
-    fws = env.get("frameworks", {})
-    out = ["# autodiff-semantics report", ""]
-    if report.get("partial"):
-        out += ["**PARTIAL REPORT**: the run was interrupted; rows below are what it measured before it stopped.", ""]
-    out.append(
-        f"Created {report.get('created')}; Python {env.get('python')} on {env.get('platform')}; "
-        f"Hypothesis profile {env.get('hypothesis', {}).get('profile')}; suite {env.get('suite_revision')}."
-    )
-    out.append("Frameworks: " + "; ".join(framework_label(k, v) for k, v in fws.items()) + ".")
-    out += header_notes(report) + [""]
-    counts = collections.Counter(r["outcome"] for r in report["results"])
-    return out + ["Outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), ""]
-
-
-def _failures_md(report) -> list[str]:
-    bad = failures(report)
-    if not bad:
-        return []
-    out = [f"## Failures ({len(bad)})", ""]
-    for r in bad:
-        out += [f"### `{r['test']}`", "", f"{r['outcome']}:", "", "```", r.get("error", ""), "```", ""]
-        if r.get("observed"):
-            seen = ", ".join(f"`{k} = {value_text(v)}`" for k, v in r["observed"].items())
-            out += ["Observed in the failing example: " + seen, ""]
-        if r.get("reproducer"):
-            out += ["```python", r["reproducer"], "```", ""]
-    return out
-
-
-def _matrix_md(report) -> list[str]:
-    cols, notes = absent_columns(report)
-    c = cells(report)
-    out = ["## Matrix", ""]
-    if cols:
-        out.append("| behaviour | " + " | ".join(cols) + " |")
-        out.append("|---|" + "---|" * len(cols))
-        out += [f"| {b} | " + " | ".join(cell_text(c.get((b, col))) for col in cols) + " |" for b in behaviours(report)]
-        out.append("")
-    return out + [f"- {n}" for n in notes] + ([""] if notes else [])
-
-
-def _observations_md(report) -> list[str]:
-    lists = observation_lists(report)
-    if not lists:
-        return []
-    out = [
-        "## Observations",
-        "",
-        "Per behaviour and test: `key = value` and the subjects that saw it "
-        "(passed rows), then the largest relative error against each oracle. Keys are asserted "
-        "against an expectation unless marked informational.",
-        "",
-    ]
-    for b, tests in lists.items():
-        out += [f"### {b}", ""]
-        for test, t in tests.items():
-            out += [f"**{test}**", ""]
-            for key, v, subj, decl in t["values"]:
-                d = f" (declared divergence, [why]({decl.get('link')}))" if decl else ""
-                d += " (informational: recorded, not asserted)" if key in t.get("informational", ()) else ""
-                out.append(f"- `{key}` = `{_md_escape(value_text(v, 160))}`: {subjects_text(subj)}{d}")
-            if t["errors"]:
-                errs = ", ".join(f"{o} (max rel err {e:.1e})" for o, e in sorted(t["errors"].items()))
-                out.append("- compared with: " + errs)
-            out.append("")
-    return out
-
-
-def _deprecations_md(report) -> list[str]:
-    deps = report.get("deprecations") or {}
-    if not deps:
-        return []
-    out = ["## Deprecation warnings (informational)", ""]
-    out += [f"- **{b}**: " + "; ".join(f"`{_md_escape(m)}`" for m in msgs) for b, msgs in sorted(deps.items())]
-    return out + [""]
-
-
-def _declared_md(report) -> list[str]:
-    decl = report.get("declared") or []
-    if not decl:
-        return []
-    out = [
-        "## Declared divergences",
-        "",
-        "| key | where | observed | matched rows | status | reason | link |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for d in decl:
-        where = "-".join(x or "*" for x in (d.get("framework"), d.get("mode"), d.get("device")))
-        if d.get("versions"):
-            where += f" {d['versions']}"
-        status = STATUS_WORDS.get(d.get("status"), d.get("status") or "?")
-        out.append(
-            f"| {d['key']} | {where} | {_md_escape(d['observed'])} | {d.get('matched', 0)} | {status} | "
-            f"{_md_escape(d['reason'])} | {d['link']} |"
-        )
-    counts = collections.Counter(d.get("status") for d in decl)
-    if counts.get("stale"):
-        out += [
-            "",
-            f"**{counts['stale']} stale declaration(s)**: they apply here, their behaviour ran whole and "
-            "passed, and no row matched them (the framework changed, or the declaration is wrong).",
-        ]
-    if counts.get("not-applicable"):
-        out += [
-            "",
-            f"{counts['not-applicable']} declaration(s) not applicable here (a device, mode or release "
-            "this run did not have).",
-        ]
-    return out + [""]
-
-
-def _speed_md(report) -> list[str]:
-    sp = speed(report)
-    if not sp:
-        return []
-    out = ["## Speed", "", "| subject | examples | test s | examples/s |", "|---|---|---|---|"]
-    out += [f"| {s['column']} | {s['examples']} | {s['test_s']} | {s['examples_per_s']} |" for s in sp]
-    out += ["", f"Test time (all rows): {test_time(report):.1f} s.", "", "Slowest tests:", ""]
-    return out + [f"- {r['duration_s']:.2f}s `{r['test']}`" for r in slowest(report)] + [""]
+    return model.markdown(report)
 
 
 STATUS_WORDS = {
@@ -450,18 +329,18 @@ def observation_changes_md(reports, limit=48) -> list[str]:
             cells_ = []
             for i, changed in enumerate(changed_since_previous(e["values"])):
                 v = e["values"][i]
-                shown = _md_escape(value_text(v if v is not None else "(not observed)", limit))
+                shown = md_escape(value_text(v if v is not None else "(not observed)", limit))
                 if i == 0:
                     cells_.append(f"`{shown}`")
                 elif changed:
-                    old = _md_escape(
+                    old = md_escape(
                         value_text(e["values"][i - 1] if e["values"][i - 1] is not None else "(not observed)", limit)
                     )
                     cells_.append(f"**`{old}` → `{shown}`**")
                 else:
                     cells_.append("·")
             out.append(
-                f"| {e['test']}: `{_md_escape(e['key'])}` | {', '.join(e['modes'])} | " + " | ".join(cells_) + " |"
+                f"| {e['test']}: `{md_escape(e['key'])}` | {', '.join(e['modes'])} | " + " | ".join(cells_) + " |"
             )
         out.append("")
     return out

@@ -10,7 +10,6 @@ deprecations, and what one of the two did not run.
 
 from __future__ import annotations
 
-import functools
 import json
 
 from suite.report import diff as difflib_
@@ -105,20 +104,10 @@ def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool =
     }
 
 
-@functools.lru_cache(maxsize=1)
 def _env():
-    import jinja2
+    from suite.report.model import template_env
 
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("suite.report", "templates"),
-        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default_for_string=False),
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    env.filters["code"] = difflib_.code_span
-    return env
+    return template_env(strict=True)
 
 
 def markdown(m: dict) -> str:
