@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections
 import html
 
-from suite.report import model, render
+from suite.report import model
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;max-width:1360px}
@@ -52,77 +52,6 @@ OPEN_TARGET_JS = (
 )
 
 
-def version_matrix_html(reports, details=None) -> str:
-    """Behaviour x TensorFlow version: the worst TensorFlow outcome per behaviour; a cell
-    whose observations changed since the release to its left is outlined and says how many."""
-    versions, bs, cells = render.version_outcomes(reports)
-    moved = render.moved_keys(reports)
-    heads = [
-        f"<a href='{_e(d)}'>TF {_e(v)}</a>" if d else f"TF {_e(v)}"
-        for v, d in zip(versions, details or [None] * len(versions))
-    ]
-    out = ["<table class='versions'><tr><th>behaviour</th>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr>"]
-    for b in bs:
-        out.append(f"<tr><th>{_e(b)}</th>")
-        for v in versions:
-            cnt = cells.get((b, v))
-            if not cnt:
-                out.append("<td></td>")
-                continue
-            keys = moved.get((b, v))
-            mark = f" moved' title='changed since the release before: {_e(', '.join(sorted(keys)))}" if keys else ""
-            extra = f" <b>Δ{len(keys)}</b>" if keys else ""
-            link = f"<a href='#{model.anchor('changes', b)}'>" if keys else ""
-            text = f"{link}{_e(render.cell_text(cnt))}{extra}{'</a>' if link else ''}"
-            out.append(f"<td class='{model.worst(cnt)}{mark}'>{text}</td>")
-        out.append("</tr>")
-    out.append("</table>")
-    return "".join(out)
-
-
-def observation_changes_html(reports) -> str:
-    versions = [render.tf_version(r) for r in reports]
-    by_b = collections.defaultdict(list)
-    for e in render.observation_changes(reports):
-        by_b[e["behaviour"]].append(e)
-    if not by_b:
-        return "<p>No TensorFlow observation differs between these releases.</p>"
-    out = []
-    for b, entries in by_b.items():
-        out.append(
-            f"<h3 id='{model.anchor('changes', b)}'>{_e(b)}</h3><table class='changes'><tr><th>test: key</th>"
-            "<th>modes</th>" + "".join(f"<th>{_e(v)}</th>" for v in versions) + "</tr>"
-        )
-        for e in entries:
-            out.append(f"<tr><td>{_e(e['test'])}: <code>{_e(e['key'])}</code></td><td>{_e(', '.join(e['modes']))}</td>")
-            for i, changed in enumerate(render.changed_since_previous(e["values"])):
-                v = e["values"][i] if e["values"][i] is not None else "(not observed)"
-                if i == 0:
-                    out.append(f"<td><code>{_e(render.value_text(v, 80))}</code></td>")
-                elif changed:
-                    old = e["values"][i - 1] if e["values"][i - 1] is not None else "(not observed)"
-                    out.append(
-                        f"<td class='changed' title='{_e(old)} -> {_e(v)}'><code>{_e(render.value_text(old, 60))}"
-                        f"</code> → <code>{_e(render.value_text(v, 60))}</code></td>"
-                    )
-                else:
-                    out.append("<td class='same' title='same as the release before'>·</td>")
-            out.append("</tr>")
-        out.append("</table>")
-    return "".join(out)
-
-
-def changelog_html(reports) -> str:
-    return (
-        "<ul class='changelog'>"
-        + "".join(
-            "<li>" + inline_markdown(line.removeprefix("- ")) + "</li>"
-            for line in render.consecutive_changes_md(reports)
-        )
-        + "</ul>"
-    )
-
-
 def inline_markdown(text: str) -> str:
     """The inline Markdown our changelog lines use (code spans, then bold outside them) as
     escaped HTML. Code spans first: a key like ``grad2[x**0@-0]`` holds ``**``.
@@ -156,13 +85,7 @@ def _start(title) -> list[str]:
 def matrix_sections(reports, labels, details=None) -> str:
     """The version matrix of several reports: outcomes, observations that differ between
     releases, the changelog between consecutive ones, and each release's failures."""
-    out = ["<h2 id='matrix'>Outcomes (TensorFlow rows)</h2>" + version_matrix_html(reports, details)]
-    out.append("<h2>Observations that differ between releases</h2>" + observation_changes_html(reports))
-    out.append("<h2>Changelog between consecutive releases</h2>" + changelog_html(reports))
-    for rep, label in zip(reports, labels):
-        if render.failures(rep):
-            out.append(model.report_header_and_failures(rep, label))
-    return "\n".join(out)
+    return model.versions_sections_html(reports, labels, details)
 
 
 def page(reports: list[dict], labels: list[str], bench: list[dict] | None = None, details=None) -> str:

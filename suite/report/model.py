@@ -193,7 +193,16 @@ def template_env(strict: bool = False):
     env.filters["code"] = code_span  # a table cell's code span (pipes escaped)
     env.filters["tick"] = lambda s: f"`{s}`"  # a code span in running text
     env.filters["value"] = lambda v, limit=None: render.value_text(v, limit)
+    env.filters["inline_markdown"] = _inline_markdown
     return env
+
+
+def _inline_markdown(text: str):
+    from markupsafe import Markup
+
+    from suite.report.html import inline_markdown
+
+    return Markup(inline_markdown(text))  # escaped by inline_markdown itself
 
 
 def markdown(report) -> str:
@@ -224,3 +233,53 @@ def report_header_and_failures(report, label: str) -> str:
     """One release's header and failures, for the version matrix page (HTML)."""
     m = template_env().get_template("_report.html.j2").module
     return str(m.header(head(report), label)) + str(m.failures(failures(report)))
+
+
+def versions_model(reports, details=None) -> dict:
+    """Several releases' TensorFlow rows, computed once for the version matrix pages: the
+    outcome per behaviour and release (with the observation keys that moved since the release
+    before), every observation that differs between releases, and the consecutive changelog."""
+    versions, bs, counts = render.version_outcomes(reports)
+    moved = render.moved_keys(reports)
+    rows = []
+    for b in bs:
+        cells = []
+        for v in versions:
+            cnt = counts.get((b, v))
+            keys = sorted(moved.get((b, v), ()))
+            cells.append({"text": render.cell_text(cnt) if cnt else "", "worst": worst(cnt or {}), "moved": keys})
+        rows.append({"behaviour": b, "anchor": anchor("changes", b), "cells": cells})
+    changes = {}
+    for e in render.observation_changes(reports):
+        shown = [v if v is not None else "(not observed)" for v in e["values"]]
+        cells = [
+            {"kind": "first" if i == 0 else "changed" if changed else "same", "value": shown[i], "old": shown[i - 1]}
+            for i, changed in enumerate(render.changed_since_previous(e["values"]))
+        ]
+        changes.setdefault(e["behaviour"], []).append({**e, "cells": cells})
+    return {
+        "versions": versions,
+        "details": list(details or [None] * len(versions)),
+        "rows": rows,
+        "changes": [{"behaviour": b, "anchor": anchor("changes", b), "entries": es} for b, es in changes.items()],
+        "changelog": [line.removeprefix("- ") for line in render.consecutive_changes_md(reports)],
+    }
+
+
+def versions_markdown(reports, details=None) -> str:
+    """The version matrix page as Markdown (``matrix.md``)."""
+    return template_env().get_template("matrix.md.j2").render(**versions_model(reports, details))
+
+
+def versions_sections_html(reports, labels, details=None) -> str:
+    """The version matrix page's sections (HTML), also shown under the upgrade page; each
+    release's header and failures after them."""
+    m = versions_model(reports, details)
+    out = template_env().get_template("_matrix.html.j2").render(**m)
+    return out + "".join(report_header_and_failures(r, lab) for r, lab in zip(reports, labels) if render.failures(r))
+
+
+def versions_table_md(reports) -> list[str]:
+    """The version matrix's outcome table alone (Markdown lines), as the README shows it."""
+    m = versions_model(reports)
+    return str(template_env().get_template("_matrix.md.j2").module.outcomes(m["versions"], m["rows"])).splitlines()

@@ -294,76 +294,18 @@ def moved_keys(reports) -> dict:
 def version_matrix_md(reports) -> list[str]:
     """Behaviour x TensorFlow version (TensorFlow rows only), worst outcome per cell; a cell
     whose observations changed since the release before it is marked with a triangle."""
-    versions, bs, cells_by = version_outcomes(reports)
-    moved = moved_keys(reports)
-    lines = ["| behaviour | " + " | ".join(f"TF {v}" for v in versions) + " |", "|---|" + "---|" * len(versions)]
-    for b in bs:
-        row = []
-        for v in versions:
-            text = cell_text(cells_by.get((b, v), collections.Counter())) or "-"
-            n = len(moved.get((b, v), ()))
-            row.append(f"{text} **Δ{n}**" if n else text)
-        lines.append(f"| {b} | " + " | ".join(row) + " |")
-    return lines
+    from suite.report import model
 
-
-def observation_changes_md(reports, limit=48) -> list[str]:
-    """Per behaviour, a table of the observations that differ between releases: the first
-    release's value, then ``·`` where a release kept the value of the one before it and
-    **old → new** where it changed."""
-    versions = [tf_version(r) for r in reports]
-    by_b = collections.defaultdict(list)
-    for e in observation_changes(reports):
-        by_b[e["behaviour"]].append(e)
-    if not by_b:
-        return ["No TensorFlow observation differs between these releases."]
-    out = []
-    for b, entries in by_b.items():
-        out += [
-            f"### {b}",
-            "",
-            "| test: key | modes | " + " | ".join(versions) + " |",
-            "|---|---|" + "---|" * len(versions),
-        ]
-        for e in entries:
-            cells_ = []
-            for i, changed in enumerate(changed_since_previous(e["values"])):
-                v = e["values"][i]
-                shown = md_escape(value_text(v if v is not None else "(not observed)", limit))
-                if i == 0:
-                    cells_.append(f"`{shown}`")
-                elif changed:
-                    old = md_escape(
-                        value_text(e["values"][i - 1] if e["values"][i - 1] is not None else "(not observed)", limit)
-                    )
-                    cells_.append(f"**`{old}` → `{shown}`**")
-                else:
-                    cells_.append("·")
-            out.append(
-                f"| {e['test']}: `{md_escape(e['key'])}` | {', '.join(e['modes'])} | " + " | ".join(cells_) + " |"
-            )
-        out.append("")
-    return out
+    return model.versions_table_md(reports)
 
 
 def matrix_markdown(reports, details: list[str] | None = None) -> str:
-    """Several releases: the outcome matrix (changed cells marked), what changed per
-    behaviour with old and new values, the consecutive changelog; per-release detail is a
+    """Several releases (``matrix.md``): the outcome matrix (changed cells marked), what changed
+    per behaviour with old and new values, the consecutive changelog; per-release detail is a
     link (``details``: one path per report), not pasted inline."""
-    versions = [tf_version(r) for r in reports]
-    out = [
-        "# autodiff-semantics version matrix",
-        "",
-        f"{len(reports)} reports, TensorFlow {', '.join(versions)} (TensorFlow rows; `ok n/m` = passed rows of m; "
-        "**Δk**: k observation keys changed since the release to the left).",
-        "",
-    ]
-    if details:
-        out += ["Per-release detail: " + ", ".join(f"[TF {v}]({d})" for v, d in zip(versions, details)), ""]
-    out += ["## Outcomes", ""] + version_matrix_md(reports) + [""]
-    out += ["## Observations that differ between releases", ""] + observation_changes_md(reports) + [""]
-    out += ["## Changelog between consecutive releases", ""] + consecutive_changes_md(reports) + [""]
-    return "\n".join(out)
+    from suite.report import model
+
+    return model.versions_markdown(reports, details)
 
 
 def consecutive_changes_md(reports) -> list[str]:
