@@ -1,0 +1,24 @@
+"""The examples in the harness's docstrings are tests too: the progress line, the run context,
+the report model, the version rule and the HTML inline Markdown are each shown by one."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "suite.context",
+    "suite.versions",
+    "suite.report.writer",
+    "suite.report.model",
+    "suite.report.html",
+    "suite.report.diff",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_hold(name):
+    mod = importlib.import_module(name)
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted, f"{name} has no docstring example"
+    assert not result.failed, f"{result.failed} of {result.attempted} docstring examples in {name} failed"
