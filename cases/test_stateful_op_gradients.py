@@ -413,118 +413,62 @@ class Scatter(Program):
 
 
 # ---------------------------------------------------------------- the programs: control flow
-def _tf_two_orders(tf, f, xs, w, v):
-    """(y, d sum(w*y)/d xs..., d sum(v * dy/dxs[0])/d xs...): nested tapes, or tf.gradients twice."""
-    if in_v1_graph():
-        y = f(*xs)
-        g = tf.gradients(y, xs, grad_ys=w)
-        return (y, *g, *(tf.gradients(g[0], xs, grad_ys=v) if g[0] is not None else [None] * len(xs)))
-    with tf.GradientTape() as outer:
-        outer.watch(xs)
-        with tf.GradientTape() as inner:
-            inner.watch(xs)
-            y = f(*xs)
-        g = inner.gradient(y, xs, output_gradients=w)
-    return (y, *g, *(outer.gradient(g[0], xs, output_gradients=v) if g[0] is not None else [None] * len(xs)))
-
-
-def _jax_two_orders(jax, f, xs, w, v):
-    def first(*xs):
-        y, pullback = jax.vjp(f, *xs)
-        g = pullback(w)
-        return g[0], (y, g)
-
-    _, pullback, (y, g) = jax.vjp(first, *xs, has_aux=True)
-    return (y, *g, *pullback(v))
-
-
-def _torch_two_orders(torch, f, xs, w, v):
-    xs = [t.requires_grad_(True) for t in xs]
-    y = f(*xs)
-    g = torch.autograd.grad(y, xs, grad_outputs=w, create_graph=True, allow_unused=True)
-    # the first gradient of a path that never ran is the upstream itself: nothing to differentiate
-    h = torch.autograd.grad(g[0], xs, grad_outputs=v, allow_unused=True) if g[0].requires_grad else [None] * len(xs)
-    return (y.detach(), *(None if t is None else t.detach() for t in g), *h)
+def two_orders(runner, program, *args, w, v, **static):
+    """(y, first gradient per float input..., second per float input...): ``runner.second_order``
+    (reverse over reverse; the second is the gradient of ``sum(v * dy/d first input)``)."""
+    y, g, h = runner.second_order(program.of(runner), *args, cotangent=w, cotangent2=v, **static)
+    floats = [k for k, a in enumerate(args) if np.asarray(a).dtype.kind == "f"]
+    return (y, *(g[k] for k in floats), *(h[k] for k in floats))
 
 
 class Cond(Program):
     """a*sin(x) + p*x**2 if p > 0 else a*sin(x) - p*exp(x): continuous, with a kink in p at 0."""
 
-    def tensorflow(tf, x, a, p, w, v):
-        def f(x, a, p):
-            return tf.cond(p > 0, lambda: a * tf.sin(x) + p * x * x, lambda: a * tf.sin(x) - p * tf.exp(x))
+    def tensorflow(tf, x, a, p):
+        return tf.cond(p > 0, lambda: a * tf.sin(x) + p * x * x, lambda: a * tf.sin(x) - p * tf.exp(x))
 
-        return _tf_two_orders(tf, f, [x, a, p], w, v)
-
-    def jax(jax, x, a, p, w, v):
+    def jax(jax, x, a, p):
         jnp = jax.numpy
+        return jax.lax.cond(p > 0, lambda: a * jnp.sin(x) + p * x * x, lambda: a * jnp.sin(x) - p * jnp.exp(x))
 
-        def f(x, a, p):
-            return jax.lax.cond(p > 0, lambda: a * jnp.sin(x) + p * x * x, lambda: a * jnp.sin(x) - p * jnp.exp(x))
-
-        return _jax_two_orders(jax, f, (x, a, p), w, v)
-
-    def torch(torch, x, a, p, w, v):
-        def f(x, a, p):
-            return a * torch.sin(x) + p * x * x if p > 0 else a * torch.sin(x) - p * torch.exp(x)
-
-        return _torch_two_orders(torch, f, (x, a, p), w, v)
+    def torch(torch, x, a, p):
+        return a * torch.sin(x) + p * x * x if p > 0 else a * torch.sin(x) - p * torch.exp(x)
 
 
 class Switch(Program):
     """Branch i of [a*sin(x), a*x**2, a*exp(x)]."""
 
-    def tensorflow(tf, x, a, i, w, v):
-        def f(x, a):
-            return tf.switch_case(i, [lambda: a * tf.sin(x), lambda: a * x * x, lambda: a * tf.exp(x)])
+    def tensorflow(tf, x, a, i):
+        return tf.switch_case(i, [lambda: a * tf.sin(x), lambda: a * x * x, lambda: a * tf.exp(x)])
 
-        return _tf_two_orders(tf, f, [x, a], w, v)
-
-    def jax(jax, x, a, i, w, v):
+    def jax(jax, x, a, i):
         jnp = jax.numpy
+        return jax.lax.switch(i, [lambda: a * jnp.sin(x), lambda: a * x * x, lambda: a * jnp.exp(x)])
 
-        def f(x, a):
-            return jax.lax.switch(i, [lambda: a * jnp.sin(x), lambda: a * x * x, lambda: a * jnp.exp(x)])
-
-        return _jax_two_orders(jax, f, (x, a), w, v)
-
-    def torch(torch, x, a, i, w, v):
-        def f(x, a):
-            return [lambda: a * torch.sin(x), lambda: a * x * x, lambda: a * torch.exp(x)][i]()
-
-        return _torch_two_orders(torch, f, (x, a), w, v)
+    def torch(torch, x, a, i):
+        return [lambda: a * torch.sin(x), lambda: a * x * x, lambda: a * torch.exp(x)][i]()
 
 
 class Loop(Program):
     """n steps of y <- a*sin(y) + y from x. ``bounded``: at most MAX_TRIPS steps
     (maximum_iterations; in JAX a fori_loop of static length MAX_TRIPS masked by k < n)."""
 
-    def tensorflow(tf, x, a, n, w, v, *, bounded):
-        def f(x, a):
-            body = lambda k, y: (k + 1, a * tf.sin(y) + y)  # noqa: E731
-            limit = MAX_TRIPS if bounded else None
-            return tf.while_loop(lambda k, y: k < n, body, (tf.constant(0), x), maximum_iterations=limit)[1]
+    def tensorflow(tf, x, a, n, *, bounded):
+        body = lambda k, y: (k + 1, a * tf.sin(y) + y)  # noqa: E731
+        limit = MAX_TRIPS if bounded else None
+        return tf.while_loop(lambda k, y: k < n, body, (tf.constant(0), x), maximum_iterations=limit)[1]
 
-        return _tf_two_orders(tf, f, [x, a], w, v)
-
-    def jax(jax, x, a, n, w, v, *, bounded):
+    def jax(jax, x, a, n, *, bounded):
         lax, jnp = jax.lax, jax.numpy
+        if bounded:
+            return lax.fori_loop(0, MAX_TRIPS, lambda k, y: jnp.where(k < n, a * jnp.sin(y) + y, y), x)
+        return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, a * jnp.sin(c[1]) + c[1]), (0, x))[1]
 
-        def f(x, a):
-            if bounded:
-                return lax.fori_loop(0, MAX_TRIPS, lambda k, y: jnp.where(k < n, a * jnp.sin(y) + y, y), x)
-            return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, a * jnp.sin(c[1]) + c[1]), (0, x))[1]
-
-        return _jax_two_orders(jax, f, (x, a), w, v)
-
-    def torch(torch, x, a, n, w, v, *, bounded):
-        def f(x, a):
-            y, k = x, 0
-            while k < n and not (bounded and k >= MAX_TRIPS):
-                y, k = a * torch.sin(y) + y, k + 1
-            return y
-
-        return _torch_two_orders(torch, f, (x, a), w, v)
+    def torch(torch, x, a, n, *, bounded):
+        y, k = x, 0
+        while k < n and not (bounded and k >= MAX_TRIPS):
+            y, k = a * torch.sin(y) + y, k + 1
+        return y
 
 
 class TapeTwice(Program):
@@ -712,7 +656,8 @@ def _against(record, oracles, program, args, got, scales, **static):
     inputs' magnitude); an oracle that refuses the program is noted (its own row declares it)."""
     for o in oracles:
         try:
-            refs = o.run(program.of(o), *args, **static)
+            *inputs, w, v = args
+            refs = two_orders(o, program, *inputs, w=w, v=v, **static)
         except Exception as e:  # noqa: BLE001 - e.g. JAX's while_loop in reverse mode
             record.note(f"{o.id} refuses {program.__name__} {static}: {cmp.error_name(e)}")
             continue
@@ -799,7 +744,7 @@ def test_cond_first_and_second_order(subject, oracles, record, f):
     (the false branch runs) d/dp is the left derivative."""
     x, a, p, w, v = f
     record.example(x=x, a=a, p=p, w=w, v=v)
-    out = subject.run(Cond.of(subject), x, a, p, w, v)
+    out = two_orders(subject, Cond, x, a, p, w=w, v=v)
     args = _float64(x, a, p)
     w64, v64 = _float64(w, v)
     side = "central" if abs(p) > MARGIN else "right" if p > 0 else "left"
@@ -825,7 +770,7 @@ def test_switch_case_first_and_second_order(subject, oracles, record, f):
     record.example(x=x, a=a, i=i, w=w, v=v)
     key = None if 0 <= i < BRANCHES else f"out_of_range[{int(i)}]"
     try:
-        out = subject.run(Switch.of(subject), x, a, i, w, v)
+        out = two_orders(subject, Switch, x, a, i, w=w, v=v)
     except Exception as e:
         if key is None:
             raise
@@ -855,7 +800,7 @@ def test_while_loop_first_and_second_order(subject, oracles, record, variant, f)
     record.example(x=x, a=a, n=n, w=w, v=v, variant=variant)
     bounded = variant == "bounded"
     try:
-        out = subject.run(Loop.of(subject), x, a, n, w, v, bounded=bounded)
+        out = two_orders(subject, Loop, x, a, n, w=w, v=v, bounded=bounded)
     except Exception as e:  # XLA and JAX refuse reverse mode through an unbounded loop (declared)
         record.check(EXPECT, **{f"reverse_mode[{variant}]": cmp.error_name(e)})
         return

@@ -113,11 +113,52 @@ class Runner:
         return self.compile(fn, **static)(*arrays)
 
     def vjp(self, fn, *arrays, cotangent=None, **static):
+        """``(value, gradients)``: native reverse mode of ``fn`` at ``arrays`` (a gradient per
+        float input, ``None`` for the others); ``cotangent`` defaults to ones."""
         diff = tuple(is_float(a) for a in arrays)
         builder = self.vjp_builder()
         if cotangent is None:
             return self.compile(builder, fn=fn, diff=diff, static=_Frozen(static), ct=False)(*arrays)
         return self.compile(builder, fn=fn, diff=diff, static=_Frozen(static), ct=True)(*arrays, cotangent)
+
+    def jvp(self, fn, *arrays, tangents, **static):
+        """``(value, J t)``: native forward mode of ``fn`` at ``arrays`` (TensorFlow's
+        ForwardAccumulator, ``jax.jvp``, ``torch.func.jvp``); ``tangents``: one per float input,
+        in order."""
+        diff = tuple(is_float(a) for a in arrays)
+        builder = self.jvp_builder()
+        return self.compile(builder, fn=fn, diff=diff, static=_Frozen(static))(*arrays, *tangents)
+
+    def second_order(self, fn, *arrays, cotangent, cotangent2, **static):
+        """``(value, gradients, second)``: reverse over reverse. ``gradients`` as :meth:`vjp`
+        with ``cotangent``; ``second``, per float input, the gradient of
+        ``sum(cotangent2 * gradients[0])`` (the first float input's gradient): nested tapes (or
+        ``tf.gradients`` twice in a v1 graph), ``jax.vjp`` of ``jax.vjp``, ``autograd.grad`` with
+        ``create_graph``. A first gradient that does not depend on the inputs gives ``None``."""
+        diff = tuple(is_float(a) for a in arrays)
+        builder = self.second_order_builder()
+        return self.compile(builder, fn=fn, diff=diff, static=_Frozen(static))(*arrays, cotangent, cotangent2)
+
+    def jvp_builder(self):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def second_order_builder(self):  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+def of_floats(module, args, diff, fn, static):
+    """``fn(module, *args, **static)`` as a function of the float inputs alone (``diff`` marks
+    them), and those inputs: what ``jax.vjp``/``jax.jvp``/``torch.func.jvp`` differentiate."""
+    args = list(args)
+    idx = [i for i, d in enumerate(diff) if d]
+
+    def f(*xs):
+        full = list(args)
+        for i, x in zip(idx, xs):
+            full[i] = x
+        return fn(module, *full, **static)
+
+    return f, [args[i] for i in idx]
 
 
 def _memo_key(arrays):

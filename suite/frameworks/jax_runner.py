@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from .base import Runner, nest_map
+from .base import Runner, nest_map, of_floats
 
 
 def make(fw, spec):
@@ -51,6 +51,12 @@ class JaxRunner(Runner):
     def vjp_builder(self):
         return jax_vjp
 
+    def jvp_builder(self):
+        return jax_jvp
+
+    def second_order_builder(self):
+        return jax_second_order
+
     def sync(self, out):
         return self.jax.block_until_ready(out)
 
@@ -60,17 +66,31 @@ def jax_vjp(jax, *args, fn, diff, static, ct):
         *args, cotangent = args
     else:
         cotangent = None
-    args = list(args)
-    idx = [i for i, d in enumerate(diff) if d]
-
-    def f(*xs):
-        full = list(args)
-        for i, x in zip(idx, xs):
-            full[i] = x
-        return fn(jax, *full, **static)
-
-    y, pullback = jax.vjp(f, *[args[i] for i in idx])
+    f, xs = of_floats(jax, args, diff, fn, static)
+    y, pullback = jax.vjp(f, *xs)
     if cotangent is None:  # JAX has no implicit cotangent: ones, as TensorFlow's default
         cotangent = jax.numpy.ones_like(y)
     gs = iter(pullback(cotangent))
     return y, tuple(next(gs) if d else None for d in diff)
+
+
+def jax_jvp(jax, *args, fn, diff, static):
+    n = sum(diff)
+    f, xs = of_floats(jax, args[: len(args) - n], diff, fn, static)
+    return jax.jvp(f, tuple(xs), tuple(args[len(args) - n :]))
+
+
+def jax_second_order(jax, *args, fn, diff, static):
+    """``jax.vjp`` of ``jax.vjp``: the first gradient of the first float input, pulled back."""
+    *args, w, v = args
+    f, xs = of_floats(jax, args, diff, fn, static)
+
+    def first(*xs):
+        y, pullback = jax.vjp(f, *xs)
+        g = pullback(w)
+        return g[0], (y, g)
+
+    _, pullback, (y, g) = jax.vjp(first, *xs, has_aux=True)
+    h = pullback(v)
+    it_g, it_h = iter(g), iter(h)
+    return y, tuple(next(it_g) if d else None for d in diff), tuple(next(it_h) if d else None for d in diff)

@@ -157,6 +157,12 @@ class TFRunner(Runner):
     def vjp_builder(self):
         return tf_vjp
 
+    def jvp_builder(self):
+        return tf_jvp
+
+    def second_order_builder(self):
+        return tf_second_order
+
     def sync(self, out):
         return nest_map(self.numpy, out)
 
@@ -183,3 +189,42 @@ def tf_vjp(tf, *args, fn, diff, static, ct):
         gs = tape.gradient(y, xs, output_gradients=cotangent) if xs else []
     it = iter(gs)
     return y, tuple(next(it) if d else None for d in diff)
+
+
+def _split(args, diff, n_extra):
+    """(inputs, the float inputs, the trailing extra arguments)."""
+    cut = len(args) - n_extra
+    args, extra = list(args[:cut]), list(args[cut:])
+    return args, [a for a, d in zip(args, diff) if d], extra
+
+
+def _per_input(diff, gs):
+    it = iter(gs)
+    return tuple(next(it) if d else None for d in diff)
+
+
+def tf_jvp(tf, *args, fn, diff, static):
+    """Native forward mode: a ForwardAccumulator (it works in every mode, a v1 graph too)."""
+    n = sum(diff)
+    args, xs, ts = _split(args, diff, n)
+    with tf.autodiff.ForwardAccumulator(xs, ts) as acc:
+        y = fn(tf, *args, **static)
+    return y, acc.jvp(y)
+
+
+def tf_second_order(tf, *args, fn, diff, static):
+    """Reverse over reverse: nested tapes, or ``tf.gradients`` twice in a v1 graph."""
+    args, xs, (w, v) = _split(args, diff, 2)
+    if in_v1_graph():
+        y = fn(tf, *args, **static)
+        g = tf.gradients(y, xs, grad_ys=w)
+        h = tf.gradients(g[0], xs, grad_ys=v) if g[0] is not None else [None] * len(xs)
+        return y, _per_input(diff, g), _per_input(diff, h)
+    with tf.GradientTape() as outer:
+        outer.watch(xs)
+        with tf.GradientTape() as inner:
+            inner.watch(xs)
+            y = fn(tf, *args, **static)
+        g = inner.gradient(y, xs, output_gradients=w)
+    h = outer.gradient(g[0], xs, output_gradients=v) if g[0] is not None else [None] * len(xs)
+    return y, _per_input(diff, g), _per_input(diff, h)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Runner, nest_map
+from .base import Runner, nest_map, of_floats
 
 
 def make(fw, spec):
@@ -45,6 +45,12 @@ class TorchRunner(Runner):
     def vjp_builder(self):
         return torch_vjp
 
+    def jvp_builder(self):
+        return torch_jvp
+
+    def second_order_builder(self):
+        return torch_second_order
+
     def sync(self, out):
         if self.torch_device == "cuda":
             self.torch.cuda.synchronize()
@@ -66,3 +72,32 @@ def torch_vjp(torch, *args, fn, diff, static, ct):
     gs = torch.autograd.grad(y, xs, grad_outputs=cotangent, allow_unused=True) if xs else []
     it = iter(gs)
     return y.detach(), tuple(next(it) if d else None for d in diff)
+
+
+def torch_jvp(torch, *args, fn, diff, static):
+    """``torch.func.jvp`` of ``fn`` as a function of its float inputs."""
+    n = sum(diff)
+    f, xs = of_floats(torch, args[: len(args) - n], diff, fn, static)
+    y, t = torch.func.jvp(f, tuple(xs), tuple(args[len(args) - n :]))
+    return y.detach(), t.detach()
+
+
+def torch_second_order(torch, *args, fn, diff, static):
+    """``autograd.grad`` twice, the first with ``create_graph``."""
+    *args, w, v = args
+    args = [a.requires_grad_(True) if d else a for a, d in zip(args, diff)]
+    xs = [a for a, d in zip(args, diff) if d]
+    y = fn(torch, *args, **static)
+    g = torch.autograd.grad(y, xs, grad_outputs=w, create_graph=True, allow_unused=True)
+    # a first gradient that no input reaches is the upstream itself: nothing to differentiate
+    if g[0] is not None and g[0].requires_grad:
+        h = torch.autograd.grad(g[0], xs, grad_outputs=v, allow_unused=True)
+    else:
+        h = [None] * len(xs)
+    it_g, it_h = iter(g), iter(h)
+    per = [(next(it_g), next(it_h)) if d else (None, None) for d in diff]
+    return (
+        y.detach(),
+        tuple(None if a is None else a.detach() for a, _ in per),
+        tuple(None if b is None else b.detach() for _, b in per),
+    )
