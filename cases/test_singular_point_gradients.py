@@ -48,7 +48,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from suite import compare as cmp, finite_diff, strategies as ss
+from suite import compare as cmp, finite_diff, ops, strategies as ss
 from suite.behaviours import behaviour
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
@@ -774,20 +774,8 @@ EXPECT = expectations(
 
 # ---------------------------------------------------------------- observations
 def kind(d, named=None) -> str:
-    """``nan``, ``+inf``, ``-inf``, ``zero``, the closed form in ``named`` ({name: array}) every
-    entry equals, the value (``1``, ``1e+06``) when every entry has it, else ``finite``;
-    ``mixed:a,b`` when entries differ in class."""
-    d = np.asarray(d, np.float64).ravel()
-    words = {"nan" if np.isnan(v) else "zero" if v == 0 else "finite" if np.isfinite(v) else f"{v:+}" for v in d}
-    if len(words) > 1:
-        return "mixed:" + ",".join(sorted(words))
-    word = words.pop()
-    if word != "finite":
-        return word
-    for name, ref in (named or {}).items():
-        if cmp.rel_err(d, np.ravel(ref)) <= 1e-4:
-            return name
-    return f"{d[0]:.3g}" if np.all(np.abs(d - d[0]) <= 1e-4 * abs(d[0])) else "finite"
+    """The kind of a gradient at a point: the op table's vocabulary (:func:`suite.ops.point_kind`)."""
+    return ops.point_kind(d, named)
 
 
 def side(g, f, arrays, i) -> str:

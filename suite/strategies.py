@@ -180,6 +180,34 @@ def either(*strategies) -> st.SearchStrategy:
     return st.one_of(*strategies)
 
 
+@cached
+def floats(dtype, min_value=None, max_value=None, *, subnormals=False) -> st.SearchStrategy[float]:
+    """Finite values of ``dtype`` (``hypothesis.extra.numpy.from_dtype``: the width follows the
+    dtype) in [min_value, max_value], bounds included, so a domain's tails are drawn. Cases use
+    this instead of ``st.floats(width=32 if ... else 64)``.
+
+    >>> from hypothesis import given
+    >>> @given(v=floats(np.float32, -88.7, 1e4))
+    ... def t(v): assert np.float32(v) == v and -88.7 <= v <= 1e4
+    >>> t()
+    """
+    t = np.dtype(dtype).type
+    if min_value is not None:  # bounds rounded inward to values of the dtype
+        lo = t(min_value)
+        min_value = float(lo if lo >= min_value else np.nextafter(lo, t(np.inf)))
+    if max_value is not None:
+        hi = t(max_value)
+        max_value = float(hi if hi <= max_value else np.nextafter(hi, t(-np.inf)))
+    return hnp.from_dtype(
+        np.dtype(dtype),
+        min_value=min_value,
+        max_value=max_value,
+        allow_nan=False,
+        allow_infinity=False,
+        allow_subnormal=subnormals,
+    )
+
+
 def _elements(dtype, lo, hi, *, halfway, edges=()):
     width = {2: 16, 4: 32}.get(np.dtype(dtype).itemsize, 64)
     plain = st.floats(lo, hi, width=width, allow_subnormal=False, allow_nan=False, allow_infinity=False)

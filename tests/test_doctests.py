@@ -13,6 +13,8 @@ MODULES = [
     "suite.report.model",
     "suite.report.html",
     "suite.report.diff",
+    "suite.ops",
+    "suite.strategies",
 ]
 
 

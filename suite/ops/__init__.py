@@ -1,0 +1,150 @@
+"""The op table: one entry per op, and generic gradient properties run over every entry.
+
+An entry says everything the suite needs to test an op's derivative in every TensorFlow mode
+against JAX, PyTorch and float64 references: its spellings, a float64 reference, its input
+domain per dtype (bounds wide enough to reach where float32 saturates or underflows), its
+special points (singular points, kinks, ties, boundaries) with the kind each framework
+answers there (declarations with reason, link and version range, as elsewhere), its
+capabilities and its tolerance. A behaviour module binds the generic properties to its
+entries (:func:`suite.ops.properties.bind`); its rows are reported under that behaviour::
+
+    TANH = ops.register(ops.Op(
+        "tanh", behaviour="activation-gradients",
+        tensorflow=lambda tf, x: tf.math.tanh(x), jax=lambda jax, x: jax.numpy.tanh(x),
+        torch=lambda torch, x: torch.tanh(x), reference=np.tanh,
+        domain={"float32": (-20.0, 20.0), "float64": (-40.0, 40.0)},
+    ))
+
+>>> op = Op("square", behaviour="demo", tensorflow=lambda tf, x: x * x, jax=lambda jax, x: x * x,
+...         torch=None, absent={"torch": ("no spelling here", "https://example.org")}, reference=np.square)
+>>> op.program.of("jax")(None, 3.0), op.spelled("torch")
+(9.0, False)
+>>> op.keys()
+[]
+>>> op = register(Op("abs", behaviour="demo", tensorflow=abs, jax=abs, torch=abs, points=(Point("0", (0.0,), "zero"),)))
+>>> op.keys(), op.expect.lookup("grad[abs@0]", None)
+(['grad[abs@0]'], ('zero', None))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+from suite import compare as cmp
+from suite.program import Program
+
+#: What an entry can be asked for; an op that lacks one says so and the property is not run.
+CAPABILITIES = frozenset({"forward", "second", "xla", "graph", "gpu"})
+
+_TABLE: dict[str, "Op"] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """A special point: the arguments there (one value per argument, broadcast to the drawn
+    shape) and the kind every framework answers by default (``zero``, ``nan``, ``+inf``,
+    ``-inf``, a number such as ``1`` or ``0.5``); declarations in the entry say where a
+    framework answers otherwise."""
+
+    name: str
+    at: tuple
+    kind: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Op:
+    """One op. ``tensorflow``/``jax``/``torch``: ``fn(module, *xs)``, or None with the reason and
+    a link in ``absent``; ``reference``: the float64 NumPy function; ``domain``: per dtype name,
+    the (low, high) bounds of every argument's values; ``points``: the special points;
+    ``declared``: where a framework answers otherwise at a point (``expect("grad[<name>@<point>]",
+    ...)`` with reason, link and version range);
+    ``excluded``: where the derivative is undefined, values or ``f(*args, margin) -> bool array``
+    (within ``margin`` of them the gradients are compared only at the special points);
+    ``capabilities``: a subset of :data:`CAPABILITIES`, each one left out named in ``absent``
+    with its reason and link."""
+
+    name: str
+    behaviour: str
+    tensorflow: Callable | None = None
+    jax: Callable | None = None
+    torch: Callable | None = None
+    reference: Callable | None = None
+    arity: int = 1
+    domain: dict = dataclasses.field(default_factory=lambda: {"float32": (-4.0, 4.0), "float64": (-4.0, 4.0)})
+    points: tuple = ()
+    declared: tuple = ()
+    excluded: tuple | Callable = ()
+    margin: float = 1e-3
+    capabilities: frozenset = CAPABILITIES
+    absent: dict = dataclasses.field(default_factory=dict)
+    tol: cmp.Tolerance = cmp.GRAD
+
+    def __post_init__(self):
+        for fw in ("tensorflow", "jax", "torch"):
+            if getattr(self, fw) is None and fw not in self.absent:
+                raise ValueError(f"op {self.name}: no {fw} spelling and no reason in absent={{{fw!r}: (why, link)}}")
+        bad = set(self.capabilities) - CAPABILITIES
+        if bad:
+            raise ValueError(f"op {self.name}: unknown capabilities {sorted(bad)}")
+        for cap in sorted(CAPABILITIES - set(self.capabilities)):
+            if cap not in self.absent:
+                raise ValueError(f"op {self.name}: no {cap}, and no reason in absent={{{cap!r}: (why, link)}}")
+        spellings = {fw: staticmethod(getattr(self, fw)) for fw in ("tensorflow", "jax", "torch") if getattr(self, fw)}
+        object.__setattr__(self, "program", type(f"Op_{self.name}", (Program,), {"__doc__": self.name, **spellings}))
+
+    def spelled(self, framework: str) -> bool:
+        return getattr(self, framework) is not None
+
+    def key(self, point: Point) -> str:
+        return f"grad[{self.name}@{point.name}]"
+
+    def keys(self) -> list[str]:
+        return [self.key(p) for p in self.points]
+
+
+def register(op: Op) -> Op:
+    """Add ``op`` to the table, its declarations attributed to the calling (behaviour) module,
+    as ``expectations(...)`` there would be. A name is one entry: registering it again
+    replaces it, so a module imported twice does not double its rows."""
+    import sys
+
+    from suite.expectations import Expectations
+
+    module = sys._getframe(1).f_globals.get("__name__", "?")
+    defaults = {op.key(p): p.kind for p in op.points}
+    object.__setattr__(op, "expect", Expectations(defaults, list(op.declared), module))
+    _TABLE[op.name] = op
+    return op
+
+
+def entries(behaviour: str) -> list[Op]:
+    """The table's entries reported under ``behaviour``, in registration order."""
+    return [op for op in _TABLE.values() if op.behaviour == behaviour]
+
+
+def point_kind(g, named=None) -> str:
+    """What a gradient is at a special point: ``nan``, ``+inf``, ``-inf``, ``zero``, the closed
+    form in ``named`` ({name: array}) every entry equals, the value when every entry has it
+    (``1``, ``0.5``), else ``finite``; ``mixed:a,b`` when entries differ in class.
+
+    >>> point_kind(np.array([0.0, -0.0])), point_kind(np.array([np.inf])), point_kind(np.array([0.5, 0.5]))
+    ('zero', '+inf', '0.5')
+    >>> point_kind(None), point_kind(np.array([2.0, 3.0]), {"2x": np.array([2.0, 3.0])})
+    ('none', '2x')
+    """
+    if g is None:
+        return "none"
+    d = np.asarray(g, np.float64).ravel()
+    words = {"nan" if np.isnan(v) else "zero" if v == 0 else "finite" if np.isfinite(v) else f"{v:+}" for v in d}
+    if len(words) > 1:
+        return "mixed:" + ",".join(sorted(words))
+    word = words.pop()
+    if word != "finite":
+        return word
+    for name, ref in (named or {}).items():
+        if cmp.rel_err(d, np.ravel(ref)) <= 1e-4:
+            return name
+    return f"{d[0]:.3g}" if np.all(np.abs(d - d[0]) <= 1e-4 * abs(d[0])) else "finite"

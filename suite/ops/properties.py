@@ -1,0 +1,187 @@
+"""Generic gradient properties over the op table, bound into a behaviour module.
+
+``bind(globals(), "kink-subgradients")`` adds four tests to the module, parametrized over the
+table's entries of that behaviour, so their rows are that behaviour's, in every TensorFlow
+mode and for JAX and PyTorch as subjects, each against the other frameworks as oracles:
+
+- ``test_op_reverse_mode``: value and gradients against the float64 reference, the oracles
+  and (float64) central differences of the reference away from the excluded points; each
+  gradient has its input's dtype and shape;
+- ``test_op_forward_mode``: ``J t`` agrees with the reverse mode (``<w, J t> = <J^T w, t>``)
+  and with the oracles' forward mode;
+- ``test_op_second_order``: reverse over reverse against the oracles';
+- ``test_op_special_points``: the kind of gradient at each special point (``zero``, ``nan``,
+  ``+inf``, ``1``, ...), asserted against the entry's declarations.
+
+Inputs: a dtype and a shape from a small menu (float32 and float64; a scalar, a vector, a
+matrix), values drawn over the entry's domain for that dtype, bounds included.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from suite import compare as cmp, finite_diff, ops, strategies as ss
+from suite.behaviours import declared_skip
+
+#: (dtype, shape) pairs: each dtype with a scalar, a vector and a matrix.
+PAIRS = ((np.float32, ()), (np.float64, (3,)), (np.float32, (2, 3)), (np.float64, ()), (np.float32, (3,)))
+MODE_CAPABILITY = {"xla": "xla", "graph": "graph"}
+
+
+def _usable(op, subject):
+    """Skip (declared, with the entry's reason and link) a subject the entry has no spelling or
+    capability for."""
+    if not op.spelled(subject.framework):
+        why, link = op.absent[subject.framework]
+        declared_skip(f"{op.name} has no {subject.framework} spelling: {why}", link=link)
+    need = [MODE_CAPABILITY.get(subject.mode)] if subject.framework == "tensorflow" else []
+    need += ["gpu"] if subject.device == "gpu" else []
+    for cap in need:
+        if cap and cap not in op.capabilities:
+            why, link = op.absent[cap]
+            declared_skip(f"{op.name} is not run under {cap}: {why}", link=link)
+
+
+def _capable(op, cap):
+    if cap not in op.capabilities:
+        why, link = op.absent[cap]
+        declared_skip(f"{op.name} has no {cap}: {why}", link=link)
+
+
+def _oracles(op, oracles):
+    return [o for o in oracles if op.spelled(o.framework)]
+
+
+@st.composite
+def operands(draw, op):
+    """(args, cotangent, tangents, second cotangent) of one dtype and shape over ``op``'s domain."""
+    dtype, shape = draw(st.sampled_from(PAIRS), label="dtype, shape")
+    lo, hi = op.domain[np.dtype(dtype).name]
+    el = ss.floats(dtype, lo, hi)
+    args = tuple(draw(ss.arrays(dtype, shape, elements=el), label=f"x{i}") for i in range(op.arity))
+    like = ss.floats(dtype, -2.0, 2.0)
+    w, v = (draw(ss.arrays(dtype, shape, elements=like), label=n) for n in ("w", "v"))
+    tangents = tuple(draw(ss.arrays(dtype, shape, elements=like), label=f"t{i}") for i in range(op.arity))
+    return args, w, tangents, v
+
+
+def _near_excluded(op, args) -> bool:
+    """Is any element within ``op.margin`` of a point where the derivative is undefined (a value
+    in ``op.excluded``, or where ``op.excluded(*args)`` is true)?"""
+    a64 = [np.asarray(a, np.float64) for a in args]
+    if callable(op.excluded):
+        return bool(np.any(op.excluded(*a64, margin=op.margin)))
+    return any(np.any(np.abs(a - e) <= op.margin) for a in a64 for e in op.excluded)
+
+
+def reverse_mode(subject, oracles, record, op, data):
+    _usable(op, subject)
+    args, w, _, _ = data.draw(operands(op), label="operands")
+    record.example(**{f"x{i}": a for i, a in enumerate(args)}, w=w)
+    record.scale = "inputs"  # saturated and underflowing outputs are compared at the inputs' magnitude
+    y, grads = subject.vjp(op.program.of(subject), *args, cotangent=w)
+    ref = np.asarray(op.reference(*(np.asarray(a, np.float64) for a in args)))
+    record.close(name="value", out=y, ref=ref.astype(args[0].dtype), oracle="closed-form", tol=cmp.VALUE)
+    for i, (g, a) in enumerate(zip(grads, args)):
+        cmp.check_dtype_and_shape(name=f"grad{i}", out=g, ref=a, who=subject.id, oracle="its input")
+    away = not _near_excluded(op, args)  # at a kink the frameworks pick sides: see special points
+    got = {"value": y, **{f"grad{i}": g if away else ... for i, g in enumerate(grads)}}
+    record.against(_oracles(op, oracles), op.program, *args, cotangent=w, got=got, tol=op.tol)
+    if args[0].dtype == np.float64 and away:
+        refs = finite_diff.vjp(op.reference, *args, cotangent=w)
+        record.against_differences({f"grad{i}": g for i, g in enumerate(grads)}, refs, label="central")
+
+
+def forward_mode(subject, oracles, record, op, data):
+    _usable(op, subject)
+    _capable(op, "forward")
+    args, w, tangents, _ = data.draw(operands(op), label="operands")
+    record.example(**{f"x{i}": a for i, a in enumerate(args)}, w=w, **{f"t{i}": t for i, t in enumerate(tangents)})
+    record.scale = "inputs"
+    fn = op.program.of(subject)
+    y, jt = subject.jvp(fn, *args, tangents=tangents)
+    _, grads = subject.vjp(fn, *args, cotangent=w)
+    lhs = np.sum(np.asarray(w, np.float64) * np.asarray(jt, np.float64))
+    rhs = sum(np.sum(np.asarray(g, np.float64) * np.asarray(t, np.float64)) for g, t in zip(grads, tangents))
+    scale = sum(np.sum(np.abs(np.asarray(g, np.float64) * t)) for g, t in zip(grads, tangents))
+    dt = args[0].dtype  # summed in float64, held at the inputs' precision
+    record.close(name="<w, J t> = <J^T w, t>", out=np.asarray(lhs, dt), ref=np.asarray(rhs, dt),
+                 oracle="closed-form", tol=op.tol, scale=scale)  # fmt: skip
+    for o in _oracles(op, oracles) if not _near_excluded(op, args) else ():
+        _, ref = o.jvp(op.program.of(o), *args, tangents=tangents)
+        record.close(name="J t", out=jt, ref=ref, oracle=o.id, tol=op.tol)
+
+
+def second_order(subject, oracles, record, op, data):
+    _usable(op, subject)
+    _capable(op, "second")
+    args, w, _, v = data.draw(operands(op), label="operands")
+    record.example(**{f"x{i}": a for i, a in enumerate(args)}, w=w, v=v)
+    record.scale = "inputs"
+    _, grads, second = _zeros_for_none(args, *subject.second_order(op.program.of(subject), *args, cotangent=w,
+                                                                    cotangent2=v))  # fmt: skip
+    for i, (h, a) in enumerate(zip(second, args)):
+        cmp.check_dtype_and_shape(name=f"second{i}", out=h, ref=a, who=subject.id, oracle="its input")
+    for o in _oracles(op, oracles) if not _near_excluded(op, args) else ():
+        _, rg, rs = _zeros_for_none(args, *o.second_order(op.program.of(o), *args, cotangent=w, cotangent2=v))
+        for i, (g, r) in enumerate(zip(grads, rg)):
+            record.close(name=f"grad{i}", out=g, ref=r, oracle=o.id, tol=op.tol)
+        for i, (h, r) in enumerate(zip(second, rs)):
+            record.close(name=f"second{i}", out=h, ref=r, oracle=o.id, tol=op.tol)
+
+
+def _zeros_for_none(args, y, grads, second):
+    """A second derivative that no input reaches is ``None`` in TensorFlow and PyTorch and zeros
+    in JAX (a piecewise-linear op's): compared as zeros."""
+    second = tuple(np.zeros_like(a) if h is None else h for h, a in zip(second, args))
+    return y, grads, second
+
+
+def special_points(subject, oracles, record, op, data):
+    """Every point of the entry, as one example: the kind of the first argument's gradient."""
+    _usable(op, subject)
+    dtype = data.draw(st.sampled_from((np.float32, np.float64)), label="dtype")
+    record.example(dtype=np.dtype(dtype).name)
+    for p in op.points:
+        args = tuple(np.full((3,), v, dtype) for v in p.at)
+        _, grads = subject.vjp(op.program.of(subject), *args, cotangent=np.ones((3,), dtype))
+        record.check(op.expect, **{op.key(p): ops.point_kind(grads[0])})
+
+
+PROPERTIES = {
+    "test_op_reverse_mode": reverse_mode,
+    "test_op_forward_mode": forward_mode,
+    "test_op_second_order": second_order,
+    "test_op_special_points": special_points,
+}
+
+
+def bind(namespace: dict, behaviour: str) -> list[str]:
+    """Add the generic tests over ``behaviour``'s entries to a case module's namespace (none
+    when it has no entries); returns their names."""
+    entries = ops.entries(behaviour)
+    if not entries:
+        return []
+    names = []
+    for name, prop in PROPERTIES.items():
+        chosen = [op for op in entries if name != "test_op_special_points" or op.points]
+        if not chosen:
+            continue
+        test = _make(prop, name, namespace.get("__name__", "?"))
+        namespace[name] = pytest.mark.parametrize("op", chosen, ids=[op.name for op in chosen])(test)
+        names.append(name)
+    return names
+
+
+def _make(prop, name, module):
+    @given(data=st.data())
+    def test(subject, oracles, record, op, data):
+        prop(subject, oracles, record, op, data)
+
+    test.__name__ = test.__qualname__ = name
+    test.__module__ = module
+    test.__doc__ = prop.__doc__ or __doc__.split("\n\n")[1]
+    return test
