@@ -34,7 +34,7 @@ import pytest
 from hypothesis import example, given, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from suite import compare as cmp, strategies as ss
+from suite import compare as cmp, facts, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.program import Program
@@ -78,18 +78,7 @@ EXPECT = expectations(
         "slide_chain_rule": "differs",
         "py_function_unused_input": "scalar-zero",
     },
-    *[
-        expect(
-            f"{m}/tf.gradients",
-            raises("RuntimeError", r"tf\.gradients is not supported when eager execution is enabled"),
-            framework="tensorflow",
-            mode="eager",
-            reason="tf.gradients raises RuntimeError when eager execution is enabled: it is only valid "
-            "in a graph context (a v1 Graph or inside tf.function)",
-            link="https://www.tensorflow.org/api_docs/python/tf/gradients",
-        )
-        for m in MECHS + tuple(DEFAULTS)
-    ],
+    *[facts.tf_gradients_in_eager(f"{m}/tf.gradients") for m in MECHS + tuple(DEFAULTS)],
     *[
         expect(
             f"override_map_{op}/tape",

@@ -45,7 +45,7 @@ import ml_dtypes
 import numpy as np
 from hypothesis import example, given, strategies as st
 
-from suite import compare as cmp, strategies as ss
+from suite import compare as cmp, facts, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.program import Program
@@ -69,14 +69,6 @@ TORCH_MAKE_GRADS = "https://github.com/pytorch/pytorch/blob/main/torch/autograd/
 MATH_GRAD_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
 BACKPROP_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/eager/backprop.py"
 TORCH_SOFTPLUS_LINK = "https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.softplus.html"
-NO_EAGER_GRADIENTS = raises("RuntimeError", r"tf\.gradients is not supported when eager execution is enabled")
-NO_EAGER = dict(
-    framework="tensorflow",
-    mode="eager",
-    link=GRADIENTS_LINK,
-    reason="tf.gradients is only valid in a graph context: in eager it raises RuntimeError "
-    "'tf.gradients is not supported when eager execution is enabled. Use tf.GradientTape'",
-)
 
 # JAX's answer to any wrong-shape cotangent (jax.vjp: vjpfun takes "a cotangent vector with the same
 # shape as primals_out"); JAX 0.4 writes "vjp function", later releases "VJP function".
@@ -170,10 +162,10 @@ EXPECT = expectations(
         "softplus_tail": "sigmoid",
         **{k: JAX_BAD_COTANGENT for k in BAD_KEYS},
     },
-    expect("grad_ys", NO_EAGER_GRADIENTS, **NO_EAGER),
-    expect("chain_grad_ys", NO_EAGER_GRADIENTS, **NO_EAGER),
-    expect("default_grad_ys", NO_EAGER_GRADIENTS, **NO_EAGER),
-    expect("saturating_chain_grad_ys", NO_EAGER_GRADIENTS, **NO_EAGER),
+    facts.tf_gradients_in_eager("grad_ys"),
+    facts.tf_gradients_in_eager("chain_grad_ys"),
+    facts.tf_gradients_in_eager("default_grad_ys"),
+    facts.tf_gradients_in_eager("saturating_chain_grad_ys"),
     expect(
         "softplus_tail",
         "linear",
@@ -182,7 +174,7 @@ EXPECT = expectations(
         reason="torch.nn.functional.softplus 'reverts to the linear function when input x beta > "
         "threshold' (default 20): its gradient there is the cotangent itself, not w * sigmoid(x)",
     ),
-    *[expect(k, NO_EAGER_GRADIENTS, **NO_EAGER) for k in BAD_KEYS if k.startswith("bad_grad_ys")],
+    *[facts.tf_gradients_in_eager(k) for k in BAD_KEYS if k.startswith("bad_grad_ys")],
     *_tf_bad_expectations(),
     expect(
         "default",

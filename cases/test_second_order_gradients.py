@@ -19,9 +19,9 @@ Declared surprise: ``tf.gradients`` of ``tf.gradients`` is traced in a v1 graph,
 import numpy as np
 from hypothesis import given, strategies as st
 
-from suite import compare as cmp, finite_diff, strategies as ss
+from suite import compare as cmp, facts, finite_diff, strategies as ss
 from suite.behaviours import behaviour, on
-from suite.expectations import expect, expectations, raises
+from suite.expectations import expectations
 from suite.frameworks.tf_runner import in_v1_graph
 from suite.program import Program
 
@@ -46,16 +46,7 @@ EXPECT = expectations(
         "weight_hessian": "indefinite",
         "tf_gradients": "available",
     },
-    expect(
-        "tf_gradients",
-        raises("RuntimeError", r"tf\.gradients is not supported when eager execution is enabled"),
-        framework="tensorflow",
-        mode="eager",
-        reason="tf.gradients is only valid in a graph context (a v1 graph or a tf.function trace); "
-        "eagerly it raises 'tf.gradients is not supported when eager execution is enabled. "
-        "Use tf.GradientTape instead.'",
-        link="https://www.tensorflow.org/api_docs/python/tf/gradients",
-    ),
+    facts.tf_gradients_in_eager("tf_gradients"),
 )
 # Every second derivative goes through sech^2 = 1 - tanh^2, which cancels in float32
 # (absolute error ~eps where |w2*x| is large) and is then scaled by weights, inputs and

@@ -34,7 +34,7 @@ Declared surprises:
 import numpy as np
 from hypothesis import given, strategies as st
 
-from suite import compare as cmp, strategies as ss
+from suite import compare as cmp, facts, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
@@ -42,7 +42,6 @@ from suite.program import Program
 
 TF_GRADIENTS_LINK = "https://www.tensorflow.org/api_docs/python/tf/gradients"
 TAPE_LINK = "https://www.tensorflow.org/api_docs/python/tf/GradientTape#jacobian"
-NO_EAGER_GRADIENTS = raises("RuntimeError", r"tf\.gradients is not supported when eager execution is enabled")
 JAX_NOT_SCALAR = raises("TypeError", r"Gradient only defined for scalar-output functions")
 
 BEHAVIOUR = behaviour(
@@ -94,24 +93,10 @@ EXPECT = expectations(
         "(1,)'); PyTorch seeds any one-element output (numel() == 1) and TF seeds every target",
         link="https://docs.jax.dev/en/latest/_autosummary/jax.grad.html",
     ),
-    expect(
-        "tf_gradients",
-        NO_EAGER_GRADIENTS,
-        framework="tensorflow",
-        mode="eager",
-        reason="tf.gradients raises RuntimeError 'tf.gradients is not supported when eager execution is "
-        "enabled. Use tf.GradientTape instead.' (gradients_util._GradientsHelper)",
-        link=TF_GRADIENTS_LINK,
-    ),
-    expect(
-        "per_row",
-        NO_EAGER_GRADIENTS,
-        framework="tensorflow",
-        mode="eager",
-        reason="the seed's workaround calls tf.gradients once per row; tf.gradients raises RuntimeError "
-        "when executing eagerly (per_row_tape is the eager spelling)",
-        link=TF_GRADIENTS_LINK,
-    ),
+    facts.tf_gradients_in_eager("tf_gradients"),
+    facts.tf_gradients_in_eager(
+        "per_row", why="the seed's workaround calls it once per row (per_row_tape is the eager spelling)"
+    ),  # fmt: skip
     expect(
         "while_nonpersistent",
         raises("RuntimeError", r"GradientTape must be created with persistent=True to compute the jacobian"),

@@ -36,7 +36,7 @@ Declared surprises:
 import numpy as np
 from hypothesis import example, given, strategies as st
 
-from suite import compare as cmp, strategies as ss
+from suite import compare as cmp, facts, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
@@ -165,18 +165,7 @@ EXPECT = expectations(
         )
         for q in POLICIES
     ],
-    *[
-        expect(
-            f"tf_gradients[{q}]",
-            raises("RuntimeError", r"tf\.gradients is not supported when eager execution is enabled"),
-            framework="tensorflow",
-            mode="eager",
-            reason="tf.gradients is only valid in a graph context: eagerly it raises 'tf.gradients is "
-            "not supported when eager execution is enabled. Use tf.GradientTape instead.'",
-            link="https://www.tensorflow.org/api_docs/python/tf/gradients",
-        )
-        for q in ("NONE", "ZERO")
-    ],
+    *[facts.tf_gradients_in_eager(f"tf_gradients[{q}]") for q in ("NONE", "ZERO")],
 )
 
 
