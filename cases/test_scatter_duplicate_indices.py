@@ -44,7 +44,7 @@ from hypothesis.extra import numpy as hnp
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
-from suite.frameworks.tf_runner import in_v1_graph
+from suite.frameworks.tf_runner import Variables, in_v1_graph
 from suite.program import Program
 
 V1_SCATTER_SUB = "https://www.tensorflow.org/api_docs/python/tf/compat/v1/scatter_sub"
@@ -206,31 +206,12 @@ class CenterStep(Program):
         return ScatterSub.torch(torch, centers, labels, Diff.torch(torch, centers, x, labels, alpha))
 
 
-_VARIABLES = {}
-
-
-def _key(tf, name, t):
-    """(name, device, dtype, shape): the device the caller placed this run on, so that a GPU row
-    never measures a CPU variable's kernel (init_scope keeps the device scope)."""
-    with tf.init_scope():
-        device = tf.zeros([]).device
-    return name, device, t.dtype.name, tuple(t.shape.as_list())
+VARIABLES = Variables()  # where they live: see the module docstring
 
 
 def _variable(tf, init, *, name, use_resource=True, trainable=False):
-    """A variable holding ``init`` (see the module docstring for where it lives)."""
-    if in_v1_graph():
-        return tf.compat.v1.Variable(
-            init, name=name, use_resource=use_resource, trainable=trainable, validate_shape=False
-        )
-    key = _key(tf, name, init)
-    if key not in _VARIABLES:
-        with tf.init_scope():
-            _VARIABLES[key] = tf.compat.v1.Variable(
-                tf.zeros(key[-1], init.dtype), name=name, trainable=trainable, use_resource=use_resource
-            )
-    _VARIABLES[key].assign(init)
-    return _VARIABLES[key]
+    """A resource variable that is not trainable unless asked: the seed's ``tf.compat.v1`` defaults."""
+    return VARIABLES.get(tf, init, name=name, use_resource=use_resource, trainable=trainable)
 
 
 def _v1_scatter_sub(tf, centers, labels, diff):
@@ -332,7 +313,8 @@ class State(Program):
     """The features and centers variables as the last step left them (outside that step)."""
 
     def tensorflow(tf, centers, x, *, sig=None):
-        return tf.identity(_VARIABLES[_key(tf, "features", x)]), tf.identity(_VARIABLES[_key(tf, "centers", centers)])
+        features, centers = VARIABLES.existing(tf, "features", x), VARIABLES.existing(tf, "centers", centers)
+        return tf.identity(features), tf.identity(centers)
 
 
 # ---------------------------------------------------------------- closed forms, classifiers

@@ -36,7 +36,7 @@ from hypothesis import example, given, strategies as st
 from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
-from suite.frameworks.tf_runner import in_v1_graph
+from suite.frameworks.tf_runner import Variables, in_v1_graph
 from suite.program import Program
 
 ASSIGN_NONE = "https://github.com/tensorflow/tensorflow/issues/30234"
@@ -288,21 +288,7 @@ def trips(d):
 
 
 # ---------------------------------------------------------------- variables
-_VARIABLES = {}
-
-
-def _variable(tf, init, *, name):
-    """A variable holding ``init``: built in a v1 graph, else created once per key and assigned."""
-    if in_v1_graph():
-        return tf.compat.v1.Variable(init, name=name, validate_shape=False)
-    with tf.init_scope():
-        device = tf.zeros([]).device
-    key = (name, device, init.dtype.name, tuple(init.shape.as_list()))
-    if key not in _VARIABLES:
-        with tf.init_scope():
-            _VARIABLES[key] = tf.Variable(tf.zeros(key[-1], init.dtype), name=name)
-    _VARIABLES[key].assign(init)
-    return _VARIABLES[key]
+VARIABLES = Variables()
 
 
 def _sig(runner, *arrays) -> dict:
@@ -323,7 +309,7 @@ class VariableUpdate(Program):
     differentiates w.r.t. the variable, JAX and PyTorch w.r.t. the value it held before."""
 
     def tensorflow(tf, v0, x, w, *, op, sig=None):
-        v = _variable(tf, v0, name=op)
+        v = VARIABLES.get(tf, v0, name=op)
         if in_v1_graph():
             with tf.control_dependencies([getattr(v, op)(x)]):
                 y = v.read_value()
@@ -351,7 +337,7 @@ class SeedAssignAdd(Program):
     """tensorflow#30234: v = 1.0; v.assign_add(x); loss = v * v: (d loss/dx, d loss/dv)."""
 
     def tensorflow(tf, v0, x, *, sig=None):
-        v = _variable(tf, v0, name="seed")
+        v = VARIABLES.get(tf, v0, name="seed")
         if in_v1_graph():
             with tf.control_dependencies([v.assign_add(x)]):
                 loss = v * v
@@ -377,7 +363,7 @@ def _tf_scatter(tf, t, idx, u, spelling):
     """(the value, the thing whose gradient is the tensor's: t itself or the variable holding it)."""
     if spelling == "tensor":
         return tf.tensor_scatter_nd_update(t, idx, u), t
-    v = _variable(tf, t, name="scatter")
+    v = VARIABLES.get(tf, t, name="scatter")
     with tf.control_dependencies([tf.compat.v1.scatter_nd_update(v, idx, u)]):
         return tf.identity(v.read_value()), v
 

@@ -228,3 +228,45 @@ def tf_second_order(tf, *args, fn, diff, static):
         g = inner.gradient(y, xs, output_gradients=w)
     h = outer.gradient(g[0], xs, output_gradients=v) if g[0] is not None else [None] * len(xs)
     return y, _per_input(diff, g), _per_input(diff, h)
+
+
+class Variables:
+    """TensorFlow variables for a case module's builders, one store per module::
+
+        VARIABLES = Variables()
+        ...
+        def tensorflow(tf, v0, x):
+            v = VARIABLES.get(tf, v0, name="acc")   # holds v0 on every call
+
+    In a v1 graph each build makes a new ``tf.compat.v1.Variable`` (the graph is built once per
+    signature and fed). Elsewhere a variable is made once per (name, device, dtype, shape),
+    outside any ``tf.function`` (which may create variables on its first call only), on the
+    device the caller placed the run on (so a GPU row never measures a CPU variable's kernel),
+    and assigned ``init`` on every call. Keyword arguments (``use_resource``, ``trainable``) go
+    to ``tf.compat.v1.Variable``."""
+
+    def __init__(self):
+        self._store: dict = {}
+
+    @staticmethod
+    def key(tf, name: str, like) -> tuple:
+        with tf.init_scope():
+            device = tf.zeros([]).device
+        return name, device, like.dtype.name, tuple(like.shape.as_list())
+
+    def get(self, tf, init, *, name: str, **kwargs):
+        if in_v1_graph():
+            return tf.compat.v1.Variable(init, name=name, validate_shape=False, **kwargs)
+        key = self.key(tf, name, init)
+        if key not in self._store:
+            with tf.init_scope():
+                zeros = tf.zeros(key[-1], init.dtype)
+                self._store[key] = (
+                    tf.compat.v1.Variable(zeros, name=name, **kwargs) if kwargs else tf.Variable(zeros, name=name)
+                )
+        self._store[key].assign(init)
+        return self._store[key]
+
+    def existing(self, tf, name: str, like):
+        """The variable :meth:`get` made for ``name`` and ``like``'s dtype and shape (not reset)."""
+        return self._store[self.key(tf, name, like)]
