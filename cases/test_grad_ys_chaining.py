@@ -590,10 +590,7 @@ def key(api, base, gradients_key):
 
 def attempt(runner, builder, *arrays, **static):
     """(result, None) or (None, 'raises:<Error>'): an API that is missing or refuses is observed."""
-    try:
-        return runner.run(builder, *arrays, **static), None
-    except Exception as e:  # noqa: BLE001 - the error's name is the observation
-        return None, cmp.error_name(e)
+    return runner.attempt("run", builder, *arrays, **static)
 
 
 # ---------------------------------------------------------------- properties

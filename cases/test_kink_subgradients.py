@@ -620,23 +620,18 @@ def separated(*groups) -> bool:
     return True
 
 
-_UNAVAILABLE: dict = {}
-
-
 def attempt(runner, program, *arrays, cotangent, **static):
-    """(value, grads), or the error where the mode cannot compile the op (remembered per
-    runner, program and dtype: a failed XLA compilation is not cached by TensorFlow). The op
-    exists, so that is ``raises:...``, not ``unavailable`` (a missing API)."""
-    key = (runner.id, program, arrays[0].dtype, tuple(sorted(static.items())))
-    if key in _UNAVAILABLE:
-        return None, _UNAVAILABLE[key]
-    try:
-        return runner.vjp(program.of(runner), *arrays, cotangent=cotangent, **static), None
-    except Exception as e:  # the framework's own answer; an unexpected one fails the check
-        if "Detected unsupported operations" not in str(e):
-            return None, cmp.error_name(e)
-        _UNAVAILABLE[key] = cmp.error_name(e)
-        return None, _UNAVAILABLE[key]
+    """(value, grads), or the error where the mode cannot compile the op (remembered: a failed
+    XLA compilation is not cached by TensorFlow). The op exists, so that is ``raises:...``, not
+    ``unavailable`` (a missing API)."""
+    return runner.attempt(
+        "vjp",
+        program.of(runner),
+        *arrays,
+        cotangent=cotangent,
+        remember=lambda e: "Detected unsupported operations" in str(e),
+        **static,
+    )
 
 
 # ---------------------------------------------------------------- properties

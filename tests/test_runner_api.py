@@ -57,3 +57,24 @@ def test_second_order_is_the_gradient_of_the_first_inputs_gradient(spec):
     assert g[2] is None and h[2] is None  # the integer input
     np.testing.assert_allclose(h[0], 6 * A * X * W * V, rtol=1e-12)  # d <v, dx> / dx
     np.testing.assert_allclose(h[1], 3 * X**2 * W * V, rtol=1e-12)  # d <v, dx> / da
+
+
+def test_attempt_observes_a_refusal_and_remembers_the_ones_asked_to():
+    r = _runner(frameworks.specs(frameworks=("jax",), devices=("cpu",))[1])  # jax-jit-cpu
+    calls = []
+
+    def refuses(jax, x):
+        calls.append(1)
+        raise ValueError("Detected unsupported operations")
+
+    def fine(jax, x):
+        return x * 2
+
+    out, err = r.attempt("run", fine, X)
+    assert err is None and np.allclose(out, 2 * X)
+    for _ in range(3):
+        out, err = r.attempt("run", refuses, X, remember=lambda e: "unsupported" in str(e))
+        assert out is None and err == "raises:ValueError" and "unsupported" in err.message
+    assert len(calls) == 1  # remembered after the first refusal
+    r.attempt("run", refuses, X)
+    assert len(calls) == 2  # not remembered unless asked

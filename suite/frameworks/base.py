@@ -40,6 +40,7 @@ class Runner:
         self.version = fw.version
         self._cache: dict = {}
         self._memo: dict | None = None
+        self._refused: dict = {}
 
     @property
     def id(self) -> str:
@@ -138,6 +139,29 @@ class Runner:
         diff = tuple(is_float(a) for a in arrays)
         builder = self.second_order_builder()
         return self.compile(builder, fn=fn, diff=diff, static=_Frozen(static))(*arrays, cotangent, cotangent2)
+
+    def attempt(self, method: str, fn, *arrays, remember=None, **kwargs):
+        """``(result, None)`` from ``self.<method>(fn, *arrays, **kwargs)`` (``run``, ``vjp``,
+        ``jvp``, ``second_order``), or ``(None, raises:<Error>)`` where the framework refuses:
+        an API that raises is an observation, not a crash of the case. An error for which
+        ``remember(error)`` is true (a compilation the mode cannot do, which the framework does
+        not cache) is answered again without running, for this runner, program, input dtypes
+        and keyword arguments."""
+        from suite import compare as cmp
+
+        key = None
+        if remember is not None:
+            dtypes = tuple(getattr(a, "dtype", type(a)).__str__() for a in arrays)
+            key = (method, fn, dtypes, tuple(sorted((k, repr(v)) for k, v in kwargs.items() if k != "cotangent")))
+            if key in self._refused:
+                return None, self._refused[key]
+        try:
+            return getattr(self, method)(fn, *arrays, **kwargs), None
+        except Exception as e:  # noqa: BLE001 - the error's name is the observation
+            seen = cmp.error_name(e)
+            if key is not None and remember(e):
+                self._refused[key] = seen
+            return None, seen
 
     def jvp_builder(self):  # pragma: no cover - interface
         raise NotImplementedError
