@@ -45,7 +45,7 @@ from hypothesis import example, given, strategies as st
 from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import behaviour
 from suite.expectations import expect, expectations, raises
-from suite.program import Program
+from suite.program import Program, dispatch
 
 TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
 JAX_MAX_CONVENTION = "https://github.com/jax-ml/jax/pull/2342"
@@ -347,17 +347,7 @@ KINKS = {
 }
 
 
-class Kinked(Program):
-    """``KINKS[op]``, an elementwise op with a kink."""
-
-    def tensorflow(tf, x, *, op):
-        return KINKS[op].tensorflow(tf, x)
-
-    def jax(jax, x, *, op):
-        return KINKS[op].jax(jax, x)
-
-    def torch(torch, x, *, op):
-        return KINKS[op].torch(torch, x)
+Kinked = dispatch("Kinked", KINKS, "``KINKS[op]``, an elementwise op with a kink.")
 
 
 REDUCTIONS = {  # along the last axis
@@ -383,17 +373,7 @@ REDUCTIONS = {  # along the last axis
 REDUCED = (2, 4)  # two rows of four
 
 
-class Reduction(Program):
-    """``REDUCTIONS[op]``."""
-
-    def tensorflow(tf, x, *, op):
-        return REDUCTIONS[op].tensorflow(tf, x)
-
-    def jax(jax, x, *, op):
-        return REDUCTIONS[op].jax(jax, x)
-
-    def torch(torch, x, *, op):
-        return REDUCTIONS[op].torch(torch, x)
+Reduction = dispatch("Reduction", REDUCTIONS, "``REDUCTIONS[op]``.")
 
 
 class MaxPool(Program):
@@ -489,17 +469,7 @@ UNSORTED_IDS = ((2, 0, 1, 0, 2, 1), (1, 1, 0, 2, 0, 2), (0, 2, 2, 1, 0, 1))
 IDS = {"segment_max": SORTED_IDS, "unsorted_segment_max": UNSORTED_IDS, "unsorted_segment_min": UNSORTED_IDS}
 
 
-class Segment(Program):
-    """``SEGMENTS[op]``: data and int32 segment ids."""
-
-    def tensorflow(tf, x, ids, *, op):
-        return SEGMENTS[op].tensorflow(tf, x, ids)
-
-    def jax(jax, x, ids, *, op):
-        return SEGMENTS[op].jax(jax, x, ids)
-
-    def torch(torch, x, ids, *, op):
-        return SEGMENTS[op].torch(torch, x, ids)
+Segment = dispatch("Segment", SEGMENTS, "``SEGMENTS[op]``: data and int32 segment ids.")
 
 
 # ---------------------------------------------------------------- closed forms and observations
