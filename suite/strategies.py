@@ -198,7 +198,7 @@ def floats(dtype, min_value=None, max_value=None, *, subnormals=False) -> st.Sea
     if max_value is not None:
         hi = t(max_value)
         max_value = float(hi if hi <= max_value else np.nextafter(hi, t(-np.inf)))
-    return hnp.from_dtype(
+    values = hnp.from_dtype(
         np.dtype(dtype),
         min_value=min_value,
         max_value=max_value,
@@ -206,6 +206,7 @@ def floats(dtype, min_value=None, max_value=None, *, subnormals=False) -> st.Sea
         allow_infinity=False,
         allow_subnormal=subnormals,
     )
+    return values.map(float)  # Python floats, as st.floats gives (the same draws: arithmetic on them is not narrowed)
 
 
 def _elements(dtype, lo, hi, *, halfway, edges=()):
