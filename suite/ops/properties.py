@@ -106,7 +106,11 @@ def forward_mode(subject, oracles, record, op, data):
     _, grads = subject.vjp(fn, *args, cotangent=w)
     lhs = np.sum(np.asarray(w, np.float64) * np.asarray(jt, np.float64))
     rhs = sum(np.sum(np.asarray(g, np.float64) * np.asarray(t, np.float64)) for g, t in zip(grads, tangents))
-    scale = sum(np.sum(np.abs(np.asarray(g, np.float64) * t)) for g, t in zip(grads, tangents))
+    # the floor: the terms' size as if every tangent were the largest, since a framework may mix
+    # tangents before masking them (torch.maximum's J t is computed so: a tangent of 1e-38 beside
+    # one of 1 is lost in float64, measured)
+    biggest = max(float(np.max(np.abs(t))) for t in tangents)
+    scale = sum(float(np.sum(np.abs(np.asarray(g, np.float64)))) for g in grads) * biggest
     dt = args[0].dtype  # summed in float64, held at the inputs' precision
     record.close(name="<w, J t> = <J^T w, t>", out=np.asarray(lhs, dt), ref=np.asarray(rhs, dt),
                  oracle="closed-form", tol=op.tol, scale=scale)  # fmt: skip
