@@ -430,3 +430,24 @@ def test_latest_pages_and_the_terminal_summary_render_one_model():
     assert render.terminal_matrix(report)[1].split()[1:] == ["FAIL", "1/2", "ok", "1/1"]
     assert "`a\\|<b>`" in md and "a|&lt;b&gt;" in page and "<b>a" not in page
     assert "boom &lt;x&gt;" in page and "## Failures (1)" in md
+
+
+def test_the_suite_revision_is_what_runs_or_nothing(tmp_path, monkeypatch):
+    """A report names the revision that ran: the variable when set; a tracked checkout's HEAD
+    (``+dirty`` when suite/ or cases/ differ); nothing for a copy git does not track, such as
+    tox's installed wheel under the checkout's ``.tox/`` (which used to report the checkout's
+    later HEAD)."""
+    import shutil
+
+    from suite.report import writer
+
+    monkeypatch.setenv(writer.REVISION_VARIABLE, "f1c30d0")
+    assert writer._git_sha() == "f1c30d0"
+    monkeypatch.delenv(writer.REVISION_VARIABLE)
+    sha = writer._git_sha()
+    assert sha is None or len(sha.split("+")[0]) == 40  # None outside a git checkout (an installed wheel)
+    copy = tmp_path / "site" / "suite" / "report"
+    copy.mkdir(parents=True)
+    shutil.copy(writer.__file__, copy / "writer.py")
+    monkeypatch.setattr(writer, "__file__", str(copy / "writer.py"))
+    assert writer._git_sha() is None

@@ -30,19 +30,34 @@ from suite.report.rows import (
 )
 from suite.report.signals import _SIGNALLED, _raise_interrupt
 
+#: Set by whoever installs the suite from a known commit (a wheel carries no git metadata).
+REVISION_VARIABLE = "AUTODIFF_SEMANTICS_REVISION"
 
-def _git_sha() -> str | None:
+
+def _git(*args, cwd) -> str | None:
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            cwd=Path(__file__).resolve().parent,
-        )
-        return out.stdout.strip() if out.returncode == 0 else None
+        out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10, cwd=cwd)
     except (OSError, subprocess.SubprocessError):
         return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _git_sha() -> str | None:
+    """The suite revision that is running: ``AUTODIFF_SEMANTICS_REVISION`` when set; otherwise
+    the commit of the checkout these files belong to, with ``+dirty`` when suite/ or cases/
+    differ from it. An installed copy that git does not track (a wheel in site-packages, even
+    under a checkout's ``.tox/``) has no revision: git would name the checkout's HEAD, which is
+    not what runs (measured: tox's wheel, built once, reported each env's later HEAD)."""
+    if os.environ.get(REVISION_VARIABLE):
+        return os.environ[REVISION_VARIABLE]
+    here = Path(__file__).resolve()
+    if _git("ls-files", "--error-unmatch", here.name, cwd=here.parent) is None:
+        return None
+    sha = _git("rev-parse", "HEAD", cwd=here.parent)
+    top = _git("rev-parse", "--show-toplevel", cwd=here.parent)
+    if sha and top and _git("status", "--porcelain", "--", "suite", "cases", cwd=top):
+        sha += "+dirty"
+    return sha
 
 
 #: Profiles whose complete runs fail on a stale declaration (their draws are fixed or many;
