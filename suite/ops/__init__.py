@@ -52,6 +52,11 @@ class Point:
     name: str
     at: tuple
     kind: str
+    #: the value's accuracy there (``exact``: within the dtype's value tolerance of the float64
+    #: reference, else ``rel-err~1e-08``, the error's order), when the point is about the value
+    value: str | None = None
+    #: the dtypes it is evaluated in (a precision that shows in one dtype only)
+    dtypes: tuple = ("float32", "float64")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +69,8 @@ class Op:
     ``excluded``: where the derivative is undefined, values or ``f(*args, margin) -> bool array``
     (within ``margin`` of them the gradients are compared only at the special points);
     ``capabilities``: a subset of :data:`CAPABILITIES`, each one left out named in ``absent``
-    with its reason and link."""
+    with its reason and link; ``pairs``: the (dtype, shape) menu of the drawn inputs (default
+    :data:`suite.ops.properties.PAIRS`; an op over the last axis leaves out scalars)."""
 
     name: str
     behaviour: str
@@ -81,6 +87,7 @@ class Op:
     capabilities: frozenset = CAPABILITIES
     absent: dict = dataclasses.field(default_factory=dict)
     tol: cmp.Tolerance = cmp.GRAD
+    pairs: tuple = ()
 
     def __post_init__(self):
         for fw in ("tensorflow", "jax", "torch"):
@@ -101,8 +108,11 @@ class Op:
     def key(self, point: Point) -> str:
         return f"grad[{self.name}@{point.name}]"
 
+    def value_key(self, point: Point) -> str:
+        return f"value[{self.name}@{point.name}]"
+
     def keys(self) -> list[str]:
-        return [self.key(p) for p in self.points]
+        return [self.key(p) for p in self.points] + [self.value_key(p) for p in self.points if p.value]
 
 
 def register(op: Op) -> Op:
@@ -115,6 +125,10 @@ def register(op: Op) -> Op:
 
     module = sys._getframe(1).f_globals.get("__name__", "?")
     defaults = {op.key(p): p.kind for p in op.points}
+    defaults.update({op.value_key(p): p.value for p in op.points if p.value})
+    # a property a framework cannot run (TensorFlow has no gradient of SoftsignGrad, so no
+    # second order): declared as forward[<name>] or second[<name>], "ok" where it runs
+    defaults.update({e.key: "ok" for e in op.declared if e.key in (f"forward[{op.name}]", f"second[{op.name}]")})
     object.__setattr__(op, "expect", Expectations(defaults, list(op.declared), module))
     _TABLE[op.name] = op
     return op
@@ -148,3 +162,17 @@ def point_kind(g, named=None) -> str:
         if cmp.rel_err(d, np.ravel(ref)) <= 1e-4:
             return name
     return f"{d[0]:.3g}" if np.all(np.abs(d - d[0]) <= 1e-4 * abs(d[0])) else "finite"
+
+
+def accuracy(y, ref) -> str:
+    """``exact`` when ``y`` is within its dtype's value tolerance of the float64 ``ref``, else
+    ``rel-err~<order>``.
+
+    >>> accuracy(np.float64(1 + 5e-9), 1.0), accuracy(np.float32(1.0), 1.0), accuracy(np.float64(0.0), -1e-20)
+    ('rel-err~1e-08', 'exact', 'rel-err~1e+00')
+    """
+    y = np.asarray(y)
+    err = cmp.rel_err(y.astype(np.float64), np.broadcast_to(np.asarray(ref, np.float64), y.shape), rtol=0.0)
+    if err <= cmp.VALUE.of(y.dtype):
+        return "exact"
+    return "rel-err~inf" if not np.isfinite(err) else f"rel-err~{10.0 ** round(np.log10(err)):.0e}"

@@ -1,0 +1,496 @@
+"""Elementwise and softmax-family gradients over their whole float range: saturation, underflow, overflow.
+
+Activations and transcendental functions are where float32 runs out first: ``tanh`` and
+``sigmoid`` saturate (their gradients round to exact zeros long before the true ones
+underflow), ``exp``/``sinh``/``cosh`` overflow near 88.7, ``softplus``/``silu`` pass from
+linear to underflow, ``log``/``log1p``/``acosh``/``atanh`` have poles at the ends of their
+domains, and ``softmax``/``log_softmax``/``reduce_logsumexp`` meet all of it at once. Each op
+is one entry of the op table (``suite.ops``): its spellings in TensorFlow, JAX and PyTorch,
+a float64 NumPy reference, a domain per dtype that reaches those tails (float32 bounds past
+saturation and underflow; float64 bounds where central differences still hold), and special
+points (infinities, poles, overflow) with the kind of gradient every framework answers
+there. The generic properties then run over every entry in every TensorFlow mode and for
+JAX and PyTorch: reverse mode against the oracles and float64 central differences, forward
+mode against reverse mode and the oracles, second order against the oracles, gradients of
+the input's dtype and shape, and each special point's kind asserted.
+
+Sources: https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py,
+https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/nn_grad.py,
+https://github.com/jax-ml/jax/blob/main/jax/_src/lax/lax.py,
+https://github.com/pytorch/pytorch/blob/main/tools/autograd/derivatives.yaml
+"""
+
+import math
+
+import numpy as np
+
+from suite import ops
+from suite.behaviours import behaviour
+from suite.expectations import expect, raises
+from suite.ops import properties
+
+TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
+TF_NN_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/nn_grad.py"
+JAX_LAX = "https://github.com/jax-ml/jax/blob/main/jax/_src/lax/lax.py"
+JAX_NN = "https://github.com/jax-ml/jax/blob/main/jax/_src/nn/functions.py"
+TORCH_FUNCTIONAL = "https://github.com/pytorch/pytorch/blob/main/torch/nn/functional.py"
+TF_NN_OPS = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/nn_ops.py"
+TF_ELU_VALUE = "https://github.com/tensorflow/tensorflow/issues/116943"
+TF_ELU_GRAD = "https://github.com/tensorflow/tensorflow/pull/124902"
+TF_SELU_GRAD = "https://github.com/tensorflow/tensorflow/pull/125171"
+TORCH_DERIVATIVES = "https://github.com/pytorch/pytorch/blob/main/tools/autograd/derivatives.yaml"
+
+BEHAVIOUR = behaviour(
+    "elementwise-gradients",
+    sources=[],
+    links=[TF_MATH_GRAD, TF_NN_GRAD, JAX_LAX, TORCH_DERIVATIVES],
+)
+
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+INF = math.inf
+SOFTSIGN_GRAD = r"(?s)SoftsignGrad"  # a LookupError, inside a StagingError where traced
+_erf, _erfc = np.vectorize(math.erf, otypes=[float]), np.vectorize(math.erfc, otypes=[float])
+
+
+def _quiet(f):
+    """A float64 reference that may overflow or meet a pole quietly."""
+
+    def ref(*a):
+        with np.errstate(all="ignore"):
+            return f(*(np.asarray(v, np.float64) for v in a))
+
+    ref.__name__ = getattr(f, "__name__", "reference")
+    return ref
+
+
+def _sigmoid(x):
+    return np.exp(-np.logaddexp(0.0, -x))
+
+
+def _logsumexp(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    return m + np.log(np.sum(np.exp(x - m), axis=-1, keepdims=True))
+
+
+#: Ops over the last axis need one: vectors and matrices of both dtypes.
+ROWS = ((np.float32, (3,)), (np.float64, (2, 3)), (np.float32, (2, 3)), (np.float64, (4,)))
+
+
+def unary(name, tf, jnp, torch, reference, f32, f64, points=(), **kw):
+    """A one-argument entry: spellings as paths under each module (``math.tanh``, ``numpy.tanh``,
+    ``tanh``) or ``fn(module, x)``; ``f32``/``f64``: the domain per dtype."""
+
+    def at(path):
+        if callable(path):
+            return path
+
+        def fn(module, x):
+            for part in path.split("."):
+                module = getattr(module, part)
+            return module(x)
+
+        return fn
+
+    return ops.register(
+        ops.Op(
+            name,
+            behaviour="elementwise-gradients",
+            tensorflow=at(tf),
+            jax=at(jnp),
+            torch=at(torch),
+            reference=_quiet(reference),
+            domain={"float32": f32, "float64": f64},
+            points=tuple(p if isinstance(p, ops.Point) else ops.Point(p[0], (p[1],), p[2]) for p in points),
+            **kw,
+        )
+    )
+
+
+# ---------------------------------------------------------------- activations
+unary(
+    "tanh",
+    "math.tanh",
+    "numpy.tanh",
+    "tanh",
+    np.tanh,
+    (-20.0, 20.0),
+    (-40.0, 40.0),
+    points=(("20", 20.0, "zero"), ("inf", INF, "zero"), ("-inf", -INF, "zero")),
+)
+unary(
+    "sigmoid",
+    "math.sigmoid",
+    "nn.sigmoid",
+    "sigmoid",
+    _sigmoid,
+    (-110.0, 110.0),
+    (-750.0, 750.0),
+    points=(("-800", -800.0, "zero"), ("40", 40.0, "zero"), ("inf", INF, "zero"), ("-inf", -INF, "zero")),
+)
+unary(
+    "softplus",
+    "math.softplus",
+    "nn.softplus",
+    "nn.functional.softplus",
+    lambda x: np.logaddexp(0.0, x),
+    (-110.0, 110.0),
+    (-750.0, 20.0),  # float64 above 20 is PyTorch's linear branch: the point "21" says so
+    points=(
+        ("-800", -800.0, "zero"),
+        ("800", 800.0, "1"),
+        ("inf", INF, "1"),
+        ("-inf", -INF, "zero"),
+        ops.Point("21", (21.0,), "1", value="exact", dtypes=("float64",)),
+    ),
+    declared=[
+        expect(
+            "value[softplus@21]",
+            "rel-err~1e-10",
+            framework="torch",
+            reason="softplus(x) is x (and its gradient 1) above threshold=20, 7.6e-10 short of log1p(exp(21)): "
+            "visible in float64 only",
+            link="https://pytorch.org/docs/stable/generated/torch.nn.functional.softplus.html",
+        )
+    ],
+)
+SOFTSIGN_MODES = {"LookupError": "eager|graph", "StagingError": "function|xla"}
+unary(
+    "softsign",
+    "nn.softsign",
+    "nn.soft_sign",
+    "nn.functional.softsign",
+    lambda x: x / (1 + np.abs(x)),
+    (-1e30, 1e30),
+    (-1e100, 1e100),
+    excluded=(0.0,),  # f'' jumps at 0: central differences lose O(h)
+    points=(("inf", INF, "zero"), ("0", 0.0, "1")),
+    declared=[
+        expect(
+            "grad[softsign@inf]",
+            "nan",
+            framework=fw,
+            link=link,
+            reason="softsign is spelled x / (|x| + 1), whose derivative by the quotient rule is "
+            "1 / (|x| + 1) - x * sign(x) / (|x| + 1)^2 = 0 - inf / inf = nan at infinity; TensorFlow's "
+            "SoftsignGrad kernel is g / (1 + |x|)^2 = 0",
+        )
+        for fw, link in (("jax", JAX_NN), ("torch", TORCH_FUNCTIONAL))
+    ]
+    + [
+        expect(
+            f"{prop}[softsign]",
+            raises(error, SOFTSIGN_GRAD),
+            framework="tensorflow",
+            mode=modes,
+            reason="TensorFlow registers no gradient for SoftsignGrad, so neither forward mode (forward "
+            "over reverse) nor a second derivative of softsign exists",
+            link=TF_NN_GRAD,
+        )
+        for prop in ("forward", "second")
+        for error, modes in SOFTSIGN_MODES.items()
+    ],
+)
+# ELU and SELU near 0 and at -40: values within 0.1 of the kink are judged at the special points
+JAX_EXPM1 = dict(
+    framework="jax",
+    link=JAX_LAX,
+    reason="JAX's expm1 derivative is g * (expm1(x) + 1), from the output, which is exactly -1 at -40",
+)
+TF_CANCELS = dict(framework="tensorflow", mode="eager|function|graph", link=TF_ELU_VALUE,
+                  reason="the CPU kernel computes exp(x) - 1, not expm1(x), so it is 0 for |x| < 1e-8 in float32 and "
+                  "< 1e-16 in float64 (XLA lowers it to expm1)")  # fmt: skip
+unary(
+    "elu",
+    "nn.elu",
+    "nn.elu",
+    "nn.functional.elu",
+    lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
+    (-110.0, 1e4),
+    (-750.0, 1e4),
+    excluded=(0.0,),
+    margin=0.1,
+    points=(("-inf", -INF, "zero"), ("-40", -40.0, "4.25e-18"), ops.Point("-1e-20", (-1e-20,), "1", value="exact")),
+    declared=[
+        expect(
+            "grad[elu@-40]",
+            "zero",
+            framework="tensorflow",
+            versions="<2.23",
+            link=TF_ELU_GRAD,
+            reason="EluGrad computed the derivative as elu(x) + 1, from the output, which is exactly -1 at -40 "
+            "(tensorflow#124833); computed from the input since (measured on 2.23.0.dev20261026)",
+        ),
+        expect("grad[elu@-40]", "zero", **JAX_EXPM1),
+        expect("value[elu@-1e-20]", "rel-err~1e+00", **TF_CANCELS),
+    ],
+)
+unary(
+    "selu",
+    "nn.selu",
+    "nn.selu",
+    "nn.functional.selu",
+    lambda x: SELU_SCALE * np.where(x > 0, x, SELU_ALPHA * np.expm1(np.minimum(x, 0))),
+    (-110.0, 1e4),
+    (-750.0, 1e4),
+    excluded=(0.0,),
+    margin=0.1,
+    points=(("-inf", -INF, "zero"), ("-40", -40.0, "7.47e-18"), ops.Point("-1e-20", (-1e-20,), "1.76", value="exact")),
+    declared=[
+        expect(
+            "grad[selu@-40]",
+            "zero",
+            framework="tensorflow",
+            versions="<2.23",
+            link=TF_SELU_GRAD,
+            reason="SeluGrad computed the derivative as selu(x) + scale * alpha, from the output, which cancels "
+            "to 0 at -40 (tensorflow#124834); computed from the input since (measured on 2.23.0.dev20261026)",
+        ),
+        expect(
+            "grad[selu@-1e-20]",
+            "1.05",
+            framework="tensorflow",
+            mode="eager|function|graph",
+            versions="<2.23",
+            link=TF_SELU_GRAD,
+            reason="SeluGrad took the positive branch (scale) where the output rounded to 0; "
+            "the input decides since (measured on 2.23.0.dev20261026)",
+        ),
+        expect("grad[selu@-40]", "zero", **JAX_EXPM1),
+        expect("value[selu@-1e-20]", "rel-err~1e+00", **TF_CANCELS),
+    ],
+)
+# GELU is drawn in float32 only: TensorFlow's float64 value is off by ~5e-9 everywhere (the point
+# "1" below, in float64, says so), which no float64 tolerance of the generic properties admits
+unary(
+    "gelu",
+    "nn.gelu",
+    lambda jax, x: jax.nn.gelu(x, approximate=False),
+    "nn.functional.gelu",
+    lambda x: 0.5 * x * _erfc(-x / math.sqrt(2)),
+    (-20.0, 20.0),
+    (-40.0, 40.0),
+    pairs=((np.float32, ()), (np.float32, (3,)), (np.float32, (2, 3))),
+    points=(
+        ("-40", -40.0, "zero"),
+        ("40", 40.0, "1"),
+        ops.Point("1", (1.0,), "1.08", value="exact", dtypes=("float64",)),
+    ),
+    declared=[
+        expect(
+            "value[gelu@1]",
+            "rel-err~1e-08",
+            framework="tensorflow",
+            link=TF_NN_OPS,
+            reason="tf.nn.gelu multiplies by math_ops.cast(0.7071067811865476, dtype), a Python float made a "
+            "float32 tensor before the cast, so float64 GELU uses 1/sqrt(2) rounded to float32",
+        )
+    ],
+)
+unary(
+    "silu",
+    "nn.silu",
+    "nn.silu",
+    "nn.functional.silu",
+    lambda x: x * _sigmoid(x),
+    (-110.0, 110.0),
+    (-750.0, 750.0),
+    points=(("-800", -800.0, "zero"), ("800", 800.0, "1")),
+)
+unary(
+    "erf",
+    "math.erf",
+    "scipy.special.erf",
+    "erf",
+    _erf,
+    (-10.0, 10.0),
+    (-30.0, 30.0),
+    points=(("30", 30.0, "zero"), ("inf", INF, "zero")),
+)
+
+# ---------------------------------------------------------------- exponentials and logarithms
+unary(
+    "exp",
+    "math.exp",
+    "numpy.exp",
+    "exp",
+    np.exp,
+    (-110.0, 88.0),
+    (-745.0, 300.0),
+    points=(("1000", 1000.0, "+inf"), ("-inf", -INF, "zero"), ("inf", INF, "+inf")),
+)
+unary(
+    "expm1",
+    "math.expm1",
+    "numpy.expm1",
+    "expm1",
+    np.expm1,
+    (-110.0, 88.0),
+    (-745.0, 300.0),
+    points=(("1000", 1000.0, "+inf"), ("-inf", -INF, "zero"), ("-40", -40.0, "4.25e-18")),
+    declared=[
+        expect("grad[expm1@-40]", "zero", **JAX_EXPM1),
+        expect(
+            "grad[expm1@-40]",
+            "zero",
+            framework="torch",
+            link=TORCH_DERIVATIVES,
+            reason="derivatives.yaml gives expm1 the gradient grad * (result + 1), from the output, exactly -1 at -40",
+        ),
+    ],
+)
+unary(
+    "log",
+    "math.log",
+    "numpy.log",
+    "log",
+    np.log,
+    (1e-30, 1e30),
+    (1e-2, 1e300),
+    excluded=(0.0,),
+    points=(("0", 0.0, "+inf"), ("inf", INF, "zero")),
+)
+unary(
+    "log1p",
+    "math.log1p",
+    "numpy.log1p",
+    "log1p",
+    np.log1p,
+    (-0.9, 1e30),
+    (-0.9, 1e300),
+    excluded=(-1.0,),
+    points=(("-1", -1.0, "+inf"), ("inf", INF, "zero")),
+)
+
+# ---------------------------------------------------------------- trigonometric and hyperbolic
+unary("sin", "math.sin", "numpy.sin", "sin", np.sin, (-1e4, 1e4), (-100.0, 100.0))
+unary("cos", "math.cos", "numpy.cos", "cos", np.cos, (-1e4, 1e4), (-100.0, 100.0))
+unary("tan", "math.tan", "numpy.tan", "tan", np.tan, (-1.4, 1.4), (-1.4, 1.4))
+unary(
+    "asin",
+    "math.asin",
+    "numpy.arcsin",
+    "asin",
+    np.arcsin,
+    (-1.0, 1.0),
+    (-0.99, 0.99),
+    excluded=(-1.0, 1.0),
+    points=(("1", 1.0, "+inf"), ("-1", -1.0, "+inf")),
+)
+unary(
+    "acos",
+    "math.acos",
+    "numpy.arccos",
+    "acos",
+    np.arccos,
+    (-1.0, 1.0),
+    (-0.99, 0.99),
+    excluded=(-1.0, 1.0),
+    points=(("1", 1.0, "-inf"), ("-1", -1.0, "-inf")),
+)
+unary(
+    "atan",
+    "math.atan",
+    "numpy.arctan",
+    "atan",
+    np.arctan,
+    (-1e30, 1e30),
+    (-1e100, 1e100),
+    points=(("inf", INF, "zero"),),
+)
+unary(
+    "sinh",
+    "math.sinh",
+    "numpy.sinh",
+    "sinh",
+    np.sinh,
+    (-89.0, 89.0),
+    (-300.0, 300.0),
+    points=(("1000", 1000.0, "+inf"),),
+)
+unary(
+    "cosh",
+    "math.cosh",
+    "numpy.cosh",
+    "cosh",
+    np.cosh,
+    (-89.0, 89.0),
+    (-300.0, 300.0),
+    points=(("1000", 1000.0, "+inf"), ("-1000", -1000.0, "-inf")),
+)
+unary(
+    "asinh",
+    "math.asinh",
+    "numpy.arcsinh",
+    "asinh",
+    np.arcsinh,
+    (-1e30, 1e30),
+    (-1e100, 1e100),
+    points=(("inf", INF, "zero"),),
+)
+unary(
+    "acosh",
+    "math.acosh",
+    "numpy.arccosh",
+    "acosh",
+    np.arccosh,
+    (1.0, 1e30),
+    (1.001, 1e100),
+    excluded=(1.0,),
+    points=(("1", 1.0, "+inf"),),
+)
+unary("atanh", "math.atanh", "numpy.arctanh", "atanh", np.arctanh, (-1.0, 1.0), (-0.99, 0.99),
+      excluded=(-1.0, 1.0), points=(("1", 1.0, "+inf"), ("-1", -1.0, "+inf")))  # fmt: skip
+
+# ---------------------------------------------------------------- two arguments, and the last axis
+ops.register(
+    ops.Op(
+        "pow",
+        behaviour="elementwise-gradients",
+        arity=2,
+        tensorflow=lambda tf, x, y: tf.pow(x, y),
+        jax=lambda jax, x, y: jax.numpy.power(x, y),
+        torch=lambda torch, x, y: torch.pow(x, y),
+        reference=_quiet(np.power),
+        domain={"float32": (0.01, 10.0), "float64": (0.01, 10.0)},
+        points=(ops.Point("0^2", (0.0, 2.0), "zero"), ops.Point("0^0.5", (0.0, 0.5), "+inf")),
+    )
+)
+ops.register(
+    ops.Op(
+        "reduce_logsumexp",
+        behaviour="elementwise-gradients",
+        tensorflow=lambda tf, x: tf.broadcast_to(tf.reduce_logsumexp(x, axis=-1, keepdims=True), tf.shape(x)),
+        jax=lambda jax, x: jax.numpy.broadcast_to(jax.nn.logsumexp(x, axis=-1, keepdims=True), x.shape),
+        torch=lambda torch, x: torch.logsumexp(x, dim=-1, keepdim=True).expand(x.shape),
+        reference=_quiet(lambda x: np.broadcast_to(_logsumexp(x), x.shape)),
+        domain={"float32": (-100.0, 100.0), "float64": (-700.0, 300.0)},
+        pairs=ROWS,
+        points=(ops.Point("-inf", (-INF,), "nan"),),
+    )
+)
+ops.register(
+    ops.Op(
+        "softmax",
+        behaviour="elementwise-gradients",
+        tensorflow=lambda tf, x: tf.nn.softmax(x, axis=-1),
+        jax=lambda jax, x: jax.nn.softmax(x, axis=-1),
+        torch=lambda torch, x: torch.softmax(x, dim=-1),
+        reference=_quiet(lambda x: np.exp(x - _logsumexp(x))),
+        domain={"float32": (-100.0, 100.0), "float64": (-700.0, 300.0)},
+        pairs=ROWS,
+    )
+)
+ops.register(
+    ops.Op(
+        "log_softmax",
+        behaviour="elementwise-gradients",
+        tensorflow=lambda tf, x: tf.nn.log_softmax(x, axis=-1),
+        jax=lambda jax, x: jax.nn.log_softmax(x, axis=-1),
+        torch=lambda torch, x: torch.log_softmax(x, dim=-1),
+        reference=_quiet(lambda x: x - _logsumexp(x)),
+        domain={"float32": (-100.0, 100.0), "float64": (-700.0, 300.0)},
+        pairs=ROWS,
+    )
+)
+
+properties.bind(globals(), "elementwise-gradients")
