@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from suite.report import render, schema
+from suite.report import model, render, schema
 
 
 def _row(**kw):
@@ -179,7 +179,7 @@ def test_version_matrix_marks_changed_cells_with_old_and_new_values_and_the_chan
     from suite.report import html
 
     reps = _releases()
-    md = render.matrix_markdown(reps, ["r/a.md", "r/b.md", "r/c.md"])
+    md = model.versions_markdown(reps, ["r/a.md", "r/b.md", "r/c.md"])
     assert "| gather | ok 2/2 | ok 2/2 | ok 2/2 **Δ1** |" in md
     assert "| test_p: `fwd` | xla | `clamp` | · | **`clamp` → `zero-fill`** |" in md
     assert "`policy`" not in md.split("## Observations that differ")[1].split("## Changelog")[0], "unchanged key shown"

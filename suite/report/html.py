@@ -71,15 +71,9 @@ def inline_markdown(text: str) -> str:
 
 
 def _start(title) -> list[str]:
-    return [
-        "<!doctype html><html><head><meta charset='utf-8'><title>autodiff-semantics " + _e(title) + "</title>",
-        f"<style>{CSS}</style></head><body><h1>autodiff-semantics {_e(title)}</h1>",
-        "<p class='legend'>"
-        + "".join(
-            f"<span class='{o}'>{o}</span>" for o in ("passed", "failed", "error", "crashed", "unavailable", "skipped")
-        )
-        + "</p>",
-    ]
+    """The page's head and legend: the ``start`` macro of ``_report.html.j2``, as one report's
+    page has it."""
+    return [str(model.template_env().get_template("_report.html.j2").module.start(title, CSS)).strip()]
 
 
 def matrix_sections(reports, labels, details=None) -> str:

@@ -291,23 +291,6 @@ def moved_keys(reports) -> dict:
     return moved
 
 
-def version_matrix_md(reports) -> list[str]:
-    """Behaviour x TensorFlow version (TensorFlow rows only), worst outcome per cell; a cell
-    whose observations changed since the release before it is marked with a triangle."""
-    from suite.report import model
-
-    return model.versions_table_md(reports)
-
-
-def matrix_markdown(reports, details: list[str] | None = None) -> str:
-    """Several releases (``matrix.md``): the outcome matrix (changed cells marked), what changed
-    per behaviour with old and new values, the consecutive changelog; per-release detail is a
-    link (``details``: one path per report), not pasted inline."""
-    from suite.report import model
-
-    return model.versions_markdown(reports, details)
-
-
 def consecutive_changes_md(reports) -> list[str]:
     """Per consecutive pair of versions: the TensorFlow observations that changed."""
     from suite.report import diff
