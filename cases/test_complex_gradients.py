@@ -166,14 +166,14 @@ def join(re, im, dtype=np.complex128) -> np.ndarray:
 
 @ss.cached
 def _parts(part, bound):
-    plain = st.floats(-bound, bound, width=8 * part.itemsize, allow_subnormal=False)
+    plain = ss.floats(part, -bound, bound)
     return st.one_of(st.sampled_from(EDGES), plain)
 
 
 @ss.cached
 def _witness(part, lo=0.25, hi=1.5):
     """A value with both parts in +-[lo, hi]: there the two conventions of every family differ."""
-    f = st.floats(lo, hi, width=8 * part.itemsize)
+    f = ss.floats(part, lo, hi)
     sign = st.sampled_from((1.0, -1.0))
     return st.builds(lambda a, b, s, t: complex(s * a, t * b), f, f, sign, sign)
 
@@ -215,7 +215,7 @@ def near_zero_inputs(draw):
     part = PART[dtype]
     zero, sign, entry = _near_zero_entries(part)
     z = np.array([draw(zero, label="z[0]")] + [draw(entry) for _ in range(5)], dtype).reshape(2, 3)
-    w = draw(ss.arrays(part, (2, 3), elements=st.floats(0.5, 2, width=8 * part.itemsize)), label="w")
+    w = draw(ss.arrays(part, (2, 3), elements=ss.floats(part, 0.5, 2)), label="w")
     return z, w * draw(sign, label="sign of w")
 
 

@@ -200,8 +200,7 @@ def add_inputs(draw):
 def attention_inputs(draw):
     """Probabilities (with exact 0 and 1, where the sample is certain), a feature map, w, a seed."""
     dt, s = draw(SIGNATURES, label="dtype, shape")
-    width = 32 if dt == np.float32 else 64
-    probs = st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0, 1, width=width))
+    probs = st.one_of(st.sampled_from([0.0, 1.0]), ss.floats(dt, 0, 1, subnormals=True))
     p = draw(hnp.arrays(dt, s, elements=probs), label="p")
     f = draw(ss.float_arrays(dtype=dt, shape=s, min_value=-3, max_value=3), label="f")
     w = draw(ss.like(f), label="w")
@@ -209,7 +208,7 @@ def attention_inputs(draw):
 
 
 # The seed's c, k: truncated_normal(stddev=0.1), which lies in (-0.2, 0.2).
-small = st.floats(float(np.float32(-0.2)), float(np.float32(0.2)), width=32)
+small = ss.floats(np.float32, np.float32(-0.2), np.float32(0.2), subnormals=True)
 SEED_DATA, SEED_LABELS = np.array([1, 2], np.float32), np.array([0, 1], np.int32)
 
 

@@ -242,8 +242,7 @@ SIGNATURES = ss.dtypes_and_shapes(shapes=((), (2, 3)))
 def moderate(dtype, shape) -> st.SearchStrategy[np.ndarray]:
     """Zeros and magnitudes in [1/16, 3], either sign: products and their gradients stay normal
     numbers (CPU kernels flush subnormals, which is no calling convention's business)."""
-    width = 32 if dtype == np.float32 else 64
-    mag = st.floats(1 / 16, 3, width=width)
+    mag = ss.floats(dtype, 1 / 16, 3)
     return ss.arrays(dtype, shape, elements=st.one_of(st.just(0.0), mag, mag.map(lambda v: -v)))
 
 

@@ -242,7 +242,7 @@ def classify(out, candidates, *, tol, where=None):
 # ---------------------------------------------------------------- strategies
 @ss.cached
 def _bounds():
-    return st.one_of(st.floats(-6, 6, width=32, allow_subnormal=False), st.integers(-24, 24).map(lambda k: k / 4))
+    return st.one_of(ss.floats(F32, -6, 6), st.integers(-24, 24).map(lambda k: k / 4))
 
 
 RANGES = st.tuples(_bounds(), _bounds()).filter(lambda t: abs(t[0] - t[1]) >= 0.01)
@@ -265,7 +265,7 @@ def quantizer_inputs(draw):
 
 @ss.cached
 def _non_constant(shape):
-    el = st.one_of(st.floats(-3, 3, width=32, allow_subnormal=False), st.integers(-6, 6).map(lambda k: k / 2))
+    el = st.one_of(ss.floats(F32, -3, 3), st.integers(-6, 6).map(lambda k: k / 2))
     return hnp.arrays(F32, shape, elements=el).filter(lambda a: a.max() > a.min())
 
 

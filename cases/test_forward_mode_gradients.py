@@ -486,8 +486,7 @@ def values(dtype, *, shape, bound=2.0, halfway=False, unique=False):
     tangent of 1e-300 only measures how each framework flushes subnormal products (TF's and
     XLA's CPU kernels flush them to zero, PyTorch's do not). ``halfway`` mixes in integers and
     halves (exact zeros for prod)."""
-    width = 32 if np.dtype(dtype) == np.float32 else 64
-    el = st.floats(-bound, bound, width=width).map(lambda f: 0.0 if abs(f) < SMALLEST else f)
+    el = ss.floats(dtype, -bound, bound, subnormals=True).map(lambda f: 0.0 if abs(f) < SMALLEST else f)
     if halfway:
         el = st.one_of(el, st.integers(int(-2 * bound), int(2 * bound)).map(lambda k: k / 2))
     return ss.arrays(dtype, shape, elements=el, unique=unique)
@@ -516,7 +515,7 @@ def steps(draw, dtype):
 
 @ss.cached
 def _step_elements(d):
-    return st.one_of(steps(d), st.floats(-3, 3, width=8 * d.itemsize, allow_subnormal=False))
+    return st.one_of(steps(d), ss.floats(d, -3, 3))
 
 
 @st.composite
@@ -534,7 +533,7 @@ def nested_points(draw):
     d, s = draw(ss.choice(MENU), label="dtype, shape")
     x = draw(values(d, shape=s, unique=True), label="x")
     signs = ss.arrays(d, s, elements=SIGNS)
-    mag = ss.arrays(d, s, elements=st.floats(0.5, 2, width=32 if d == np.float32 else 64))
+    mag = ss.arrays(d, s, elements=ss.floats(d, 0.5, 2))
     v = draw(mag, label="|v|") * draw(signs, label="sign v")
     w = draw(mag, label="|w|") * draw(signs, label="sign w")
     return x, v, w
@@ -546,7 +545,7 @@ def prod_points(draw):
     u and v without zeros (so a second derivative through a zero factor is never 0 by accident)."""
     d, s = draw(ss.choice(MENU), label="dtype, shape")
     x = draw(values(d, shape=s, halfway=True), label="x")
-    nonzero = ss.arrays(d, s, elements=st.floats(SMALLEST, 2, width=32 if d == np.float32 else 64))
+    nonzero = ss.arrays(d, s, elements=ss.floats(d, SMALLEST, 2))
     signs = ss.arrays(d, s, elements=SIGNS)
     v = draw(nonzero, label="|v|") * draw(signs, label="sign v")
     u = (draw(nonzero, label="|u|") * draw(signs, label="sign u"))[0]

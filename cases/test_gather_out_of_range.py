@@ -521,13 +521,12 @@ PARAM_SHAPES = ((1,), (3, 2), (6,), (2, 2), (4,), (1, 2))
 def gather_cases(draw) -> GatherCase:
     dtype, shape = draw(ss.dtypes_and_shapes(shapes=PARAM_SHAPES), label="dtype, params shape")
     n = shape[0]
-    width = 32 if dtype == np.float32 else 64
-    size = st.floats(0.25, 10.0, width=width, allow_subnormal=False)
+    size = ss.floats(dtype, 0.25, 10.0)
     signed = st.tuples(st.booleans(), size).map(lambda t: -t[1] if t[0] else t[1])
     params = draw(hnp.arrays(dtype, shape, elements=signed, unique=True), label="params")
     index = st.one_of(st.integers(0, n - 1), st.integers(n, n + 6), st.integers(-n, -1), st.integers(-n - 6, -n - 1))
     indices = np.array(draw(st.lists(index, min_size=K, max_size=K), label="indices"), np.int32)
-    w = draw(hnp.arrays(dtype, (K,) + shape[1:], elements=st.floats(0.5, 4.0, width=width)), label="cotangent")
+    w = draw(hnp.arrays(dtype, (K,) + shape[1:], elements=ss.floats(dtype, 0.5, 4.0)), label="cotangent")
     return GatherCase(params, indices, w)
 
 

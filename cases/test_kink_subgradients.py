@@ -199,23 +199,18 @@ KINK_POINTS = (-1.0, 0.0, 6.0)  # clip's bounds, relu6's, and 0
 TIE_VALUES = (-1.0, 0.0, 1.0, 2.0)
 
 
-def _floats(dtype, lo, hi):
-    width = 32 if np.dtype(dtype) == np.float32 else 64
-    return st.floats(lo, hi, width=width, allow_nan=False, allow_infinity=False, allow_subnormal=False)
-
-
 @ss.cached
 def _on_and_near(points, dtype, lo, hi, *, signed_zero=False):
     """Elements exactly on ``points``, DELTA to either side of them, or anywhere in [lo, hi]."""
     grid = sorted({p + s * DELTA for p in points for s in (-1, 0, 1)}) + ([-0.0] if signed_zero else [])
-    return st.one_of(st.sampled_from(grid), _floats(dtype, lo, hi))
+    return st.one_of(st.sampled_from(grid), ss.floats(dtype, lo, hi))
 
 
 @ss.cached
 def cotangents(shape, dtype):
     """Upstream gradients of magnitude 0.5 to 4: a zero would hide which subgradient was
     picked, a tiny one would make the candidates indistinguishable (and differences noisy)."""
-    el = st.one_of(_floats(dtype, 0.5, 4), _floats(dtype, -4, -0.5))
+    el = st.one_of(ss.floats(dtype, 0.5, 4), ss.floats(dtype, -4, -0.5))
     return ss.arrays(np.dtype(dtype), shape, elements=el)
 
 

@@ -151,13 +151,10 @@ class CenterBatch:
 @st.composite
 def center_batches(draw) -> CenterBatch:
     dtype, (k, d) = draw(ss.dtypes_and_shapes(shapes=SHAPES), label="dtype, (classes, features)")
-    width = 32 if dtype == np.float32 else 64
     centers = draw(ss.float_arrays(dtype=dtype, shape=(k, d), min_value=1.5, max_value=2.5), label="centers")
-    x = draw(
-        hnp.arrays(dtype, (M, d), unique=True, elements=st.floats(-1, 1, width=width, allow_subnormal=False)), label="x"
-    )
+    x = draw(hnp.arrays(dtype, (M, d), unique=True, elements=ss.floats(dtype, -1, 1)), label="x")
     labels = np.array(draw(st.lists(st.integers(0, k - 1), min_size=M, max_size=M), label="labels"), np.int32)
-    alpha = np.asarray(draw(st.floats(1 / 16, 1.0, width=32), label="alpha"), dtype)
+    alpha = np.asarray(draw(ss.floats(np.float32, 1 / 16, 1.0), label="alpha"), dtype)
     return CenterBatch(centers, x, labels, alpha)
 
 

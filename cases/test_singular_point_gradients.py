@@ -873,7 +873,7 @@ def hold(record, oracles, *, op, program, static, arrays, w, tags, out, grads, n
 def _floats(lo, hi):
     """Float32-representable values, so a float32 and a float64 draw hold the same numbers."""
     lo, hi = float(np.float32(lo)), float(np.float32(hi))
-    return st.floats(lo, hi, width=32, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+    return ss.floats(np.float32, lo, hi)
 
 
 @ss.cached

@@ -231,7 +231,7 @@ FLOW_SHAPE = (3,)  # |p| above this: a central difference does not straddle the 
 def magnitudes(dtype, shape, lo, hi, *, zero=False):
     """Either sign, magnitudes in [lo, hi] (and exact zeros with ``zero``): no values so tiny that
     products underflow, where the frameworks flush to zero differently."""
-    mag = st.floats(lo, hi, width=8 * np.dtype(dtype).itemsize)
+    mag = ss.floats(dtype, lo, hi)
     return ss.arrays(dtype, shape, elements=st.one_of(mag, mag.map(lambda m: -m), *[st.just(0.0)] * zero))
 
 
@@ -255,7 +255,7 @@ def duplicate_scatters(draw):
     d, cols = draw(ss.dtypes_and_shapes(shapes=((), (2,))), label="dtype, row shape")
     t = draw(ss.float_arrays(dtype=d, shape=(4, *cols)), label="t")
     idx = draw(ss.arrays(np.int32, (6, 1), elements=st.integers(0, 3)), label="indices")
-    el = st.floats(-10, 10, width=8 * d.itemsize, allow_subnormal=False)
+    el = ss.floats(d, -10, 10)
     u = draw(ss.arrays(d, (6, *cols), elements=el, unique=True), label="u")
     return t, idx, u, draw(cotangents(t), label="w")
 

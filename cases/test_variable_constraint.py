@@ -148,7 +148,7 @@ def problems(draw, *, sparse=None, steps=1, shape=OPT_SHAPE):
     idx = draw(hnp.arrays(np.int32, (N_GATHERED,), elements=st.integers(0, shape[0] - 1)), label="idx")
     wshape = (steps, N_GATHERED, *shape[1:]) if sparse else (steps, *shape)
     w = draw(ss.float_arrays(dtype=dtype, shape=wshape, min_value=-4.0, max_value=4.0), label="gradients")
-    lr = np.float32(draw(st.floats(0.25, 2.0, width=32), label="lr"))
+    lr = np.float32(draw(ss.floats(np.float32, 0.25, 2.0), label="lr"))
     return Problem(x0=x0, w=w, idx=idx, lr=lr, sparse=sparse)
 
 

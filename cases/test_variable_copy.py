@@ -194,8 +194,7 @@ def kind_of(before, after, ref, moved) -> str:
 # ---------------------------------------------------------------- strategies
 def _offsets(dtype, shape):
     """Elements in +-[0.5, 4]: a + offset differs from a in every element (|a| <= 10)."""
-    width = 32 if np.dtype(dtype) == np.float32 else 64
-    mag = st.floats(0.5, 4, width=width)
+    mag = ss.floats(dtype, 0.5, 4)
     return hnp.arrays(dtype, shape, elements=st.one_of(mag, mag.map(lambda v: -v)))
 
 

@@ -36,7 +36,7 @@ import numpy as np
 from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from suite import compare as cmp
+from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.program import Program
@@ -168,7 +168,7 @@ def _values(dtype, n, *, nonzero=False):
     if dtype.kind == "i":
         el = st.integers(1, 9) if nonzero else st.integers(-50, 50)
     else:
-        el = st.floats(0.5, 8.0, width=32) if nonzero else st.floats(-10.0, 10.0, width=32, allow_subnormal=False)
+        el = ss.floats(np.float32, 0.5, 8.0) if nonzero else ss.floats(np.float32, -10.0, 10.0)
     if nonzero:  # magnitudes bounded away from 0, either sign
         return st.tuples(hnp.arrays(dtype, n, elements=el), hnp.arrays(np.bool_, n)).map(
             lambda t: np.where(t[1], -t[0], t[0]).astype(dtype)
