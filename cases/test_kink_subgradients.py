@@ -8,6 +8,9 @@ the closed form, with central finite differences and with each other. At a kink 
 observation says which one-sided difference quotient the answer equals (``left``,
 ``right``, their ``mean``, ``both-sides`` where they agree, ``zero``); at a tie, where the
 gradient goes (``first-argument``, ``split-evenly``, ``first-occurrence``, ``stable``...).
+The elementwise ops with kinks are entries of the op table (``suite.ops``): the generic
+properties (``test_op_*``) hold them in every mode, forward and second order included, and
+classify the gradient at each kink (at 0 both 0.0 and -0.0) under this module's keys.
 
 Measured (TF 2.21, JAX 0.10, PyTorch 2.13; all TF modes alike) and declared below:
 
@@ -42,9 +45,10 @@ from typing import Callable, NamedTuple
 import numpy as np
 from hypothesis import example, given, strategies as st
 
-from suite import compare as cmp, finite_diff, strategies as ss
+from suite import compare as cmp, finite_diff, ops, strategies as ss
 from suite.behaviours import behaviour
 from suite.expectations import expect, expectations, raises
+from suite.ops import properties
 from suite.program import Program, dispatch
 
 TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
@@ -78,29 +82,13 @@ def _each(key, **by_framework):
 TF_FIRST = "math_grad.py _MaximumGrad/_MinimumGrad return grad*(x >= y) (x <= y for minimum) to x and the rest to y"
 JAX_SPLIT = "lax.max/min's JVP gives each argument half at a tie, Autograd's symmetric convention, kept on purpose"
 TORCH_SPLIT = "derivatives.yaml maximum/minimum: grad/2 to each side where self == other (since issue 56734)"
-EXPECT = expectations(
-    {
-        **{k: "split-evenly" for k in ("maximum", "minimum")},
-        **{"relu@0": "left", "relu6@0": "left", "relu6@6": "right", "leaky_relu@0": "left", "elu@0": "both-sides"},
-        **{"abs@0": "mean", "sign@0": "zero", "maximum(x,0)@0": "mean", "clip@-1": "right", "clip@6": "left"},
-        "maximum(x,0)-vs-relu@0": "differs",
-        **{k: "split-evenly" for k in ("reduce_max", "reduce_min", "max(dim)")},
-        "max_pool": "first-occurrence",
-        **{k: "stable" for k in ("top_k[k=1]", "top_k[k=3]", "sort[ascending]", "sort[descending]")},
-        **{k: "split-evenly" for k in ("segment_max", "unsorted_segment_max", "unsorted_segment_min")},
-    },
-    *_each(
-        "maximum",
-        tensorflow=("first-argument", TF_FIRST, TF_MATH_GRAD),
-        jax=("split-evenly", JAX_SPLIT, JAX_MAX_CONVENTION),
-        torch=("split-evenly", TORCH_SPLIT, TORCH_MAXIMUM_TIES),
-    ),
-    *_each(
-        "minimum",
-        tensorflow=("first-argument", TF_FIRST, TF_MATH_GRAD),
-        jax=("split-evenly", JAX_SPLIT, JAX_MAX_CONVENTION),
-        torch=("split-evenly", TORCH_SPLIT, TORCH_MAXIMUM_TIES),
-    ),
+#: The kinks' defaults (TensorFlow's answers) and where JAX and PyTorch answer otherwise: the
+#: op-table entries below hold them.
+KINK_KINDS = {
+    **{"relu@0": "left", "relu6@0": "left", "relu6@6": "right", "leaky_relu@0": "left", "elu@0": "both-sides"},
+    **{"abs@0": "mean", "sign@0": "zero", "maximum(x,0)@0": "mean", "clip@-1": "right", "clip@6": "left"},
+}
+KINK_DECLARED = [
     *_each(
         "maximum(x,0)@0",
         tensorflow=("right", "tf.maximum's tie goes to the first argument, x: 1, the right derivative", TF_MATH_GRAD),
@@ -140,6 +128,30 @@ EXPECT = expectations(
         tensorflow=("mean", "_AbsGrad is grad*sign(x): 0 at 0, the mean of -1 and 1", TF_MATH_GRAD),
         jax=("right", "abs's JVP is select(x >= 0, g, -g): 1 at 0", "https://github.com/jax-ml/jax/issues/37820"),
         torch=("mean", "abs: grad * self.sgn(): 0 at 0", TORCH_DERIVATIVES),
+    ),
+]
+
+
+EXPECT = expectations(
+    {
+        **{k: "split-evenly" for k in ("maximum", "minimum")},
+        "maximum(x,0)-vs-relu@0": "differs",
+        **{k: "split-evenly" for k in ("reduce_max", "reduce_min", "max(dim)")},
+        "max_pool": "first-occurrence",
+        **{k: "stable" for k in ("top_k[k=1]", "top_k[k=3]", "sort[ascending]", "sort[descending]")},
+        **{k: "split-evenly" for k in ("segment_max", "unsorted_segment_max", "unsorted_segment_min")},
+    },
+    *_each(
+        "maximum",
+        tensorflow=("first-argument", TF_FIRST, TF_MATH_GRAD),
+        jax=("split-evenly", JAX_SPLIT, JAX_MAX_CONVENTION),
+        torch=("split-evenly", TORCH_SPLIT, TORCH_MAXIMUM_TIES),
+    ),
+    *_each(
+        "minimum",
+        tensorflow=("first-argument", TF_FIRST, TF_MATH_GRAD),
+        jax=("split-evenly", JAX_SPLIT, JAX_MAX_CONVENTION),
+        torch=("split-evenly", TORCH_SPLIT, TORCH_MAXIMUM_TIES),
     ),
     *_each(
         "max(dim)",
@@ -343,6 +355,33 @@ KINKS = {
 
 
 Kinked = dispatch("Kinked", KINKS, "``KINKS[op]``, an elementwise op with a kink.")
+
+# The elementwise kinks as op-table entries: the generic properties hold each one (value,
+# gradients, forward mode and second order against the closed form, the oracles and central
+# differences off its kinks) and classify its gradient at each kink (0 and -0 at 0) by which
+# one-sided derivative it is, under the keys this behaviour has always used ("relu@0").
+for _name, _op in KINKS.items():
+    ops.register(
+        ops.Op(
+            _name,
+            behaviour="kink-subgradients",
+            tensorflow=_op.tensorflow,
+            jax=_op.jax,
+            torch=_op.torch,
+            reference=_op.f,
+            domain={"float32": (-8.0, 8.0), "float64": (-8.0, 8.0)},
+            excluded=_op.kinks,
+            margin=FD_MARGIN,
+            sides=True,
+            points=tuple(
+                ops.Point(
+                    f"{c:g}", ((0.0, -0.0, 0.0) if c == 0 else c,), KINK_KINDS[f"{_name}@{c:g}"], key=f"{_name}@{c:g}"
+                )
+                for c in _op.kinks
+            ),  # fmt: skip
+            declared=[e for e in KINK_DECLARED if e.key.startswith(f"{_name}@")],
+        )
+    )
 
 
 REDUCTIONS = {  # along the last axis
@@ -553,29 +592,6 @@ def tie_group_sums(x, g):
     return np.stack([(r[:, None] == r[None, :]) @ gr for r, gr in zip(rows, grows)]).reshape(x.shape).astype(g.dtype)
 
 
-def side_kind(g, left, right) -> str:
-    """Which one-sided difference quotient (times the cotangent) a gradient at a kink equals."""
-    tol = max(finite_diff.ONE_SIDED_TOL, cmp.GRAD.of(g.dtype))
-
-    def same(a, b):
-        return cmp.rel_err(np.float64(a), np.float64(b), rtol=tol) <= tol
-
-    if same(left, right):
-        if same(g, left):
-            return "both-sides"
-    else:
-        for name, ref in (("left", left), ("right", right), ("mean", (left + right) / 2)):
-            if same(g, ref):
-                return name
-    return "zero" if g == 0 else "other"
-
-
-def summary(kinds) -> str:
-    """One observation for the elements at one kink: their common kind, or ``mixed:...``."""
-    kinds = sorted(set(kinds))
-    return kinds[0] if len(kinds) == 1 else "mixed:" + ",".join(kinds)
-
-
 def separated(*groups) -> bool:
     """Every two different values within each group are far apart for a central difference."""
     for v in groups:
@@ -637,42 +653,6 @@ def test_maximum_minimum_share_ties(subject, oracles, record, p, op):
 
 
 KINKED = np.array([[0.0, -0.0, 6.0], [-1.0, 0.5, -DELTA]], np.float32)
-
-
-@given(xw=kink_inputs(), name=st.sampled_from(list(KINKS)))
-@example(xw=(KINKED, np.ones_like(KINKED)), name="relu")
-@example(xw=(KINKED, np.ones_like(KINKED)), name="relu6")
-@example(xw=(KINKED, np.ones_like(KINKED)), name="leaky_relu")
-@example(xw=(KINKED, np.ones_like(KINKED)), name="elu")
-@example(xw=(KINKED, np.ones_like(KINKED)), name="abs")
-@example(xw=(KINKED, np.ones_like(KINKED)), name="sign")
-@example(xw=(KINKED, np.ones_like(KINKED)), name="maximum(x,0)")
-@example(xw=(KINKED.astype(np.float64), np.full(KINKED.shape, -2.5)), name="clip")
-def test_elementwise_kinks_pick_a_one_sided_derivative(subject, oracles, record, xw, name):
-    """relu, relu6, leaky_relu, elu, abs, sign, maximum(x, 0), clip_by_value: at each kink the
-    gradient equals the left or right difference quotient, their mean, or zero (observed);
-    elsewhere the closed form's, the oracles' and the central differences'."""
-    x, w = xw
-    kinks, f, df = KINKS[name].kinks, KINKS[name].f, KINKS[name].df
-    record.example(x=x, w=w, op=name)
-    x64 = x.astype(np.float64)
-    out, (g,) = subject.vjp(Kinked.of(subject), x, cotangent=w, op=name)
-    record.close(name=name, out=out, ref=f(x64).astype(x.dtype), oracle="closed-form", tol=cmp.VALUE)
-    at = np.isin(x, kinks)
-    record.close(name=f"d{name} off kinks", out=g[~at], ref=(w * df(x64)).astype(x.dtype)[~at], oracle="closed-form")
-    left, right = (finite_diff.vjp(f, x64, cotangent=w, side=side)[0] for side in ("left", "right"))
-    for c in kinks:
-        on = np.flatnonzero(x == c)
-        if on.size:
-            seen = summary(side_kind(g.flat[i], left.flat[i], right.flat[i]) for i in on)
-            record.check(EXPECT, **{f"{name}@{c:g}": seen})
-    refs = record.against(oracles, Kinked, x, cotangent=w, op=name, got={"value": out, "grad": ...})
-    for o, (_, (ref_g,)) in zip(oracles, refs):  # the oracles differ at kinks: compared off them
-        record.close(name=f"d{name} off kinks", out=g[~at], ref=np.asarray(ref_g)[~at], oracle=o.id)
-    if x.dtype == np.float64:
-        (fd,) = finite_diff.vjp(f, x64, cotangent=w)
-        far = np.all([np.abs(x64 - c) > FD_MARGIN * max(1.0, abs(c)) for c in kinks], axis=0)
-        record.close(name=f"d{name} off kinks", out=g[far], ref=fd[far], oracle="finite-difference", tol=FD_TOL)
 
 
 @given(xw=kink_inputs())
@@ -855,3 +835,6 @@ def test_seed_minimum_tie(subject, record, x):
     candidates, _ = extremum_candidates(x, y, np.ones_like(x), op="minimum")
     record.check(EXPECT, minimum=kind((dx, dy), candidates, x.dtype))
     record.observe(dx=dx, dy=dy)
+
+
+properties.bind(globals(), "kink-subgradients")

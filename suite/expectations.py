@@ -140,14 +140,16 @@ def expect(key: str, observed, *, framework=None, mode=None, device=None, versio
 
 
 class Expectations:
-    def __init__(self, defaults: dict, declared: list[Expectation], module: str):
+    def __init__(self, defaults: dict, declared: list[Expectation], module: str, scope: str | None = None):
+        """``scope``: what within the module the declarations belong to (an op-table entry), so
+        that their ids stay unique when a module holds several such sets."""
         self.defaults = dict(defaults)
         for k, v in self.defaults.items():
             _check_not_bare_raises(v, f"{module}: expectation for {k!r}")
         self.declared = declared
         for i, e in enumerate(declared):
             e.module = module
-            e.id = f"{module}:{i}"
+            e.id = f"{module}:{i}" if scope is None else f"{module}:{scope}:{i}"
             if e.key not in self.defaults:
                 raise ValueError(f"declared divergence for unknown key {e.key!r}")
             _ALL.append(e)

@@ -127,3 +127,33 @@ def test_raises_matches_class_and_message_and_unavailable_is_only_a_missing_api(
         "unavailable"
     )
     assert cmp.unavailable_or_raised(RuntimeError("eager"), "tf.gradients") == "raises:RuntimeError"
+
+
+def test_op_table_entries_of_one_module_keep_distinct_declaration_ids():
+    """Each op-table entry holds its own declarations; two entries of one module must not share
+    ids, or the report (keyed by id) would keep one of them and drop the other's status."""
+    import numpy as np
+
+    from suite import ops
+
+    declared = [expect("grad[{}@0]", "nan", framework="jax", reason="r", link="https://example.org/c")]
+    made = [
+        ops.register(
+            ops.Op(
+                name,
+                behaviour="id-demo",
+                tensorflow=abs,
+                jax=abs,
+                torch=abs,
+                reference=np.abs,
+                points=(ops.Point("0", (0.0,), "zero"),),
+                declared=[
+                    expect(d.key.format(name), d.observed, framework="jax", reason="r", link=d.link) for d in declared
+                ],
+            )  # fmt: skip
+        )
+        for name in ("first", "second")
+    ]
+    ids = [e.id for op in made for e in op.expect.declared]
+    assert len(ids) == 2 and len(set(ids)) == 2, ids
+    assert {op.name for op in ops.entries("id-demo")} == {"first", "second"}

@@ -25,7 +25,8 @@ class TorchRunner(Runner):
 
     def numpy(self, x):
         if isinstance(x, self.torch.Tensor):
-            out = x.detach().cpu().numpy()
+            # a ZeroTensor (abs's second derivative: sgn's backward) has no storage to read
+            out = x.detach().cpu().numpy(force=x._is_zerotensor())  # noqa: SLF001
             self.check_device(str(x.device), out)
             return out
         if isinstance(x, (bool, int, float, str)):

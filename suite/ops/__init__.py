@@ -39,7 +39,7 @@ from suite.program import Program
 #: What an entry can be asked for; an op that lacks one says so and the property is not run.
 CAPABILITIES = frozenset({"forward", "second", "xla", "graph", "gpu"})
 
-_TABLE: dict[str, "Op"] = {}
+_TABLE: dict[tuple[str, str], "Op"] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +57,8 @@ class Point:
     value: str | None = None
     #: the dtypes it is evaluated in (a precision that shows in one dtype only)
     dtypes: tuple = ("float32", "float64")
+    #: the observation key, where a behaviour keeps its own (``relu@0``); else ``grad[<op>@<name>]``
+    key: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +70,9 @@ class Op:
     ...)`` with reason, link and version range);
     ``excluded``: where the derivative is undefined, values or ``f(*args, margin) -> bool array``
     (within ``margin`` of them the gradients are compared only at the special points);
+    ``sides``: the kind at a special point is which one-sided derivative of the reference the
+    gradient is (:func:`side_kind`: ``left``, ``right``, ``mean``, ``both-sides``, ``zero``),
+    as at a kink, instead of its value (:func:`point_kind`);
     ``capabilities``: a subset of :data:`CAPABILITIES`, each one left out named in ``absent``
     with its reason and link; ``pairs``: the (dtype, shape) menu of the drawn inputs (default
     :data:`suite.ops.properties.PAIRS`; an op over the last axis leaves out scalars)."""
@@ -88,6 +93,7 @@ class Op:
     absent: dict = dataclasses.field(default_factory=dict)
     tol: cmp.Tolerance = cmp.GRAD
     pairs: tuple = ()
+    sides: bool = False
 
     def __post_init__(self):
         for fw in ("tensorflow", "jax", "torch"):
@@ -106,7 +112,7 @@ class Op:
         return getattr(self, framework) is not None
 
     def key(self, point: Point) -> str:
-        return f"grad[{self.name}@{point.name}]"
+        return point.key or f"grad[{self.name}@{point.name}]"
 
     def value_key(self, point: Point) -> str:
         return f"value[{self.name}@{point.name}]"
@@ -118,7 +124,8 @@ class Op:
 def register(op: Op) -> Op:
     """Add ``op`` to the table, its declarations attributed to the calling (behaviour) module,
     as ``expectations(...)`` there would be. A name is one entry: registering it again
-    replaces it, so a module imported twice does not double its rows."""
+    replaces it, so a module imported twice does not double its rows (a name is unique within
+    its behaviour: ``elu`` may be an entry of two behaviours)."""
     import sys
 
     from suite.expectations import Expectations
@@ -129,8 +136,8 @@ def register(op: Op) -> Op:
     # a property a framework cannot run (TensorFlow has no gradient of SoftsignGrad, so no
     # second order): declared as forward[<name>] or second[<name>], "ok" where it runs
     defaults.update({e.key: "ok" for e in op.declared if e.key in (f"forward[{op.name}]", f"second[{op.name}]")})
-    object.__setattr__(op, "expect", Expectations(defaults, list(op.declared), module))
-    _TABLE[op.name] = op
+    object.__setattr__(op, "expect", Expectations(defaults, list(op.declared), module, scope=op.name))
+    _TABLE[(op.behaviour, op.name)] = op
     return op
 
 
@@ -162,6 +169,41 @@ def point_kind(g, named=None) -> str:
         if cmp.rel_err(d, np.ravel(ref)) <= 1e-4:
             return name
     return f"{d[0]:.3g}" if np.all(np.abs(d - d[0]) <= 1e-4 * abs(d[0])) else "finite"
+
+
+def side_kind(g, left, right) -> str:
+    """Which one-sided difference quotient (times the cotangent) a gradient at a kink equals:
+    ``both-sides`` where the two agree, else ``left``, ``right`` or their ``mean``; ``zero`` or
+    ``other`` when none.
+
+    >>> side_kind(0.0, -1.0, 1.0), side_kind(1.0, 0.0, 1.0), side_kind(1.0, 1.0, 1.0), side_kind(0.0, 0.25, 1.0)
+    ('mean', 'right', 'both-sides', 'zero')
+    """
+    from suite import finite_diff
+
+    tol = max(finite_diff.ONE_SIDED_TOL, cmp.GRAD.of(np.asarray(g).dtype))
+
+    def same(a, b):
+        return cmp.rel_err(np.float64(a), np.float64(b), rtol=tol) <= tol
+
+    if same(left, right):
+        if same(g, left):
+            return "both-sides"
+    else:
+        for name, ref in (("left", left), ("right", right), ("mean", (left + right) / 2)):
+            if same(g, ref):
+                return name
+    return "zero" if g == 0 else "other"
+
+
+def summary(kinds) -> str:
+    """One observation for several elements: their common kind, or ``mixed:...``.
+
+    >>> summary(["left", "left"]), summary(["left", "mean"])
+    ('left', 'mixed:left,mean')
+    """
+    kinds = sorted(set(kinds))
+    return kinds[0] if len(kinds) == 1 else "mixed:" + ",".join(kinds)
 
 
 def accuracy(y, ref) -> str:
