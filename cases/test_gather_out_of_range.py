@@ -44,17 +44,17 @@ PyTorch CUDA rows are skipped: a device-side assert would poison the process's C
 
 import dataclasses
 import inspect
-import itertools
 import re
 
 import numpy as np
 from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from suite import compare as cmp, strategies as ss
-from suite.behaviours import behaviour, declared_skip, on
+from suite import compare as cmp, out_of_range as oor, strategies as ss
+from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
+from suite.out_of_range import CATEGORIES, categories, classify, classify_grad
 from suite.program import Program
 
 TF_GATHER = "https://www.tensorflow.org/api_docs/python/tf/gather"
@@ -68,7 +68,6 @@ XLA_SCATTER = "https://openxla.org/xla/operation_semantics#scatter"
 ARRAY_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/array_grad.py"
 JAX_OOB = "https://docs.jax.dev/en/latest/notebooks/Common_Gotchas_in_JAX.html#out-of-bounds-indexing"
 NUMPY_INDEXING = "https://numpy.org/doc/stable/user/basics.indexing.html"
-TORCH_CUDA_ASSERT = "https://github.com/pytorch/pytorch/issues/55027"
 
 BEHAVIOUR = behaviour(
     "gather-out-of-range",
@@ -86,7 +85,6 @@ BEHAVIOUR = behaviour(
     ],
 )
 
-CATEGORIES = ("above", "negative", "below")
 SEED_MESSAGE = "indices[2] = 6 is not in [0, 5)"
 # Each refusal by the kernel that raises it (CPU): GatherV2, GatherNd, and in a gradient whose
 # forward was pruned the UnsortedSegmentSum or ScatterNd that densifies it; PyTorch's bounds
@@ -201,7 +199,7 @@ EXPECT = expectations(
         raises("IndexError", TORCH_OUT_OF_BOUNDS),
         ("above", "below"),
         framework="torch",
-        device="cpu",  # CUDA rows are declared skips (_no_torch_cuda)
+        device="cpu",  # CUDA rows are declared skips (oor.skip_torch_cuda)
         link=NUMPY_INDEXING,
         reason="PyTorch indexing checks bounds like NumPy: 'index 6 is out of bounds for dimension 0'",
     ),
@@ -276,7 +274,7 @@ EXPECT = expectations(
         raises("IndexError", TORCH_OUT_OF_BOUNDS),
         ("above", "below"),
         framework="torch",
-        device="cpu",  # CUDA rows are declared skips (_no_torch_cuda)
+        device="cpu",  # CUDA rows are declared skips (oor.skip_torch_cuda)
         link=NUMPY_INDEXING,
         reason="the forward raises, so there is no gradient",
     ),
@@ -473,7 +471,7 @@ EXPECT = expectations(
         "seed",
         raises("IndexError", r"index 6 is out of bounds for dimension 0 with size 5"),
         framework="torch",
-        device="cpu",  # CUDA rows are declared skips (_no_torch_cuda)
+        device="cpu",  # CUDA rows are declared skips (oor.skip_torch_cuda)
         link=NUMPY_INDEXING,
         reason="PyTorch indexing raises 'index 6 is out of bounds for dimension 0 with size 5'",
     ),
@@ -631,142 +629,9 @@ def all_grads(module, params, indices, w, *, fw, apis):
     return tuple(GatherGrad.of(fw)(module, params, indices, w, api=api) for api in apis)
 
 
-# ---------------------------------------------------------------- classifiers
-def categories(indices, n) -> np.ndarray:
-    """``in-range``, ``above`` (i >= n), ``negative`` (-n <= i < 0) or ``below`` (i < -n) per index."""
-    i = np.asarray(indices)
-    return np.where(i >= n, "above", np.where(i >= 0, "in-range", np.where(i >= -n, "negative", "below")))
-
-
-def isolate(indices, n, category) -> np.ndarray:
-    """The indices with every out-of-range position not in ``category`` replaced by 0."""
-    cats = categories(indices, n)
-    return np.where((cats == category) | (cats == "in-range"), indices, 0).astype(indices.dtype)
-
-
-def _verdict(labels: set, *, none_fits: str):
-    """The one label left; ``none_fits`` if none is; None if several are (cannot tell)."""
-    if len(labels) == 1:
-        return next(iter(labels))
-    return None if labels else none_fits
-
-
-def classify(out, params, indices) -> dict:
-    """The forward observation per out-of-range category present in ``indices``.
-
-    Each out-of-range position is matched against the rules: ``zero-fill`` (a zero row),
-    ``nan-fill`` (a NaN row), ``clamp`` (row clip(i, 0, n-1)), ``wrap`` (row i mod n); the
-    category's label is the one rule every position of it fits, ``garbage`` if none does,
-    and ``None`` where the data cannot tell (n == 1, or clip(i) == i mod n everywhere).
-    Params must have distinct nonzero rows. In-range positions are not looked at here.
-
-    >>> classify(np.array([1., 2., 5.]), np.array([1., 2., 3., 4., 5.]), np.array([0, 1, 6]))
-    {'above': 'clamp'}
-    """
-    out, params = np.asarray(out), np.asarray(params)
-    n, found = len(params), {}
-    for p, (i, c) in enumerate(zip(np.asarray(indices).tolist(), categories(indices, n).tolist())):
-        if c == "in-range":
-            continue
-        row, fits = out[p], set()
-        if not np.any(row):
-            fits.add("zero-fill")
-        if np.all(np.isnan(row)):
-            fits.add("nan-fill")
-        if np.array_equal(row, params[min(max(i, 0), n - 1)]):
-            fits.add("clamp")
-        if np.array_equal(row, params[i % n]):
-            fits.add("wrap")
-        found[c] = found[c] & fits if c in found else fits
-    return {c: _verdict(s, none_fits="garbage") for c, s in found.items()}
-
-
-GRAD_RULES = {
-    "dropped": lambda i, n: None,
-    "clamped-row": lambda i, n: min(max(i, 0), n - 1),
-    "wrapped-row": lambda i, n: i % n,
-}
-
-
-def classify_grad(grad, params, indices, w, *, tol) -> dict:
-    """Which params rows received each out-of-range position's cotangent, per category.
-
-    Every assignment of a rule (``dropped``, ``clamped-row``, ``wrapped-row``) to the
-    categories present is turned into the gradient it implies (in-range positions add
-    ``w[p]`` to row ``i``) and compared with ``grad`` within ``tol``; a category's label is
-    its rule in the matching assignments, ``other`` if none matches, ``None`` if several
-    rules match (the data cannot tell them apart).
-
-    >>> classify_grad(np.array([1., 10., 0, 0, 0]), np.arange(5.), np.array([0, 1, 6]),
-    ...               np.array([1., 10., 100.]), tol=0.0)
-    {'above': 'dropped'}
-    """
-    params, w = np.asarray(params), np.asarray(w, np.float64)
-    n, cats = len(params), categories(indices, len(params))
-    present = [c for c in CATEGORIES if c in cats]
-    cats = cats.tolist()
-    matches = []
-    for combo in itertools.product(GRAD_RULES, repeat=len(present)):
-        rule = dict(zip(present, combo))
-        ref = np.zeros(params.shape, np.float64)
-        for p, (i, c) in enumerate(zip(np.asarray(indices).tolist(), cats)):
-            row = i if c == "in-range" else GRAD_RULES[rule[c]](i, n)
-            if row is not None:
-                ref[row] += w[p]
-        if cmp.rel_err(grad, ref) <= tol:
-            matches.append(rule)
-    return {c: _verdict({m[c] for m in matches}, none_fits="other") for c in present}
-
-
-def error_site(exc) -> str:
-    """Which check refused: ``indices`` (a gather/scatter kernel) or ``segment_ids`` (the
-    unsorted_segment_sum that densifies an IndexedSlices gradient)."""
-    m = re.search(r"\b(segment_ids|indices)\[\d+\]", str(exc))
-    return m.group(1) if m else type(exc).__name__
-
-
-def _no_torch_cuda(subject):
-    if subject.framework == "torch" and subject.device == "gpu":
-        declared_skip(
-            "PyTorch CUDA index kernels fail out-of-range indices with a device-side assert that "
-            "poisons the CUDA context for the rest of the process",
-            link=TORCH_CUDA_ASSERT,
-        )
-
-
 def _observe(subject, record, case, apis, kind, run, judge):
-    """Check the ``kind`` observation of each API per out-of-range category. All APIs run on
-    the mixed indices in one program; where that refuses, each API runs alone, and where an
-    API refuses the mixed indices, each category runs alone to see which one it refuses."""
     __tracebackhide__ = True
-    n = len(case.params)
-    present = [c for c in CATEGORIES if c in categories(case.indices, n)]
-    if not present:
-        return
-    try:
-        first = dict(zip(apis, run(apis, case.indices)))
-    except Exception as e:  # noqa: BLE001 - a refusal; for a single API it is that API's answer
-        first = {apis[0]: e} if len(apis) == 1 else {}
-    for api in apis:
-        runs = [(case.indices, present)]
-        while runs:
-            idx, cats = runs.pop(0)
-            try:
-                result = first.pop(api) if api in first else run((api,), idx)[0]
-                if isinstance(result, Exception):
-                    raise result
-            except Exception as e:  # the framework's refusal is the observation
-                if len(cats) > 1:
-                    runs = [(isolate(case.indices, n, c), [c]) for c in cats]
-                    continue
-                record.check(EXPECT, **{f"{kind}:{api}[{cats[0]}]": cmp.error_name(e)})
-                if subject.framework == "tensorflow":
-                    record.observe(**{f"refused-by:{kind}:{api}[{cats[0]}]": error_site(e)})
-                continue
-            labels = judge(api, idx, result)
-            for c in cats:
-                if labels[c] is not None:  # None: this example cannot tell two rules apart
-                    record.check(EXPECT, **{f"{kind}:{api}[{c}]": labels[c]})
+    oor.observe(subject, record, EXPECT, case.indices, len(case.params), apis, kind, run, judge)
 
 
 def _observe_forward(subject, record, case, apis):
@@ -802,7 +667,7 @@ def _observe_grad(subject, record, case, apis):
 def test_gather_forward_out_of_range_is_declared(subject, record, case):
     """Each API's forward per out-of-range category: raises, zero-fill, clamp, wrap, nan-fill or garbage."""
     record.example(params=case.params, indices=case.indices)
-    _no_torch_cuda(subject)
+    oor.skip_torch_cuda(subject)
     _observe_forward(subject, record, case, GATHER_APIS[subject.framework])
 
 
@@ -810,7 +675,7 @@ def test_gather_forward_out_of_range_is_declared(subject, record, case):
 def test_gather_gradient_rows_are_declared(subject, record, case):
     """Which params row each out-of-range cotangent of sum(w * gather) reaches, or the refusal."""
     record.example(params=case.params, indices=case.indices, w=case.w)
-    _no_torch_cuda(subject)
+    oor.skip_torch_cuda(subject)
     _observe_grad(subject, record, case, GATHER_APIS[subject.framework])
 
 
@@ -850,7 +715,7 @@ def test_in_range_gather_matches_closed_form_and_oracles(subject, oracles, recor
 def test_seed_gather_0_1_6(subject, record, a):
     """seeds/001 tf.gather([1, 2, 3, 4, 5], [0, 1, 6]): CPU raises 'indices[2] = 6 is not in [0, 5)', GPU [1 2 0]."""
     record.example(params=a, indices=SEED_INDICES)
-    _no_torch_cuda(subject)
+    oor.skip_torch_cuda(subject)
     try:
         out = subject.run(Gather.of(subject), a, SEED_INDICES)
     except Exception as e:  # the seed's CPU answer
