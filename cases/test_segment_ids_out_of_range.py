@@ -1,0 +1,696 @@
+"""Segment ids out of range: what segment reductions do with an id outside [0, num_segments).
+
+``tf.math.unsorted_segment_sum`` documents that a negative id is dropped and that on CPU an id
+>= num_segments raises (on GPU: unchecked); under XLA nothing raises (tensorflow#120245). JAX's
+``jax.ops.segment_*`` drop every id outside [0, num_segments) (``FILL_OR_DROP``); PyTorch's
+``index_add``/``scatter_reduce`` refuse them. The sorted ``tf.math.segment_*`` ops want sorted,
+non-negative ids. Source issues: tensorflow#52063, #44700, #32755, #72785, #59356, jax#14179,
+pytorch#9998 (in :data:`BEHAVIOUR`'s links).
+
+The APIs, an entry each in :data:`UNSORTED` and :data:`SORTED` (every property runs over the
+table): ``unsorted_segment_{sum,max,min,prod,mean,sqrt_n}`` with their oracles
+``jax.ops.segment_{sum,max,min,prod}`` and ``torch.zeros(n).index_add`` (sum) /
+``scatter_reduce(..., include_self=False)`` (``amax``, ``amin``, ``prod``, ``mean``); and
+``segment_{sum,mean,max,min,prod}`` against ``jax.ops.segment_*(indices_are_sorted=True)``.
+Ids fall in the categories of :mod:`suite.out_of_range` (``above`` i >= n, ``negative`` -n <= i
+< 0, ``below`` i < -n). Observed per category: the forward (``dropped``, ``clamped-row``,
+``wrapped-row``, ``raises:<Error>``), and the gradient of ``sum(w * out)`` at the out-of-range
+elements (``dropped``: zero, ``leaks``: a segment's cotangent reaches it, ``nan``) with the
+in-range elements kept at their closed form (``rows``); the value of an empty segment
+(``empty``); for the sorted ops unsorted, negative and gapped ids.
+
+Declared surprises:
+
+- XLA raises nowhere: an id >= n is dropped from the forward, but the gradient is a gather of
+  the cotangent, which XLA clamps, so the dropped element receives the last segment's cotangent
+  (sum, mean, sqrt_n, prod; max and min compare with the clamped segment's value and give 0).
+- The empty segment of ``unsorted_segment_max`` is the dtype's lowest finite value (not -inf,
+  JAX's), of ``min`` its highest; PyTorch's ``include_self=False`` leaves the zeros it starts
+  from (0 for prod too). The sorted ``segment_max/min`` fill a missing segment with 0.
+- JAX has no gradient for ``segment_prod`` (scatter_mul with repeated indices: NotImplementedError).
+- The sorted ``segment_*`` ops have no XLA kernel (their output shape is data-dependent).
+- JAX's ``indices_are_sorted=True`` is a promise it does not check: unsorted ids still reduce
+  per segment on CPU, where TensorFlow refuses them.
+
+Out of scope here: ``tf.SparseTensor`` with duplicate indices (structured tensors, another
+issue); ties of max/min gradients (kink-subgradients covers them); ``tf.sparse.segment_*`` and
+``tf.math.bincount`` (not covered yet).
+PyTorch CUDA rows with out-of-range ids are skipped: a device-side assert would poison the
+process's CUDA context.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from types import SimpleNamespace
+
+import numpy as np
+from hypothesis import given, strategies as st
+from hypothesis.extra import numpy as hnp
+
+from suite import compare as cmp, out_of_range as oor, strategies as ss
+from suite.behaviours import behaviour, on
+from suite.expectations import expect, expectations, raises
+from suite.program import Program
+
+TF_UNSORTED = "https://www.tensorflow.org/api_docs/python/tf/math/unsorted_segment_sum"
+TF_UNSORTED_MAX = "https://www.tensorflow.org/api_docs/python/tf/math/unsorted_segment_max"
+TF_SEGMENT_MAX = "https://www.tensorflow.org/api_docs/python/tf/math/segment_max"
+TF_XLA_UNCHECKED = "https://github.com/tensorflow/tensorflow/issues/120245"
+XLA_GATHER_CLAMPS = "https://github.com/jax-ml/jax/issues/7538"  # XLA gather and scatter out of bounds
+TF_XLA_NO_SEGMENT = "https://github.com/tensorflow/tensorflow/issues/50713"
+JAX_SEGMENT_SUM = "https://docs.jax.dev/en/latest/_autosummary/jax.ops.segment_sum.html"
+JAX_SEGMENT_MAX = "https://docs.jax.dev/en/latest/_autosummary/jax.ops.segment_max.html"
+JAX_PROD_GRAD = "https://github.com/jax-ml/jax/issues/9296"
+TORCH_SCATTER_REDUCE = "https://pytorch.org/docs/stable/generated/torch.Tensor.scatter_reduce_.html"
+TORCH_INDEX_ADD = "https://pytorch.org/docs/stable/generated/torch.Tensor.index_add_.html"
+
+BEHAVIOUR = behaviour(
+    "segment-ids-out-of-range",
+    sources=[],
+    links=[
+        "https://github.com/tensorflow/tensorflow/issues/52063",
+        "https://github.com/jax-ml/jax/issues/14179",
+        "https://github.com/tensorflow/tensorflow/issues/44700",
+        "https://github.com/tensorflow/tensorflow/issues/32755",
+        "https://github.com/tensorflow/tensorflow/issues/72785",
+        "https://github.com/tensorflow/tensorflow/issues/59356",
+        "https://github.com/pytorch/pytorch/issues/9998",
+        TF_UNSORTED,
+        JAX_SEGMENT_SUM,
+        TORCH_SCATTER_REDUCE,
+    ],
+)
+
+CATEGORIES = oor.CATEGORIES
+
+
+# ---------------------------------------------------------------- the table of APIs
+def _torch_reduce(reduce):
+    def run(torch, d, i, n):
+        if reduce == "sum":  # the common spelling of a segment sum in PyTorch
+            return torch.zeros((n, *d.shape[1:]), dtype=d.dtype, device=d.device).index_add(0, i.long(), d)
+        index = i.long().reshape(-1, *[1] * (d.dim() - 1)).expand_as(d)
+        base = torch.zeros((n, *d.shape[1:]), dtype=d.dtype, device=d.device)
+        return base.scatter_reduce(0, index, d, reduce, include_self=False)
+
+    return run
+
+
+def _op(tf_name, reduce, jax_name=None, torch_reduce=None):
+    """A table entry: the native spelling per framework (``None``: the framework has no such API)
+    and the float64 closed form of one non-empty segment."""
+    return SimpleNamespace(
+        reduce=reduce,
+        tensorflow=lambda tf, d, i, n: getattr(tf.math, tf_name)(d, i, n),
+        jax=None if jax_name is None else lambda jax, d, i, n: getattr(jax.ops, jax_name)(d, i, num_segments=n),
+        torch=None if torch_reduce is None else _torch_reduce(torch_reduce),
+    )
+
+
+def _sqrt_n(rows):
+    return rows.sum(0) / np.sqrt(len(rows))
+
+
+UNSORTED = {
+    "sum": _op("unsorted_segment_sum", lambda r: r.sum(0), "segment_sum", "sum"),
+    "max": _op("unsorted_segment_max", lambda r: r.max(0), "segment_max", "amax"),
+    "min": _op("unsorted_segment_min", lambda r: r.min(0), "segment_min", "amin"),
+    "prod": _op("unsorted_segment_prod", lambda r: r.prod(0), "segment_prod", "prod"),
+    "mean": _op("unsorted_segment_mean", lambda r: r.mean(0), None, "mean"),
+    "sqrt_n": _op("unsorted_segment_sqrt_n", _sqrt_n),
+}
+
+
+def _sorted_op(name, reduce):
+    return SimpleNamespace(
+        reduce=reduce,
+        tensorflow=lambda tf, d, i, n: getattr(tf.math, f"segment_{name}")(d, i),  # n rows: max(i) + 1
+        jax=None
+        if name == "mean"
+        else lambda jax, d, i, n: getattr(jax.ops, f"segment_{name}")(d, i, num_segments=n, indices_are_sorted=True),
+        torch=None,
+    )
+
+
+SORTED = {name: _sorted_op(name, UNSORTED[name].reduce) for name in ("sum", "mean", "max", "min", "prod")}
+TABLES = {"unsorted": UNSORTED, "sorted": SORTED}
+
+
+def apis(table, framework) -> tuple:
+    return tuple(api for api, op in TABLES[table].items() if getattr(op, framework) is not None)
+
+
+class Segment(Program):
+    """``table[api]`` of ``data`` by ``ids`` into ``n`` segments (the sorted ops infer n)."""
+
+    def tensorflow(tf, data, ids, *, api, n, table="unsorted"):
+        return TABLES[table][api].tensorflow(tf, data, ids, n)
+
+    def jax(jax, data, ids, *, api, n, table="unsorted"):
+        return TABLES[table][api].jax(jax, data, ids, n)
+
+    def torch(torch, data, ids, *, api, n, table="unsorted"):
+        return TABLES[table][api].torch(torch, data, ids, n)
+
+
+# ---------------------------------------------------------------- declarations
+IDS_IAE = raises("InvalidArgumentError", r"segment_ids\[\d+\] = -?\d+ is out of range \[0, \d+\)")
+#: a gradient's refusal: the forward's segment kernel or the gradient's gather of the cotangent, whichever
+#: of the two (independent in a graph) runs first
+GRAD_IAE = raises(
+    "InvalidArgumentError",
+    r"(segment_ids\[\d+\] = -?\d+ is out of range|indices\[\d+\] = -?\d+ is not in) \[0, \d+\)",
+)
+TORCH_OOB = raises("RuntimeError", r"index -?\d+ is out of bounds for dimension 0 with size \d+")
+XLA_NO_KERNEL = raises("InvalidArgumentError", r"unsupported operations.*Segment(Sum|Mean|Max|Min|Prod)")
+NOT_INCREASING = raises("InvalidArgumentError", r"segment ids are not increasing")
+SORTED_NEGATIVE = raises("InvalidArgumentError", r"Segment id -\d+ out of range \[0, \d+\)")
+JAX_PROD_NO_GRAD = raises("NotImplementedError", r"scatter_mul gradients are only implemented if `unique_indices=True`")
+EMPTY = {"sum": "zero", "max": "lowest", "min": "highest", "prod": "one", "mean": "zero", "sqrt_n": "zero"}
+LEAKING = ("sum", "prod", "mean", "sqrt_n")  # gradient = a gather of the cotangent (XLA clamps it)
+
+
+#: the JAX observations FILL_OR_DROP decides (segment_prod has no gradient at all)
+JAX_KEYS = [
+    (k, api) for k in ("forward", "grad") for api in ("sum", "max", "min", "prod") if (k, api) != ("grad", "prod")
+]
+
+
+def _each(key, observed, names, cats=CATEGORIES, **where):
+    return [expect(key.format(api=api, c=c), observed, **where) for api in names for c in cats]
+
+
+EXPECT = expectations(
+    {
+        # TensorFlow's CPU answers: ids >= n refused by the kernel, negative ids dropped (the docs)
+        **{f"forward:{api}[above]": IDS_IAE for api in UNSORTED},
+        **{f"grad:{api}[above]": GRAD_IAE for api in UNSORTED},
+        **{
+            f"{k}:{api}[{c}]": "dropped" for k in ("forward", "grad") for api in UNSORTED for c in ("negative", "below")
+        },
+        **{f"rows:{api}": "closed-form" for api in UNSORTED},
+        **{f"empty:{api}": v for api, v in EMPTY.items()},
+        **{f"empty-input:{api}": "fill" for api in UNSORTED},
+        **{f"in-range-grad:{t}:{api}": "closed-form" for t in TABLES for api in TABLES[t]},
+        # sorted ops: unsorted and negative ids refused, a missing segment is 0 (the docs)
+        **{f"sorted:{api}[in-range]": "closed-form" for api in SORTED},
+        **{f"sorted:{api}[unsorted]": NOT_INCREASING for api in SORTED},
+        **{f"sorted:{api}[negative]": SORTED_NEGATIVE for api in SORTED},
+        **{f"sorted:{api}[gap]": "zero" if api != "prod" else "one" for api in SORTED},
+    },
+    # -- XLA: nothing raises; the forward drops, the gradient's gather clamps
+    *_each(
+        "forward:{api}[{c}]",
+        "dropped",
+        UNSORTED,
+        ("above",),
+        framework="tensorflow",
+        mode="xla",
+        link=TF_XLA_UNCHECKED,
+        reason="the XLA lowering of UnsortedSegment* is an XLA Scatter, which skips out-of-bounds updates: "
+        "no error, the id >= n is dropped (eager and graph raise)",
+    ),
+    *_each(
+        "grad:{api}[{c}]",
+        "leaks",
+        LEAKING,
+        ("above",),
+        framework="tensorflow",
+        mode="xla",
+        link=XLA_GATHER_CLAMPS,
+        reason="the gradient gathers the cotangent at the ids, and XLA Gather clamps an id >= n to n-1: the "
+        "element the forward dropped receives the last segment's cotangent (gather and scatter are not duals "
+        "out of bounds; JAX fixed the same bug in its segment_sum, jax#8634)",
+    ),
+    *_each(
+        "grad:{api}[{c}]",
+        "dropped",
+        ("max", "min"),
+        ("above",),
+        framework="tensorflow",
+        mode="xla",
+        link=XLA_GATHER_CLAMPS,
+        reason="the max/min gradient compares the element with the gathered (clamped) segment's value, which "
+        "it did not reach: the mask is false and the gradient 0",
+    ),
+    # -- GPU (declared from the docs; no TensorFlow GPU here)
+    *_each(
+        "{api}",
+        "dropped",
+        [f"{k}:{api}[above]" for k in ("forward", "grad") for api in UNSORTED],
+        ("",),
+        framework="tensorflow",
+        mode="eager|function|graph",
+        device="gpu",
+        link=TF_UNSORTED,
+        reason="unsorted_segment_sum docs: on GPU out-of-bound ids are not checked ('safe but unspecified "
+        "behavior, which may include ignoring out-of-bound indices'); declared, not measured",
+    ),
+    # -- empty segments
+    *[
+        expect(
+            f"empty:{api}",
+            v,
+            framework="jax",
+            link=JAX_SEGMENT_MAX,
+            reason="jax.ops.segment_max/min start from the reduction's identity, -inf/+inf for floats, where "
+            "TensorFlow uses numeric_limits<T>::lowest()/max()",
+        )
+        for api, v in (("max", "-inf"), ("min", "+inf"))
+    ],
+    *[
+        expect(
+            f"empty:{api}",
+            "zero",
+            framework="torch",
+            link=TORCH_SCATTER_REDUCE,
+            reason="scatter_reduce with include_self=False leaves a position no index reaches at the value of "
+            "self, here the zeros it starts from (no identity of the reduction, 0 for prod too)",
+        )
+        for api in ("max", "min", "prod")
+    ],
+    *[
+        expect(
+            f"sorted:{api}[gap]",
+            v,
+            framework="jax",
+            link=JAX_SEGMENT_MAX,
+            reason="jax.ops.segment_* with indices_are_sorted=True is the same scatter: a segment no id names "
+            "holds the reduction's identity (-inf/+inf for max/min, 1 for prod), TensorFlow's sorted ops 0",
+        )
+        for api, v in (("max", "-inf"), ("min", "+inf"))
+    ],
+    # -- JAX drops every out-of-range id
+    *_each(
+        "{api}",
+        "dropped",
+        [f"{k}:{api}[{c}]" for k, api in JAX_KEYS for c in CATEGORIES],
+        ("",),
+        framework="jax",
+        link=JAX_SEGMENT_SUM,
+        reason="jax.ops.segment_* default to mode FILL_OR_DROP: 'values outside of the range [0, num_segments) "
+        "are dropped and do not contribute', and their gradient drops them too (jax#8634 fixed)",
+    ),
+    *_each(
+        "grad:prod[{c}]",
+        JAX_PROD_NO_GRAD,
+        ("prod",),
+        framework="jax",
+        link=JAX_PROD_GRAD,
+        reason="segment_prod is scatter_mul, whose gradient JAX implements only with unique_indices=True "
+        "(it was wrong before, jax#9296): no gradient",
+    ),
+    expect(
+        "in-range-grad:unsorted:prod",
+        JAX_PROD_NO_GRAD,
+        framework="jax",
+        link=JAX_PROD_GRAD,
+        reason="scatter_mul has no gradient with repeated indices",
+    ),
+    expect(
+        "in-range-grad:sorted:prod",
+        JAX_PROD_NO_GRAD,
+        framework="jax",
+        link=JAX_PROD_GRAD,
+        reason="scatter_mul has no gradient with repeated indices, sorted or not",
+    ),
+    *[
+        expect(
+            f"sorted:{api}[{c}]",
+            v,
+            framework="jax",
+            link=JAX_SEGMENT_SUM,
+            reason="indices_are_sorted is a promise JAX does not check: on CPU the scatter reduces unsorted ids "
+            "per segment; a negative id is dropped (FILL_OR_DROP)",
+        )
+        for api in apis("sorted", "jax")
+        for c, v in (("unsorted", "as-unsorted"), ("negative", "dropped"))
+    ],
+    # -- PyTorch refuses every out-of-range id
+    *_each(
+        "{api}",
+        TORCH_OOB,
+        [f"{k}:{api}[{c}]" for k in ("forward", "grad") for api in apis("unsorted", "torch") for c in CATEGORIES],
+        ("",),
+        framework="torch",
+        device="cpu",  # CUDA rows with out-of-range ids are declared skips
+        link=TORCH_SCATTER_REDUCE,
+        reason="index_add and scatter_reduce check every index on CPU ('index 3 is out of bounds for "
+        "dimension 0 with size 3'), negatives too: no value, no gradient",
+    ),
+    # -- XLA: no kernel for the sorted ops
+    *[
+        expect(
+            key,
+            XLA_NO_KERNEL,
+            framework="tensorflow",
+            mode="xla",
+            link=TF_XLA_NO_SEGMENT,
+            reason="tf.math.segment_* have no XLA kernel (the output's length is max(id) + 1, data-dependent): "
+            "jit_compile=True refuses the function",
+        )
+        for api in SORTED
+        for key in (
+            f"sorted:{api}[in-range]",
+            f"sorted:{api}[unsorted]",
+            f"sorted:{api}[negative]",
+            f"sorted:{api}[gap]",
+            f"in-range-grad:sorted:{api}",
+        )
+    ],
+)
+
+
+# ---------------------------------------------------------------- strategies
+#: (K, d) data shapes, each with its num_segments (static: XLA and jax.jit compile once per shape)
+N_OF = {(5, 2): 3, (4, 1): 2, (6, 3): 4}
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentCase:
+    data: np.ndarray  # (K, d), distinct nonzero values: no ties, no rule mistaken for another
+    ids: np.ndarray  # (K,) int32: in range, >= n, [-n, 0) and < -n mixed, with repeats
+    n: int
+    w: np.ndarray  # cotangent (n, d), positive
+
+
+def _ids(n, *, in_range_only=False):
+    inside = st.integers(0, n - 1)
+    if in_range_only:
+        return inside
+    edges = st.sampled_from(sorted({-1, 0, n - 1, n, -n, -n - 1}))  # the boundaries, drawn often
+    far = st.one_of(st.integers(n, n + 6), st.integers(-n, -1), st.integers(-n - 6, -n - 1))
+    return st.one_of(inside, edges, far)
+
+
+@st.composite
+def segment_cases(draw, *, in_range_only=False) -> SegmentCase:
+    dtype, shape = draw(ss.dtypes_and_shapes(shapes=tuple(N_OF)), label="dtype, data shape")
+    n = N_OF[shape]
+    size = ss.floats(dtype, 0.5, 4.0)  # products of up to 6 stay far from overflow
+    signed = st.tuples(st.booleans(), size).map(lambda t: -t[1] if t[0] else t[1])
+    data = draw(hnp.arrays(dtype, shape, elements=signed, unique=True), label="data")
+    ids = draw(st.lists(_ids(n, in_range_only=in_range_only), min_size=shape[0], max_size=shape[0]), label="ids")
+    w = draw(hnp.arrays(dtype, (n, shape[1]), elements=ss.floats(dtype, 0.5, 4.0)), label="cotangent")
+    return SegmentCase(data, np.array(ids, np.int32), n, w)
+
+
+# ---------------------------------------------------------------- closed forms and classifiers
+def closed_form(api, data, ids, n):
+    """Float64 ``(out, nonempty)``: ``api``'s reduction of each segment in [0, n) (ids outside it
+    dropped) and which segments any id reaches; an empty segment's row is left 0.
+
+    >>> out, full = closed_form("max", np.array([[1.], [3.], [2.]]), np.array([0, 0, 5]), 2)
+    >>> out.tolist(), full.tolist()
+    ([[3.0], [0.0]], [True, False])
+    """
+    data = np.asarray(data, np.float64)
+    out, nonempty = np.zeros((n, *data.shape[1:])), np.zeros(n, bool)
+    for s in range(n):
+        rows = data[np.asarray(ids) == s]
+        if len(rows):
+            out[s], nonempty[s] = UNSORTED[api].reduce(rows), True
+    return out, nonempty
+
+
+def closed_form_grad(api, data, ids, n, w) -> np.ndarray:
+    """Float64 gradient of ``sum(w * out)`` w.r.t. ``data`` with out-of-range ids dropped (their
+    rows 0). Max/min: the element that is its segment's extreme (data has no ties)."""
+    data, ids = np.asarray(data, np.float64), np.asarray(ids)
+    out, _ = closed_form(api, data, ids, n)
+    g = np.zeros_like(data)
+    for p, s in enumerate(ids.tolist()):
+        if not 0 <= s < n:
+            continue
+        members = ids == s
+        k, ws = members.sum(), np.asarray(w[s], np.float64)
+        if api == "sum":
+            g[p] = ws
+        elif api == "mean":
+            g[p] = ws / k
+        elif api == "sqrt_n":
+            g[p] = ws / np.sqrt(k)
+        elif api == "prod":
+            others = members.copy()
+            others[p] = False
+            g[p] = ws * data[others].prod(0)
+        else:  # max, min
+            g[p] = np.where(data[p] == out[s], ws, 0.0)
+    return g
+
+
+def effective_ids(ids, n, rule: dict) -> np.ndarray:
+    """The ids each out-of-range category is sent to under ``rule`` (category -> a
+    :data:`suite.out_of_range.GRAD_RULES` name; ``dropped`` becomes -1, which no segment is)."""
+    out = []
+    for i, c in zip(np.asarray(ids).tolist(), oor.categories(ids, n).tolist()):
+        row = i if c == "in-range" else oor.GRAD_RULES[rule[c]](i, n)
+        out.append(-1 if row is None else row)
+    return np.array(out, np.int64)
+
+
+def fill_label(values, dtype) -> str:
+    """What an empty segment holds: ``zero``, ``one``, ``lowest``/``highest`` (the dtype's finite
+    extremes), ``-inf``/``+inf``, ``nan``, ``other`` (or several different values: ``mixed``)."""
+    v = np.unique(np.asarray(values, np.float64))
+    if v.size != 1:
+        return "nan" if np.isnan(values).all() else "mixed"
+    v, f = v[0], np.finfo(dtype)
+    names = {0.0: "zero", 1.0: "one", float(f.min): "lowest", float(f.max): "highest", -np.inf: "-inf", np.inf: "+inf"}
+    return "nan" if np.isnan(v) else names.get(float(v), "other")
+
+
+def _fits(out, ref, nonempty, fill, dtype) -> bool:
+    out = np.asarray(out)
+    if out.shape != ref.shape:
+        return False
+    if cmp.rel_err(out[nonempty], ref[nonempty], dtype=dtype) > cmp.GRAD.of(dtype):
+        return False
+    return (~nonempty).sum() == 0 or fill_label(out[~nonempty], dtype) == fill
+
+
+def classify_forward(api, out, data, ids, n, fill) -> dict:
+    """Per out-of-range category present, the rule (``dropped``, ``clamped-row``, ``wrapped-row``)
+    whose closed form the output matches, its empty segments holding ``fill`` (a
+    :func:`fill_label`); ``other`` if none does, ``None`` if several do."""
+    present = [c for c in CATEGORIES if c in oor.categories(ids, n)]
+    matches = []
+    for combo in itertools.product(oor.GRAD_RULES, repeat=len(present)):
+        rule = dict(zip(present, combo))
+        ref, nonempty = closed_form(api, data, effective_ids(ids, n, rule), n)
+        if _fits(out, ref, nonempty, fill, data.dtype):
+            matches.append(rule)
+    return oor.label_rules(matches, present)
+
+
+def classify_grad_rows(grad, ids, n) -> dict:
+    """Per out-of-range category, the gradient rows of its elements: ``dropped`` (0), ``nan``, or
+    ``leaks`` (a nonzero gradient reaches an element the forward did not use)."""
+    found: dict = {}
+    for p, c in enumerate(oor.categories(ids, n).tolist()):
+        if c == "in-range":
+            continue
+        row = np.asarray(grad[p])
+        seen = {"dropped"} if not np.any(row) else {"nan"} if np.isnan(row).all() else {"leaks"}
+        found[c] = found[c] & seen if c in found else seen
+    return {c: oor.verdict(s, none_fits="mixed") for c, s in found.items()}
+
+
+_FILLS: dict = {}
+
+
+def fill_of(subject, api, data, n):
+    """The value ``api`` gives an empty segment on this row, measured once per (row, API, dtype,
+    shape) with every id 0 (segments 1..n-1 empty): a :func:`fill_label`."""
+    key = (subject.id, api, data.dtype.str, data.shape)
+    if key not in _FILLS:
+        out = np.asarray(subject.run(Segment.of(subject), data, np.zeros(len(data), np.int32), api=api, n=n))
+        _FILLS[key] = fill_label(out[1:], data.dtype)
+    return _FILLS[key]
+
+
+def _grad(subject, case, ids, api, **static):
+    return subject.vjp(Segment.of(subject), case.data, ids, cotangent=case.w, api=api, n=case.n, **static)[1][0]
+
+
+def _xla_refusal(e) -> bool:
+    return "unsupported operations" in str(e)
+
+
+def _attempt_grad(runner, case, ids, api, **static):
+    """``(gradient, None)``, or ``(None, raises:<Error>)`` where the framework refuses (a function XLA
+    cannot compile is refused again without compiling)."""
+    res, seen = runner.attempt(
+        "vjp", Segment.of(runner), case.data, ids, cotangent=case.w, remember=_xla_refusal, api=api, n=case.n, **static
+    )
+    return (None if res is None else np.asarray(res[1][0])), seen
+
+
+# ---------------------------------------------------------------- properties: unsorted_segment_*
+@given(case=segment_cases())
+def test_unsorted_forward_out_of_range_is_declared(subject, record, case):
+    """Each unsorted_segment_* op per out-of-range category: dropped, clamped, wrapped, or refused."""
+    record.example(data=case.data, ids=case.ids)
+    oor.skip_torch_cuda(subject, case.ids, case.n)
+    names = apis("unsorted", subject.framework)
+    fills = {api: fill_of(subject, api, case.data, case.n) for api in names}
+
+    def run(apis_, idx):
+        return tuple(subject.run(Segment.of(subject), case.data, idx, api=api, n=case.n) for api in apis_)
+
+    def judge(api, idx, out):
+        return classify_forward(api, out, case.data, idx, case.n, fills[api])
+
+    oor.observe(subject, record, EXPECT, case.ids, case.n, names, "forward", run, judge)
+
+
+@given(case=segment_cases())
+def test_unsorted_gradient_out_of_range_is_declared(subject, record, case):
+    """The gradient of sum(w * out): zero at dropped elements, and the closed form at the in-range ones."""
+    record.example(data=case.data, ids=case.ids, w=case.w)
+    oor.skip_torch_cuda(subject, case.ids, case.n)
+    names = apis("unsorted", subject.framework)
+
+    def run(apis_, idx):
+        return tuple(_grad(subject, case, idx, api) for api in apis_)
+
+    def judge(api, idx, grad):
+        grad, inside = np.asarray(grad), oor.categories(idx, case.n) == "in-range"
+        ref = closed_form_grad(api, case.data, idx, case.n, case.w)
+        if inside.any():
+            t = cmp.GRAD.of(case.data.dtype)
+            kept = cmp.rel_err(grad[inside], ref[inside], dtype=case.data.dtype) <= t
+            record.check(EXPECT, **{f"rows:{api}": "closed-form" if kept else "spread"})
+            if kept:
+                record.close(
+                    name=f"{api} in-range grad rows",
+                    out=grad[inside],
+                    ref=ref[inside].astype(grad.dtype),
+                    oracle="closed-form",
+                )
+        return classify_grad_rows(grad, idx, case.n)
+
+    oor.observe(subject, record, EXPECT, case.ids, case.n, names, "grad", run, judge, sites=False)
+
+
+@given(case=segment_cases(in_range_only=True))
+def test_unsorted_in_range_match_closed_form_and_oracles(subject, oracles, record, case):
+    """Every id in [0, n): each op's non-empty segments and its gradient, against the closed form and the oracles."""
+    record.example(data=case.data, ids=case.ids, w=case.w)
+    for api in apis("unsorted", subject.framework):
+        out = np.asarray(subject.run(Segment.of(subject), case.data, case.ids, api=api, n=case.n))
+        ref, full = closed_form(api, case.data, case.ids, case.n)
+        record.close(name=f"{api} value", out=out[full], ref=ref[full].astype(out.dtype), oracle="closed-form")
+        grad, seen = _attempt_grad(subject, case, case.ids, api)
+        record.check(EXPECT, **{f"in-range-grad:unsorted:{api}": seen or "closed-form"})
+        if seen is None:
+            ref_g = closed_form_grad(api, case.data, case.ids, case.n, case.w)
+            record.close(name=f"{api} grad", out=grad, ref=ref_g.astype(grad.dtype), oracle="closed-form")
+        for o in oracles:
+            if api not in apis("unsorted", o.framework):
+                continue
+            theirs = np.asarray(o.run(Segment.of(o), case.data, case.ids, api=api, n=case.n))
+            record.close(name=f"{api} value", out=out[full], ref=theirs[full], oracle=o.id)
+            g_o, seen_o = _attempt_grad(o, case, case.ids, api)
+            if seen is None and seen_o is None:
+                record.close(name=f"{api} grad", out=grad, ref=g_o, oracle=o.id)
+
+
+@given(case=segment_cases(in_range_only=True))
+def test_empty_segment_value_is_declared(subject, record, case):
+    """What a segment no id reaches holds: 0, 1, the dtype's lowest/highest value, or -inf/+inf."""
+    record.example(data=case.data, ids=case.ids)
+    for api in apis("unsorted", subject.framework):
+        record.check(EXPECT, **{f"empty:{api}": fill_of(subject, api, case.data, case.n)})
+        _, full = closed_form(api, case.data, case.ids, case.n)
+        if not full.all():  # the drawn ids leave a segment empty: the same value there
+            out = np.asarray(subject.run(Segment.of(subject), case.data, case.ids, api=api, n=case.n))
+            record.check(EXPECT, **{f"empty:{api}": fill_label(out[~full], case.data.dtype)})
+
+
+@given(pair=ss.dtypes_and_shapes(shapes=tuple(N_OF)))
+def test_empty_input(subject, record, pair):
+    """No elements at all: every segment holds the op's empty value and the gradient has shape (0, d)."""
+    dtype, shape = pair
+    n = N_OF[shape]
+    data, ids, w = np.zeros((0, shape[1]), dtype), np.zeros((0,), np.int32), np.ones((n, shape[1]), dtype)
+    record.example(data=data, ids=ids, w=w)
+    for api in apis("unsorted", subject.framework):
+        fill = fill_of(subject, api, np.ones(shape, dtype), n)
+        res, seen = subject.attempt("vjp", Segment.of(subject), data, ids, cotangent=w, api=api, n=n)
+        if seen is None:
+            out, (grad, _) = res
+            ok = np.shape(out) == (n, shape[1]) and fill_label(out, dtype) == fill and np.shape(grad) == data.shape
+            seen = "fill" if ok else "other"
+        record.check(EXPECT, **{f"empty-input:{api}": seen})
+
+
+# ---------------------------------------------------------------- properties: sorted segment_*
+@st.composite
+def sorted_cases(draw) -> SegmentCase:
+    """In-range ids, sorted, the last one n-1 (so that the sorted ops' n rows match num_segments)."""
+    case = draw(segment_cases(in_range_only=True))
+    ids = np.sort(case.ids)
+    ids[-1] = case.n - 1
+    return dataclasses.replace(case, ids=ids)
+
+
+def _sorted_run(subject, case, ids, api):
+    res, seen = subject.attempt(
+        "run", Segment.of(subject), case.data, ids, remember=_xla_refusal, api=api, n=case.n, table="sorted"
+    )
+    return (None if res is None else np.asarray(res)), seen
+
+
+@on("tensorflow", "jax")  # PyTorch has no sorted segment reduction with these semantics
+@given(case=sorted_cases())
+def test_sorted_segments_in_range_and_gaps(subject, oracles, record, case):
+    """Sorted ids: each segment_* op's non-empty segments, its gradient, and what a gap (a missing id) holds."""
+    record.example(data=case.data, ids=case.ids, w=case.w)
+    for api in apis("sorted", subject.framework):
+        out, seen = _sorted_run(subject, case, case.ids, api)
+        ref, full = closed_form(api, case.data, case.ids, case.n)
+        if seen is None:
+            seen = (
+                "closed-form"
+                if _fits(out, ref, full, fill_label(out[~full], case.data.dtype), case.data.dtype)
+                else "other"
+            )
+            if seen == "closed-form" and not full.all():
+                record.check(EXPECT, **{f"sorted:{api}[gap]": fill_label(out[~full], case.data.dtype)})
+        elif not full.all():
+            record.check(EXPECT, **{f"sorted:{api}[gap]": seen})
+        record.check(EXPECT, **{f"sorted:{api}[in-range]": seen})
+        if seen == "closed-form":
+            record.close(name=f"{api} value", out=out[full], ref=ref[full].astype(out.dtype), oracle="closed-form")
+            for o in oracles:
+                if api in apis("sorted", o.framework):
+                    theirs = np.asarray(o.run(Segment.of(o), case.data, case.ids, api=api, n=case.n, table="sorted"))
+                    record.close(name=f"{api} value", out=out[full], ref=theirs[full], oracle=o.id)
+        grad, seen = _attempt_grad(subject, case, case.ids, api, table="sorted")
+        record.check(EXPECT, **{f"in-range-grad:sorted:{api}": seen or "closed-form"})
+        if seen is None:
+            ref_g = closed_form_grad(api, case.data, case.ids, case.n, case.w)
+            record.close(name=f"{api} grad", out=grad, ref=ref_g.astype(grad.dtype), oracle="closed-form")
+
+
+@on("tensorflow", "jax")  # PyTorch has no sorted segment reduction with these semantics
+@given(case=sorted_cases())
+def test_sorted_segments_unsorted_or_negative_ids_are_declared(subject, record, case):
+    """Sorted ops given unsorted ids (reversed) or a negative first id: refused, reduced as unsorted, or dropped."""
+    variants = {"negative": np.concatenate([[-1], case.ids[1:]]).astype(np.int32)}
+    if case.ids[0] != case.ids[-1]:
+        variants["unsorted"] = case.ids[::-1].copy()
+    record.example(data=case.data, ids=case.ids, **{f"ids[{k}]": v for k, v in variants.items()})
+    for api in apis("sorted", subject.framework):
+        for kind, ids in variants.items():
+            out, seen = _sorted_run(subject, case, ids, api)
+            if seen is None:
+                ref, full = closed_form(api, case.data, ids, case.n)
+                fits = out.shape == ref.shape and cmp.rel_err(
+                    out[full], ref[full], dtype=case.data.dtype
+                ) <= cmp.GRAD.of(case.data.dtype)
+                seen = ("as-unsorted" if kind == "unsorted" else "dropped") if fits else "other"
+            record.check(EXPECT, **{f"sorted:{api}[{kind}]": seen})

@@ -1,0 +1,66 @@
+"""Faults for segment-ids-out-of-range: segment ids outside [0, num_segments) handled the wrong way."""
+
+from __future__ import annotations
+
+from . import fault
+from .catalogue import _set
+
+SUM = ["math.unsorted_segment_sum"]
+MAX = ["math.unsorted_segment_max"]
+
+
+@fault(
+    "unsorted-segment-sum-keeps-dropped-gradient",
+    breaks=["segment-ids-out-of-range"],
+    description="the gradient of tf.math.unsorted_segment_sum gathers the cotangent at the clamped id, so an "
+    "element the forward dropped (a negative id) receives segment 0's cotangent (XLA's gather semantics)",
+)
+def _keeps_dropped_gradient(tf):
+    segment_sum = tf.math.unsorted_segment_sum
+
+    def clamped_grad(data, segment_ids, num_segments, name=None):
+        ids = tf.convert_to_tensor(segment_ids)
+
+        @tf.custom_gradient
+        def f(d):
+            def grad(dy):
+                return tf.gather(dy, tf.clip_by_value(ids, 0, tf.shape(dy)[0] - 1))
+
+            return segment_sum(d, ids, num_segments, name=name), grad
+
+        return f(data)
+
+    _set(tf, SUM, clamped_grad)
+
+
+@fault(
+    "unsorted-segment-sum-raises-on-negative-ids",
+    breaks=["segment-ids-out-of-range"],
+    description="tf.math.unsorted_segment_sum refuses a negative segment id instead of dropping it "
+    "(as its docs promise) in the modes that run assertions",
+)
+def _raises_on_negative(tf):
+    segment_sum = tf.math.unsorted_segment_sum
+
+    def checking(data, segment_ids, num_segments, name=None):
+        ids = tf.convert_to_tensor(segment_ids)
+        with tf.control_dependencies([tf.debugging.assert_non_negative(ids, message="segment_ids")]):
+            return segment_sum(tf.identity(data), ids, num_segments, name=name)
+
+    _set(tf, SUM, checking)
+
+
+@fault(
+    "unsorted-segment-max-empty-is-minus-inf",
+    breaks=["segment-ids-out-of-range"],
+    description="an empty segment of tf.math.unsorted_segment_max holds -inf instead of the dtype's lowest "
+    "finite value",
+)
+def _empty_minus_inf(tf):
+    segment_max = tf.math.unsorted_segment_max
+
+    def minus_inf(data, segment_ids, num_segments, name=None):
+        out = segment_max(data, segment_ids, num_segments, name=name)
+        return tf.where(out == out.dtype.min, tf.constant(float("-inf"), out.dtype), out)
+
+    _set(tf, MAX, minus_inf)
