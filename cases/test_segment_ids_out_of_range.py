@@ -33,8 +33,14 @@ Declared surprises:
   per segment on CPU, where TensorFlow refuses them.
 
 Out of scope here: ``tf.SparseTensor`` with duplicate indices (structured tensors, another
-issue); ties of max/min gradients (kink-subgradients covers them); ``tf.sparse.segment_*`` and
-``tf.math.bincount`` (not covered yet).
+issue); ties of max/min gradients (kink-subgradients covers them); ``tf.sparse.segment_*`` (not
+covered yet).
+
+``tf.math.bincount`` (weighted, ``minlength=maxlength=n``): a value >= n is ignored, a negative one
+refused on CPU; XLA dropped negatives until the 2.23 nightly, which refuses them too; up to TF 2.14
+(an unsorted_segment_sum underneath) negatives were dropped, values >= n refused, and the weights
+had a gradient, which 2.15's DenseBincount has not. ``jnp.bincount`` counts a negative value into
+bin 0 and is differentiable; ``torch.bincount`` refuses negatives, grows past n, has no derivative.
 PyTorch CUDA rows with out-of-range ids are skipped: a device-side assert would poison the
 process's CUDA context.
 """
@@ -51,7 +57,7 @@ from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, out_of_range as oor, strategies as ss
 from suite.behaviours import behaviour, on
-from suite.expectations import expect, expectations, raises
+from suite.expectations import Expectations, expect, expectations, raises
 from suite.program import Program
 
 TF_UNSORTED = "https://www.tensorflow.org/api_docs/python/tf/math/unsorted_segment_sum"
@@ -694,3 +700,183 @@ def test_sorted_segments_unsorted_or_negative_ids_are_declared(subject, record, 
                 ) <= cmp.GRAD.of(case.data.dtype)
                 seen = ("as-unsorted" if kind == "unsorted" else "dropped") if fits else "other"
             record.check(EXPECT, **{f"sorted:{api}[{kind}]": seen})
+
+
+# ---------------------------------------------------------------- bincount
+TF_BINCOUNT = "https://www.tensorflow.org/api_docs/python/tf/math/bincount"
+JNP_BINCOUNT = "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.bincount.html"
+TORCH_BINCOUNT = "https://pytorch.org/docs/stable/generated/torch.bincount.html"
+BINCOUNT_NEGATIVE = raises("InvalidArgumentError", r"Input arr must be non-negative")
+#: eagerly and in a trace: "gradient registry has no entry for: DenseBincount"; tf.gradients in a
+#: v1 graph: "No gradient defined for operation '...' (op type: DenseBincount)"
+NO_BINCOUNT_GRAD = r"(gradient registry has no entry for: DenseBincount|\(op type: DenseBincount\))"
+
+#: bincount of the ids (length n: ``minlength=maxlength=n``) weighted by |data[:, 0]|: which bin an
+#: out-of-range value's weight lands in (``dropped``, ``clamped-row``, ``wrapped-row``), or the
+#: refusal; and whether the weights have a gradient (``closed-form`` where they do).
+BINCOUNT = Expectations(
+    {
+        "bincount[above]": "dropped",
+        "bincount[negative]": BINCOUNT_NEGATIVE,
+        "bincount[below]": BINCOUNT_NEGATIVE,
+        "bincount-grad": raises("LookupError", NO_BINCOUNT_GRAD),
+    },
+    [
+        *[
+            expect(
+                f"bincount[{c}]",
+                "dropped",
+                framework="tensorflow",
+                mode="xla",
+                versions="<2.23",
+                link="https://github.com/tensorflow/tensorflow/issues/117960",
+                reason="XLA's DenseBincount checked nothing: a negative value's weight is dropped (a scatter out of "
+                "bounds), no error; the 2.23 nightly raises 'Input arr must be non-negative!' as eager does "
+                "(tensorflow PR 121118)",
+            )
+            for c in ("negative", "below")
+        ],
+        expect(
+            "bincount[above]",
+            IDS_IAE,
+            framework="tensorflow",
+            mode="eager|function|graph",
+            versions="<2.15",
+            link="https://github.com/tensorflow/tensorflow/issues/85065",
+            reason="up to TF 2.14 a weighted bincount with maxlength=n was an unsorted_segment_sum of the weights "
+            "into n segments, which refuses ids >= n on CPU; 2.15's DenseBincount ignores values >= maxlength "
+            "(measured on 2.12 and 2.15)",
+        ),
+        *[
+            expect(
+                f"bincount[{c}]",
+                "dropped",
+                framework="tensorflow",
+                versions="<2.15",
+                link="https://github.com/tensorflow/tensorflow/issues/85065",
+                reason="up to TF 2.14 a weighted bincount was an unsorted_segment_sum of the weights, which drops "
+                "negative ids; 2.15's DenseBincount refuses them (measured on 2.12 and 2.15)",
+            )
+            for c in ("negative", "below")
+        ],
+        expect(
+            "bincount-grad",
+            "closed-form",
+            framework="tensorflow",
+            versions="<2.15",
+            link="https://github.com/tensorflow/tensorflow/issues/85065",
+            reason="up to TF 2.14 a weighted bincount was an unsorted_segment_sum of the weights, which has a "
+            "gradient; 2.15 moved it to the DenseBincount kernel, which has none (measured on 2.12-2.14 and 2.15)",
+        ),
+        expect(
+            "bincount-grad",
+            raises("StagingError", NO_BINCOUNT_GRAD),
+            framework="tensorflow",
+            mode="function|xla",
+            link=TF_BINCOUNT,
+            reason="DenseBincount has no registered gradient; in a tf.function the LookupError surfaces at trace "
+            "time, wrapped in a StagingError",
+        ),
+        *[
+            expect(
+                f"bincount[{c}]",
+                "clamped-row",
+                framework="jax",
+                link=JNP_BINCOUNT,
+                reason="jnp.bincount clips negative values to 0 before counting (no error under tracing): a "
+                "negative value's weight lands in bin 0",
+            )
+            for c in ("negative", "below")
+        ],
+        expect(
+            "bincount-grad",
+            "closed-form",
+            framework="jax",
+            link=JNP_BINCOUNT,
+            reason="jnp.bincount is a segment sum of the weights, differentiable: d/dw[p] = cotangent[bin(p)]",
+        ),
+        expect(
+            "bincount[above]",
+            "extends",
+            framework="torch",
+            device="cpu",
+            link=TORCH_BINCOUNT,
+            reason="torch.bincount has minlength but no maxlength: a value >= n adds bins up to max + 1",
+        ),
+        *[
+            expect(
+                f"bincount[{c}]",
+                raises("RuntimeError", r"bincount only supports 1-d non-negative integral inputs"),
+                framework="torch",
+                device="cpu",
+                link=TORCH_BINCOUNT,
+                reason="torch.bincount refuses negative values",
+            )
+            for c in ("negative", "below")
+        ],
+        expect(
+            "bincount-grad",
+            raises("RuntimeError", r"derivative for aten::bincount is not implemented"),
+            framework="torch",
+            link=TORCH_BINCOUNT,
+            reason="torch.bincount has no derivative with respect to its weights",
+        ),
+    ],
+    __name__,
+    scope="bincount",
+)
+
+
+class Bincount(Program):
+    """Weighted bincount of ``values`` into ``n`` bins (PyTorch: at least ``n``; it has no maxlength)."""
+
+    def tensorflow(tf, values, weights, *, n):
+        return tf.math.bincount(values, weights=weights, minlength=n, maxlength=n)
+
+    def jax(jax, values, weights, *, n):
+        return jax.numpy.bincount(values, weights=weights, length=n)
+
+    def torch(torch, values, weights, *, n):
+        return torch.bincount(values.long(), weights=weights, minlength=n)
+
+
+@given(case=segment_cases())
+def test_bincount_out_of_range_is_declared(subject, record, case):
+    """Weighted bincount with values out of [0, n): where each out-of-range weight lands, or the refusal;
+    with values in range, the weights' gradient (or its absence) against the closed form."""
+    weights = np.abs(case.data[:, 0])
+    record.example(values=case.ids, weights=weights, n=case.n)
+    oor.skip_torch_cuda(subject, case.ids, case.n)
+
+    def run(apis_, idx):
+        return (subject.run(Bincount.of(subject), idx, weights, n=case.n),)
+
+    def judge(api, idx, out):
+        out = np.asarray(out, np.float64)
+        if len(out) > case.n:  # more bins than asked for: the out-of-range values made them
+            return {c: "extends" if c == "above" else None for c in CATEGORIES if c in oor.categories(idx, case.n)}
+        return oor.classify_rows(out, np.zeros(case.n), idx, weights, tol=cmp.GRAD.of(weights.dtype))
+
+    # no refused-by site: the refusal names no index ("Input arr must be non-negative!")
+    oor.observe(
+        subject,
+        record,
+        BINCOUNT,
+        case.ids,
+        case.n,
+        ("bincount",),
+        "bincount",
+        run,
+        judge,
+        key="{api}[{c}]",
+        sites=False,
+    )
+    inside = (case.ids % case.n).astype(np.int32)
+    cot = case.w[:, 0]
+    try:
+        _, (_, grad) = subject.vjp(Bincount.of(subject), inside, weights, cotangent=cot, n=case.n)
+    except Exception as e:  # no gradient is the framework's answer
+        record.check(BINCOUNT, **{"bincount-grad": cmp.error_name(e)})
+        return
+    record.close(name="bincount grad", out=grad, ref=cot[inside], oracle="closed-form")
+    record.check(BINCOUNT, **{"bincount-grad": "closed-form"})

@@ -64,3 +64,30 @@ def _empty_minus_inf(tf):
         return tf.where(out == out.dtype.min, tf.constant(float("-inf"), out.dtype), out)
 
     _set(tf, MAX, minus_inf)
+
+
+@fault(
+    "bincount-clips-negative-values",
+    breaks=["segment-ids-out-of-range"],
+    description="tf.math.bincount counts a negative value into bin 0 (jnp.bincount's clip) instead of refusing "
+    "it on CPU",
+)
+def _bincount_clips(tf):
+    bincount = tf.math.bincount
+
+    def clipping(
+        arr, weights=None, minlength=None, maxlength=None, dtype=tf.int32, name=None, axis=None, binary_output=False
+    ):
+        arr = tf.maximum(tf.convert_to_tensor(arr), 0)
+        return bincount(
+            arr,
+            weights=weights,
+            minlength=minlength,
+            maxlength=maxlength,
+            dtype=dtype,
+            name=name,
+            axis=axis,
+            binary_output=binary_output,
+        )
+
+    _set(tf, ["math.bincount", "compat.v1.math.bincount"], clipping)
