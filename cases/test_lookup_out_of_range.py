@@ -386,16 +386,6 @@ class LookupCase:
     w: np.ndarray  # cotangent (K, d), positive: no two rules or update models coincide
 
 
-def _ids(n, *, in_range_only=False):
-    inside = st.integers(0, n - 1)
-    if in_range_only:
-        return inside
-    # the boundaries -1, 0, n-1, n drawn often, and far outside
-    edges = st.sampled_from(sorted({-1, 0, n - 1, n, -n, -n - 1}))
-    far = st.one_of(st.integers(n, n + 6), st.integers(-n, -1), st.integers(-n - 6, -n - 1))
-    return st.one_of(inside, edges, far)
-
-
 @st.composite
 def lookup_cases(draw, *, in_range_only=False) -> LookupCase:
     dtype, shape = draw(ss.dtypes_and_shapes(shapes=TABLE_SHAPES), label="dtype, table shape")
@@ -403,7 +393,9 @@ def lookup_cases(draw, *, in_range_only=False) -> LookupCase:
     size = ss.floats(dtype, 0.25, 10.0)
     signed = st.tuples(st.booleans(), size).map(lambda t: -t[1] if t[0] else t[1])
     table = draw(hnp.arrays(dtype, shape, elements=signed, unique=True), label="table")
-    ids = np.array(draw(st.lists(_ids(n, in_range_only=in_range_only), min_size=K, max_size=K), label="ids"), np.int32)
+    ids = np.array(
+        draw(st.lists(oor.ids(n, in_range_only=in_range_only), min_size=K, max_size=K), label="ids"), np.int32
+    )
     w = draw(hnp.arrays(dtype, (K, shape[1]), elements=ss.floats(dtype, 0.5, 4.0)), label="cotangent")
     return LookupCase(table, ids, w)
 

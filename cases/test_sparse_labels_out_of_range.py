@@ -46,7 +46,7 @@ import dataclasses
 import numpy as np
 from hypothesis import given, strategies as st
 
-from suite import compare as cmp, strategies as ss
+from suite import compare as cmp, out_of_range as oor, strategies as ss
 from suite.behaviours import behaviour, declared_skip
 from suite.expectations import expect, expectations, raises
 from suite.program import Program
@@ -79,7 +79,7 @@ BEHAVIOUR = behaviour(
     ],
 )
 
-CATEGORIES = ("above", "negative", "below", "ignore-index")
+CATEGORIES = (*oor.CATEGORIES, "ignore-index")
 IGNORE_INDEX = -100  # PyTorch's default ignore_index
 TF_LABEL_IAE = raises(
     "InvalidArgumentError", r"Received a label value of -?\d+ which is outside the valid range of \[0, \d+\)"
@@ -421,10 +421,8 @@ class MeanXent(Program):
 
 # ---------------------------------------------------------------- closed forms and classifiers
 def categories(labels, n) -> np.ndarray:
-    """``in-range``, ``above``, ``negative``, ``below`` or ``ignore-index`` per label (n < 100)."""
-    lab = np.asarray(labels, np.int64)
-    out = np.where(lab >= n, "above", np.where(lab >= 0, "in-range", np.where(lab >= -n, "negative", "below")))
-    return np.where(lab == IGNORE_INDEX, "ignore-index", out)
+    """:func:`suite.out_of_range.categories`, with ``ignore-index`` (torch's -100) its own (n < 100)."""
+    return np.where(np.asarray(labels) == IGNORE_INDEX, "ignore-index", oor.categories(labels, n))
 
 
 def isolate(labels, n, category) -> np.ndarray:
@@ -466,12 +464,6 @@ def _rules(z, p, lse, lab, n):
     }
 
 
-def _verdict(labels: set, *, none_fits: str):
-    if len(labels) == 1:
-        return next(iter(labels))
-    return None if labels else none_fits  # None: this example cannot tell two rules apart
-
-
 def classify(loss, grad, logits, labels, w, *, prec, scale) -> tuple[dict, dict]:
     """The loss and gradient observation per out-of-range category present in ``labels``: the
     rules every row of the category fits (``nan``, ``zero``, ``wrap``, ``clamp``, ``logsumexp``;
@@ -508,8 +500,8 @@ def classify(loss, grad, logits, labels, w, *, prec, scale) -> tuple[dict, dict]
         found_l[c] = found_l[c] & fl if c in found_l else fl
         found_g[c] = found_g[c] & fg if c in found_g else fg
     return (
-        {c: _verdict(s, none_fits="garbage") for c, s in found_l.items()},
-        {c: _verdict(s, none_fits="other") for c, s in found_g.items()},
+        {c: oor.verdict(s, none_fits="garbage") for c, s in found_l.items()},
+        {c: oor.verdict(s, none_fits="other") for c, s in found_g.items()},
     )
 
 
@@ -539,7 +531,7 @@ def classify_mean(mean, mean_grad, loss, grad, logits, labels, *, prec, scale) -
         grad_fits.add("per-row/batch")
     if valid and close(mean_grad, np.asarray(grad, np.float64) * b / valid):
         grad_fits.add("per-row/valid")
-    return _verdict(fits, none_fits="other"), _verdict(grad_fits, none_fits="other")
+    return oor.verdict(fits, none_fits="other"), oor.verdict(grad_fits, none_fits="other")
 
 
 def _no_torch_cuda(subject):

@@ -14,6 +14,7 @@ import itertools
 import re
 
 import numpy as np
+from hypothesis import strategies as st
 
 from suite import compare as cmp
 
@@ -29,6 +30,17 @@ def categories(indices, n) -> np.ndarray:
     """
     i = np.asarray(indices)
     return np.where(i >= n, "above", np.where(i >= 0, "in-range", np.where(i >= -n, "negative", "below")))
+
+
+def ids(n, *, in_range_only=False):
+    """A strategy for one id into ``n`` rows: in range, the boundaries (-1, 0, n-1, n, -n,
+    -n-1) drawn often, and far outside on each side (``in_range_only``: only [0, n))."""
+    inside = st.integers(0, n - 1)
+    if in_range_only:
+        return inside
+    edges = st.sampled_from(sorted({-1, 0, n - 1, n, -n, -n - 1}))
+    far = st.one_of(st.integers(n, n + 6), st.integers(-n, -1), st.integers(-n - 6, -n - 1))
+    return st.one_of(inside, edges, far)
 
 
 def isolate(indices, n, category) -> np.ndarray:
