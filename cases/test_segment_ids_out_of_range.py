@@ -17,7 +17,7 @@ Ids fall in the categories of :mod:`suite.out_of_range` (``above`` i >= n, ``neg
 ``wrapped-row``, ``raises:<Error>``), and the gradient of ``sum(w * out)`` at the out-of-range
 elements (``dropped``: zero, ``leaks``: a segment's cotangent reaches it, ``nan``) with the
 in-range elements kept at their closed form (``rows``); the value of an empty segment
-(``empty``); for the sorted ops unsorted, negative and gapped ids.
+(``empty``); for the sorted ops unsorted, negative (-1 and below -n) and gapped ids.
 
 Declared surprises:
 
@@ -32,9 +32,16 @@ Declared surprises:
 - JAX's ``indices_are_sorted=True`` is a promise it does not check: unsorted ids still reduce
   per segment on CPU, where TensorFlow refuses them.
 
-Out of scope here: ``tf.SparseTensor`` with duplicate indices (structured tensors, another
-issue); ties of max/min gradients (kink-subgradients covers them); ``tf.sparse.segment_*`` (not
-covered yet).
+``tf.sparse.segment_{sum,mean,sqrt_n}(data, indices, segment_ids, num_segments=n)`` (:data:`SPARSE`):
+rows ``data[indices]`` reduced by sorted segment ids; an empty segment holds 0. A row index out
+of [0, R), a segment id >= n or < 0 and unsorted ids are refused on CPU: eagerly by the forward
+kernel, in a function or graph that fetches only the gradient by the gradient kernel ("Index 5
+out of range"), which does not check the order, so unsorted ids get their gradient silently
+there. No XLA kernel. PyTorch's ``embedding_bag`` (one bag per segment) refuses out-of-range rows
+too; JAX has no such op (a gather then ``segment_sum`` is its spelling, run in range only).
+
+Out of scope here: ``tf.SparseTensor`` with duplicate indices (structured-tensor-gradients);
+ties of max/min gradients (kink-subgradients covers them).
 
 ``tf.math.bincount`` (weighted, ``minlength=maxlength=n``): a value >= n is ignored, a negative one
 refused on CPU; XLA dropped negatives until the 2.23 nightly, which refuses them too; up to TF 2.14
@@ -58,6 +65,7 @@ from hypothesis.extra import numpy as hnp
 from suite import compare as cmp, out_of_range as oor, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import Expectations, expect, expectations, raises
+from suite.frameworks.tf_runner import in_v1_graph
 from suite.program import Program
 
 TF_UNSORTED = "https://www.tensorflow.org/api_docs/python/tf/math/unsorted_segment_sum"
@@ -203,7 +211,7 @@ EXPECT = expectations(
         # sorted ops: unsorted and negative ids refused, a missing segment is 0 (the docs)
         **{f"sorted:{api}[in-range]": "closed-form" for api in SORTED},
         **{f"sorted:{api}[unsorted]": NOT_INCREASING for api in SORTED},
-        **{f"sorted:{api}[negative]": SORTED_NEGATIVE for api in SORTED},
+        **{f"sorted:{api}[{c}]": SORTED_NEGATIVE for api in SORTED for c in ("negative", "below")},
         **{f"sorted:{api}[gap]": "zero" if api != "prod" else "one" for api in SORTED},
     },
     # -- XLA: nothing raises; the forward drops, the gradient's gather clamps
@@ -332,7 +340,7 @@ EXPECT = expectations(
             "per segment; a negative id is dropped (FILL_OR_DROP)",
         )
         for api in apis("sorted", "jax")
-        for c, v in (("unsorted", "as-unsorted"), ("negative", "dropped"))
+        for c, v in (("unsorted", "as-unsorted"), ("negative", "dropped"), ("below", "dropped"))
     ],
     # -- PyTorch refuses every out-of-range id
     *_each(
@@ -362,6 +370,7 @@ EXPECT = expectations(
             f"sorted:{api}[in-range]",
             f"sorted:{api}[unsorted]",
             f"sorted:{api}[negative]",
+            f"sorted:{api}[below]",
             f"sorted:{api}[gap]",
             f"in-range-grad:sorted:{api}",
         )
@@ -382,15 +391,6 @@ class SegmentCase:
     w: np.ndarray  # cotangent (n, d), positive
 
 
-def _ids(n, *, in_range_only=False):
-    inside = st.integers(0, n - 1)
-    if in_range_only:
-        return inside
-    edges = st.sampled_from(sorted({-1, 0, n - 1, n, -n, -n - 1}))  # the boundaries, drawn often
-    far = st.one_of(st.integers(n, n + 6), st.integers(-n, -1), st.integers(-n - 6, -n - 1))
-    return st.one_of(inside, edges, far)
-
-
 @st.composite
 def segment_cases(draw, *, in_range_only=False) -> SegmentCase:
     dtype, shape = draw(ss.dtypes_and_shapes(shapes=tuple(N_OF)), label="dtype, data shape")
@@ -398,7 +398,7 @@ def segment_cases(draw, *, in_range_only=False) -> SegmentCase:
     size = ss.floats(dtype, 0.5, 4.0)  # products of up to 6 stay far from overflow
     signed = st.tuples(st.booleans(), size).map(lambda t: -t[1] if t[0] else t[1])
     data = draw(hnp.arrays(dtype, shape, elements=signed, unique=True), label="data")
-    ids = draw(st.lists(_ids(n, in_range_only=in_range_only), min_size=shape[0], max_size=shape[0]), label="ids")
+    ids = draw(st.lists(oor.ids(n, in_range_only=in_range_only), min_size=shape[0], max_size=shape[0]), label="ids")
     w = draw(hnp.arrays(dtype, (n, shape[1]), elements=ss.floats(dtype, 0.5, 4.0)), label="cotangent")
     return SegmentCase(data, np.array(ids, np.int32), n, w)
 
@@ -685,8 +685,12 @@ def test_sorted_segments_in_range_and_gaps(subject, oracles, record, case):
 @on("tensorflow", "jax")  # PyTorch has no sorted segment reduction with these semantics
 @given(case=sorted_cases())
 def test_sorted_segments_unsorted_or_negative_ids_are_declared(subject, record, case):
-    """Sorted ops given unsorted ids (reversed) or a negative first id: refused, reduced as unsorted, or dropped."""
-    variants = {"negative": np.concatenate([[-1], case.ids[1:]]).astype(np.int32)}
+    """Sorted ops given unsorted ids (reversed), a first id of -1 or one far below -n: refused, reduced as
+    unsorted, or dropped."""
+    variants = {
+        "negative": np.concatenate([[-1], case.ids[1:]]).astype(np.int32),
+        "below": np.concatenate([[-case.n - 3], case.ids[1:]]).astype(np.int32),
+    }
     if case.ids[0] != case.ids[-1]:
         variants["unsorted"] = case.ids[::-1].copy()
     record.example(data=case.data, ids=case.ids, **{f"ids[{k}]": v for k, v in variants.items()})
@@ -700,6 +704,299 @@ def test_sorted_segments_unsorted_or_negative_ids_are_declared(subject, record, 
                 ) <= cmp.GRAD.of(case.data.dtype)
                 seen = ("as-unsorted" if kind == "unsorted" else "dropped") if fits else "other"
             record.check(EXPECT, **{f"sorted:{api}[{kind}]": seen})
+
+
+# ---------------------------------------------------------------- sparse_segment_*
+TF_SPARSE_SEGMENT = "https://www.tensorflow.org/api_docs/python/tf/sparse/segment_sum"
+TORCH_EMBEDDING_BAG = "https://pytorch.org/docs/stable/generated/torch.nn.functional.embedding_bag.html"
+SPARSE_APIS = {"tensorflow": ("sum", "mean", "sqrt_n"), "jax": ("sum", "mean", "sqrt_n"), "torch": ("sum", "mean")}
+#: what a row index (into data) or a segment id out of range is refused with, per TensorFlow kernel
+INDEX_IAE = r"(Bad: indices\[\d+\] == -?\d+ out of range|Index -?\d+ out of range) \[0, ?\d+\)"
+SPARSE_REFUSALS = {
+    "above": raises("InvalidArgumentError", INDEX_IAE),
+    "negative": raises("InvalidArgumentError", INDEX_IAE),
+    "below": raises("InvalidArgumentError", INDEX_IAE),
+    "seg-above": raises("InvalidArgumentError", r"(segment ids must be < num_segments|Invalid number of segments)"),
+    "seg-negative": raises("InvalidArgumentError", r"Segment id -\d+ out of range \[0, \d+\)"),
+    "seg-unsorted": raises("InvalidArgumentError", r"segment ids are not increasing"),
+}
+SPARSE_XLA = raises("InvalidArgumentError", r"unsupported operations.*SparseSegment(Sum|Mean|SqrtN)")
+TORCH_BAG_OOB = raises(
+    "RuntimeError",
+    r"(Index \d+ of input takes value -?\d+ which is not in the valid range|idx < num_embeddings"
+    r"|Expected i < index_size to be true)",  # far below -R: the offsets check fires first
+)
+
+#: ``tf.sparse.segment_{sum,mean,sqrt_n}(data, indices, segment_ids, num_segments=n)``: rows
+#: ``data[indices]`` reduced by sorted segment ids. Keys: ``{kind}:{api}[{c}]`` with kind ``forward``
+#: (the value) or ``grad`` (the gradient with respect to data, fetched alone), ``c`` an out-of-range
+#: category of the row indices or ``seg-above``/``seg-negative``/``seg-unsorted`` (segment ids >= n,
+#: below 0, not sorted); ``empty:{api}``, a segment no id names; ``in-range:{api}`` and
+#: ``in-range-grad:{api}`` against the closed form.
+SPARSE = Expectations(
+    {
+        **{
+            f"{k}:{api}[{c}]": r
+            for k in ("forward", "grad")
+            for api in SPARSE_APIS["tensorflow"]
+            for c, r in SPARSE_REFUSALS.items()
+        },
+        **{f"empty:{api}": "zero" for api in SPARSE_APIS["tensorflow"]},
+        **{f"in-range:{api}": "closed-form" for api in SPARSE_APIS["tensorflow"]},
+        **{f"in-range-grad:{api}": "closed-form" for api in SPARSE_APIS["tensorflow"]},
+    },
+    [
+        *[
+            expect(
+                key,
+                SPARSE_XLA,
+                framework="tensorflow",
+                mode="xla",
+                link=TF_XLA_NO_SEGMENT,
+                reason="tf.sparse.segment_* have no XLA kernel (SparseSegmentSumWithNumSegments and its kin are "
+                "not registered for XLA_CPU_JIT): jit_compile=True refuses the function",
+            )
+            for api in SPARSE_APIS["tensorflow"]
+            for key in (
+                *[f"{k}:{api}[{c}]" for k in ("forward", "grad") for c in SPARSE_REFUSALS],
+                f"in-range:{api}",
+                f"in-range-grad:{api}",
+                f"empty:{api}",
+            )
+        ],
+        *[
+            expect(
+                f"grad:{api}[seg-unsorted]",
+                "as-unsorted",
+                framework="tensorflow",
+                mode="function|graph",
+                device="cpu",
+                link=TF_SPARSE_SEGMENT,
+                reason="with only the gradient fetched the forward op, which checks the order, is pruned; the "
+                "gradient kernel gathers the cotangent at each segment id without checking it: the gradient is "
+                "the one of the unsorted ids (eagerly the forward runs under the tape and refuses them)",
+            )
+            for api in SPARSE_APIS["tensorflow"]
+        ],
+        *[
+            expect(
+                f"{k}:{api}[{c}]",
+                TORCH_BAG_OOB,
+                framework="torch",
+                device="cpu",  # CUDA rows with out-of-range ids are declared skips
+                link=TORCH_EMBEDDING_BAG,
+                reason="embedding_bag checks every index on CPU, negatives too (no wrap, no fill); its bags are "
+                "offsets, so out-of-range or unsorted segment ids cannot be spelled",
+            )
+            for k in ("forward", "grad")
+            for api in SPARSE_APIS["torch"]
+            for c in CATEGORIES
+        ],
+    ],
+    __name__,
+    scope="sparse",
+)
+
+
+class SparseSegment(Program):
+    """``tf.sparse.segment_<api>`` of rows ``data[indices]`` by sorted ``segment_ids`` into ``n`` segments.
+    PyTorch: ``embedding_bag`` with one bag per segment (offsets from the sorted ids); JAX has no such op,
+    and its spelling is a gather then ``segment_sum`` (run in range only)."""
+
+    def tensorflow(tf, data, indices, segment_ids, *, api, n):
+        return getattr(tf.sparse, f"segment_{api}")(data, indices, segment_ids, num_segments=n)
+
+    def jax(jax, data, indices, segment_ids, *, api, n):
+        jnp = jax.numpy
+        total = jax.ops.segment_sum(data[indices], segment_ids, num_segments=n, indices_are_sorted=True)
+        count = jax.ops.segment_sum(jnp.ones(segment_ids.shape, data.dtype), segment_ids, num_segments=n)
+        scale = {"sum": jnp.ones_like(count), "mean": count, "sqrt_n": jnp.sqrt(count)}[api]
+        return total / jnp.maximum(scale, 1)[:, None]
+
+    def torch(torch, data, indices, segment_ids, *, api, n):
+        offsets = torch.searchsorted(segment_ids.long(), torch.arange(n, device=data.device))
+        return torch.nn.functional.embedding_bag(indices.long(), data, offsets, mode=api)
+
+
+class SparseSegmentGrad(Program):
+    """The gradient of ``sum(w * SparseSegment)`` with respect to ``data``, fetched alone (densified)."""
+
+    def tensorflow(tf, data, indices, segment_ids, w, *, api, n):
+        if in_v1_graph():
+            g = tf.gradients(SparseSegment.tensorflow(tf, data, indices, segment_ids, api=api, n=n), data, grad_ys=w)[0]
+        else:
+            with tf.GradientTape() as tape:
+                tape.watch(data)
+                y = SparseSegment.tensorflow(tf, data, indices, segment_ids, api=api, n=n)
+            g = tape.gradient(y, data, output_gradients=w)
+        return tf.convert_to_tensor(g)
+
+    def jax(jax, data, indices, segment_ids, w, *, api, n):
+        return jax.vjp(lambda d: SparseSegment.jax(jax, d, indices, segment_ids, api=api, n=n), data)[1](w)[0]
+
+    def torch(torch, data, indices, segment_ids, w, *, api, n):
+        data = data.requires_grad_(True)
+        y = SparseSegment.torch(torch, data, indices, segment_ids, api=api, n=n)
+        return torch.autograd.grad(y, data, grad_outputs=w)[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class SparseCase:
+    data: np.ndarray  # (R, d), distinct nonzero rows
+    indices: np.ndarray  # (K,) int32 rows of data: in range, or mixed with out-of-range ones
+    segment_ids: np.ndarray  # (K,) int32, sorted, in [0, n), with gaps drawn
+    n: int
+    w: np.ndarray  # cotangent (n, d), positive
+
+
+@st.composite
+def sparse_cases(draw, *, in_range_only=False) -> SparseCase:
+    case = draw(segment_cases(in_range_only=True))
+    rows, k = len(case.data), len(case.ids)
+    indices = draw(st.lists(oor.ids(rows, in_range_only=in_range_only), min_size=k, max_size=k), label="indices")
+    return SparseCase(case.data, np.array(indices, np.int32), np.sort(case.ids), case.n, case.w)
+
+
+def sparse_closed_form(api, data, indices, segment_ids, n, *, drop=()):
+    """Float64 ``(value, gradient of sum(w * value) as a function of w)``; positions in ``drop`` take no part."""
+    keep = [p for p in range(len(indices)) if p not in drop]
+    data = np.asarray(data, np.float64)
+    count = np.bincount(segment_ids[keep], minlength=n).astype(np.float64)
+    scale = {"sum": np.ones(n), "mean": np.maximum(count, 1), "sqrt_n": np.sqrt(np.maximum(count, 1))}[api]
+    out = np.zeros((n, data.shape[1]))
+    for p in keep:
+        out[segment_ids[p]] += data[indices[p]] / scale[segment_ids[p]]
+
+    def grad(w):
+        g = np.zeros_like(data)
+        for p in keep:
+            g[indices[p]] += np.asarray(w, np.float64)[segment_ids[p]] / scale[segment_ids[p]]
+        return g
+
+    return out, grad
+
+
+def sparse_rules(api, out, case, indices, *, grad=False) -> dict:
+    """Per out-of-range category of the row ``indices``: the rule the result fits (``dropped``: the
+    position takes no part; ``clamp``/``wrap``: it reads/writes row clip(i)/i mod R), ``other``, or
+    None where two rules give the same result."""
+    rows = len(case.data)
+    cats = oor.categories(indices, rows)
+    present = [c for c in CATEGORIES if c in cats]
+    moved = {"clamp": lambda i: min(max(i, 0), rows - 1), "wrap": lambda i: i % rows}
+    matches = []
+    for combo in itertools.product(("dropped", "clamp", "wrap"), repeat=len(present)):
+        rule = dict(zip(present, combo))
+        idx = np.array(
+            [
+                i if c == "in-range" or rule[c] == "dropped" else moved[rule[c]](i)
+                for i, c in zip(indices.tolist(), cats)
+            ]
+        )
+        drop = {p for p, c in enumerate(cats) if c != "in-range" and rule[c] == "dropped"}
+        value, g = sparse_closed_form(api, case.data, idx, case.segment_ids, case.n, drop=drop)
+        ref = g(case.w) if grad else value
+        if np.shape(out) == ref.shape and cmp.rel_err(out, ref, dtype=case.data.dtype) <= cmp.GRAD.of(case.data.dtype):
+            matches.append(rule)
+    return oor.label_rules(matches, present)
+
+
+def _sparse_attempt(subject, case, indices, segment_ids, api, kind):
+    program, extra = (SparseSegment, ()) if kind == "forward" else (SparseSegmentGrad, (case.w,))
+    res, seen = subject.attempt(
+        "run", program.of(subject), case.data, indices, segment_ids, *extra, remember=_xla_refusal, api=api, n=case.n
+    )
+    return (None if res is None else np.asarray(res)), seen
+
+
+@given(case=sparse_cases(in_range_only=True))
+def test_sparse_segments_in_range_and_empty(subject, oracles, record, case):
+    """Row indices in range, sorted segment ids with gaps: each tf.sparse.segment_* value, its empty segments
+    and its gradient (fetched alone) against the closed form and the oracles."""
+    record.example(data=case.data, indices=case.indices, segment_ids=case.segment_ids, w=case.w)
+    for api in SPARSE_APIS[subject.framework]:
+        value, grad_of = sparse_closed_form(api, case.data, case.indices, case.segment_ids, case.n)
+        out, seen = _sparse_attempt(subject, case, case.indices, case.segment_ids, api, "forward")
+        empty = np.bincount(case.segment_ids, minlength=case.n) == 0
+        if seen is None:
+            record.close(name=f"{api} value", out=out, ref=value.astype(out.dtype), oracle="closed-form")
+            if empty.any():
+                record.check(SPARSE, **{f"empty:{api}": fill_label(out[empty], case.data.dtype)})
+        else:
+            record.check(SPARSE, **{f"empty:{api}": seen})
+        record.check(SPARSE, **{f"in-range:{api}": seen or "closed-form"})
+        grad, seen_g = _sparse_attempt(subject, case, case.indices, case.segment_ids, api, "grad")
+        record.check(SPARSE, **{f"in-range-grad:{api}": seen_g or "closed-form"})
+        if seen_g is None:
+            record.close(name=f"{api} grad", out=grad, ref=grad_of(case.w).astype(grad.dtype), oracle="closed-form")
+        for o in oracles:
+            if api not in SPARSE_APIS[o.framework] or seen is not None:
+                continue
+            theirs = np.asarray(
+                o.run(SparseSegment.of(o), case.data, case.indices, case.segment_ids, api=api, n=case.n)
+            )
+            record.close(name=f"{api} value", out=out, ref=theirs, oracle=o.id)
+            if seen_g is None:
+                g_o = o.run(
+                    SparseSegmentGrad.of(o), case.data, case.indices, case.segment_ids, case.w, api=api, n=case.n
+                )
+                record.close(name=f"{api} grad", out=grad, ref=np.asarray(g_o), oracle=o.id)
+
+
+_XLA_REFUSED: dict = {}  # (runner, program, api, dtype) -> the error XLA refused the function with
+
+
+@on("tensorflow", "torch")  # JAX has no sparse segment op (its spelling gathers first)
+@given(case=sparse_cases())
+def test_sparse_segments_out_of_range_are_declared(subject, record, case):
+    """Row indices out of [0, R) per category, and segment ids >= n, negative or unsorted (TensorFlow): the
+    value and the gradient fetched alone are refused, or which rule they follow."""
+    record.example(data=case.data, indices=case.indices, segment_ids=case.segment_ids, w=case.w)
+    oor.skip_torch_cuda(subject, case.indices, len(case.data))
+    rows = len(case.data)
+    for kind in ("forward", "grad"):
+        program = SparseSegment if kind == "forward" else SparseSegmentGrad
+        extra = () if kind == "forward" else (case.w,)
+
+        def run(apis_, idx, program=program, extra=extra):
+            out = []
+            for a in apis_:
+                key = (subject.id, program.__name__, a, case.data.dtype.str)
+                if key in _XLA_REFUSED:  # compiled once, refused: not again per example
+                    raise _XLA_REFUSED[key]
+                try:
+                    out.append(
+                        subject.run(program.of(subject), case.data, idx, case.segment_ids, *extra, api=a, n=case.n)
+                    )
+                except Exception as e:
+                    if _xla_refusal(e):
+                        _XLA_REFUSED[key] = e
+                    raise
+            return tuple(np.asarray(o) for o in out)
+
+        def judge(api, idx, out, kind=kind):
+            return sparse_rules(api, out, case, idx, grad=kind == "grad")
+
+        oor.observe(subject, record, SPARSE, case.indices, rows, SPARSE_APIS[subject.framework], kind, run, judge)
+        if subject.framework != "tensorflow":
+            continue  # PyTorch's bags are offsets: segment ids out of range cannot be spelled
+        inside = np.where(oor.categories(case.indices, rows) == "in-range", case.indices, 0).astype(np.int32)
+        variants = {
+            "seg-above": np.concatenate([case.segment_ids[:-1], [case.n + 1]]),
+            "seg-negative": np.concatenate([[-1], case.segment_ids[1:]]),
+        }
+        if case.segment_ids[0] != case.segment_ids[-1]:
+            variants["seg-unsorted"] = case.segment_ids[::-1]
+        for c, seg in variants.items():
+            for api in SPARSE_APIS["tensorflow"]:
+                out, seen = _sparse_attempt(subject, case, inside, seg.astype(np.int32), api, kind)
+                if seen is None:  # accepted: as the ids say (unsorted), or without the ids outside [0, n)
+                    drop = {p for p, i in enumerate(seg.tolist()) if not 0 <= i < case.n}
+                    value, grad_of = sparse_closed_form(api, case.data, inside, seg, case.n, drop=drop)
+                    ref = grad_of(case.w) if kind == "grad" else value
+                    fits = cmp.rel_err(out, ref, dtype=case.data.dtype) <= cmp.GRAD.of(case.data.dtype)
+                    seen = ("dropped" if drop else "as-unsorted") if fits else "other"
+                record.check(SPARSE, **{f"{kind}:{api}[{c}]": seen})
 
 
 # ---------------------------------------------------------------- bincount

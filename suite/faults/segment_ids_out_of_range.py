@@ -91,3 +91,37 @@ def _bincount_clips(tf):
         )
 
     _set(tf, ["math.bincount", "compat.v1.math.bincount"], clipping)
+
+
+@fault(
+    "sparse-segment-clamps-row-indices",
+    breaks=["segment-ids-out-of-range"],
+    description="tf.sparse.segment_sum/mean/sqrt_n read row clip(i) for a row index out of range instead of "
+    "refusing it on CPU (XLA gather's clamp)",
+)
+def _sparse_segment_clamps(tf):
+    def clamping(op):
+        def run(data, indices, segment_ids, num_segments=None, name=None, sparse_gradient=False):
+            n = tf.shape(data, out_type=tf.convert_to_tensor(indices).dtype)[0]
+            return op(data, tf.clip_by_value(indices, 0, n - 1), segment_ids, name=name, num_segments=num_segments)
+
+        return run
+
+    for api in ("segment_sum", "segment_mean", "segment_sqrt_n"):
+        _set(tf, [f"sparse.{api}"], clamping(getattr(tf.sparse, api)))
+
+
+@fault(
+    "sparse-segment-mean-empty-is-nan",
+    breaks=["segment-ids-out-of-range"],
+    description="an empty segment of tf.sparse.segment_mean holds 0/0 = NaN instead of 0",
+)
+def _sparse_segment_mean_nan(tf):
+    mean = tf.sparse.segment_mean
+
+    def nan_empty(data, indices, segment_ids, num_segments=None, name=None, sparse_gradient=False):
+        out = mean(data, indices, segment_ids, name=name, num_segments=num_segments)
+        count = tf.math.unsorted_segment_sum(tf.ones_like(segment_ids, out.dtype), segment_ids, tf.shape(out)[0])
+        return tf.where(count[:, None] > 0, out, tf.constant(float("nan"), out.dtype))
+
+    _set(tf, ["sparse.segment_mean"], nan_empty)
