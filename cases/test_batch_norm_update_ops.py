@@ -26,9 +26,11 @@ Declared surprises:
   dependencies): the train op alone updates outside a Session.
 * ``tf.compat.v1.layers.batch_normalization`` is gone with Keras 3 (``unavailable``).
 
-Variables: in TF2 modes one Keras layer (or set of variables) per (features, dtype,
-momentum) is created eagerly by the test, before any ``tf.function`` traces, and reset with
-``assign`` at the start of every call; a v1 graph builds them initialised from the fed inputs. The seed's Session
+Variables: in TF2 modes one Keras layer per (features, dtype, momentum) is created eagerly by
+the test, before any ``tf.function`` traces; the seed's hand-written variables are the harness'
+``Variables`` (made outside any trace on first use; one traced function per dtype and features).
+Both are reset with ``assign`` at the start of every call; a v1 graph builds them initialised
+from the fed inputs. The seed's Session
 pattern needs several ``Session.run`` calls (one per step, then a read), more than the
 harness' one run per call: that test drives its own cached Session in ``graph`` mode.
 """
@@ -42,7 +44,7 @@ from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
 from suite.frameworks import resources
-from suite.frameworks.tf_runner import in_v1_graph
+from suite.frameworks.tf_runner import Variables, in_v1_graph
 from suite.program import Program
 
 KERAS_BN = "https://keras.io/api/layers/normalization_layers/batch_normalization/"
@@ -300,25 +302,22 @@ def _ema_assigns(tf, mm, mv, mean, var, momentum):
     ]
 
 
-_VARIABLES = {}
+VARIABLES = Variables()
 
 
-def v1_variables(tf, *, features, dtype):
-    """moving mean, moving variance, gamma, beta; made eagerly by the tests, as keras_layer."""
-    key = (features, dtype)
-    if key not in _VARIABLES:
-        _VARIABLES[key] = [tf.Variable(tf.zeros([features], dtype), trainable=t) for t in (False, False, True, True)]
-    return _VARIABLES[key]
+def seed_variables(tf, mean0, var0):
+    """moving mean, moving variance (not trainable), gamma, beta: ``VARIABLES``', set to mean0,
+    var0, ones and zeros."""
+    inits = {"moving_mean": mean0, "moving_variance": var0, "gamma": tf.ones_like(mean0), "beta": tf.zeros_like(mean0)}
+    return [VARIABLES.get(tf, init, name=n, trainable=n in ("gamma", "beta")) for n, init in inits.items()]
 
 
 class UpdateOps(Program):
     """TF2 modes: the seed's step per batch; ``variant`` says how the update meets the train op.
     Returns the moving statistics and beta (the train op moves it: dL/dbeta = -2 at beta = 0)."""
 
-    def tensorflow(tf, xs, mean0, var0, momentum, *, variant, features):
-        mm, mv, gamma, beta = variables = v1_variables(tf, features=features, dtype=xs.dtype.name)
-        for v, init in zip(variables, (mean0, var0, tf.ones_like(mean0), tf.zeros_like(mean0))):
-            v.assign(init)
+    def tensorflow(tf, xs, mean0, var0, momentum, *, variant, sig):
+        mm, mv, gamma, beta = seed_variables(tf, mean0, var0)
         opt = tf.compat.v1.train.GradientDescentOptimizer(LR)
         for x in xs:
             with tf.GradientTape() as tape:
@@ -555,10 +554,9 @@ def _check_variants(subject, record, b):
         if subject.mode == "graph":
             mean, var, beta = tensorflow_v1_session(subject, b.xs, b.mean0, b.var0, momentum, variant=variant)
         else:
-            with subject.module.device(subject.device_name):
-                v1_variables(subject.module, features=b.xs.shape[-1], dtype=b.xs.dtype.name)
+            sig = (b.xs.dtype.str, b.xs.shape[-1])  # one traced function per set of VARIABLES
             mean, var, beta = subject.run(
-                UpdateOps.of(subject), b.xs, b.mean0, b.var0, momentum, variant=variant, features=b.xs.shape[-1]
+                UpdateOps.of(subject), b.xs, b.mean0, b.var0, momentum, variant=variant, sig=sig
             )
         kind = update_kind(mean, var, b)
         record.check(EXPECT, **{"train op": "not-run" if np.array_equal(beta, 0 * beta) else "ran", key: kind})

@@ -41,7 +41,7 @@ from hypothesis.extra import numpy as hnp
 from suite import strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations
-from suite.frameworks.tf_runner import in_v1_graph
+from suite.frameworks.tf_runner import Variables, in_v1_graph
 from suite.program import Program
 
 CONTROL_DEPS = "https://www.tensorflow.org/api_docs/python/tf/control_dependencies"
@@ -160,23 +160,15 @@ def _sig(subject, arr, nvars):
 
 
 # ---------------------------------------------------------------- the programs
-_VARIABLES = {}
+VARIABLES = Variables()
 
 
 def _variables(tf, inits, *, sig, reset=True):
-    """One variable per row of ``inits``: module-level (reset to ``inits``) or, in a v1 graph, new."""
-    if in_v1_graph():
-        return [tf.compat.v1.Variable(inits[i]) for i in range(sig[2])]
-    out = []
-    for i in range(sig[2]):
-        key = (sig, i)
-        if key not in _VARIABLES:
-            with tf.init_scope():
-                _VARIABLES[key] = tf.Variable(tf.zeros(sig[1], sig[0]), name=f"v{i}")
-        if reset:
-            _VARIABLES[key].assign(inits[i])
-        out.append(_VARIABLES[key])
-    return out
+    """One variable per row of ``inits`` (``sig[2]`` of them) from ``VARIABLES``: set to
+    ``inits``, or with ``reset=False`` as the last call left them; in a v1 graph, new ones."""
+    if reset or in_v1_graph():
+        return [VARIABLES.get(tf, inits[i], name=f"v{i}") for i in range(sig[2])]
+    return [VARIABLES.existing(tf, f"v{i}", inits[i]) for i in range(sig[2])]
 
 
 class Steps(Program):

@@ -34,7 +34,7 @@ from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks import resources
-from suite.frameworks.tf_runner import in_v1_graph
+from suite.frameworks.tf_runner import Variables, in_v1_graph
 from suite.program import Program
 
 CUSTOM_GRADIENT = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
@@ -415,14 +415,10 @@ class Nesting(Program):
         return outer(x, y) if how == "nested" else rev(half(x, y), y)
 
 
-def _tf_variable(tf, v0, var_ref):
-    """The variable the forward reads: made in the v1 graph (initialised from the fed v0), else
-    the eagerly made one for this dtype and shape, set to v0."""
-    if var_ref is None:
-        return tf.Variable(v0, shape=tf.TensorShape(None))
-    var = var_ref.deref()
-    var.assign(v0)
-    return var
+def _tf_variable(tf, v0):
+    """The variable the forward reads, set to v0: ``VARIABLES``' for this dtype, shape and
+    device (in a v1 graph a new one, initialised from the fed v0)."""
+    return VARIABLES.get(tf, v0, name="v")
 
 
 class VariableGrads(Program):
@@ -430,8 +426,8 @@ class VariableGrads(Program):
     tf.Variable read inside the forward (``captured``: grad_fn's ``variables``) or passed to it
     (``argument``); JAX and PyTorch have no variables, v is an argument of the op."""
 
-    def tensorflow(tf, x, v0, w, *, where, var_ref=None):
-        var = _tf_variable(tf, v0, var_ref)
+    def tensorflow(tf, x, v0, w, *, where, sig=None):
+        var = _tf_variable(tf, v0)
 
         @tf.custom_gradient
         def scale_by_variable(x):
@@ -464,8 +460,8 @@ class VariableGrads(Program):
 class VariablesKeywordMissing(Program):
     """grad_fn without a ``variables`` keyword, though the forward reads a variable."""
 
-    def tensorflow(tf, x, v0, *, var_ref=None):
-        var = _tf_variable(tf, v0, var_ref)
+    def tensorflow(tf, x, v0, *, sig=None):
+        var = _tf_variable(tf, v0)
 
         @tf.custom_gradient
         def scale_by_variable(x):
@@ -526,16 +522,13 @@ class VariableStep(Program):
 
 
 # ---------------------------------------------------------------- TensorFlow's variables, per mode
-_EAGER_VARIABLES = {}
+VARIABLES = Variables()
 
 
-def _eager_variables(tf, like, device, n=1):
-    """``n`` variables per dtype x shape x device, made eagerly once (never inside a trace)."""
-    key = (like.dtype.str, like.shape, device, n)
-    if key not in _EAGER_VARIABLES:
-        with tf.device(device):
-            _EAGER_VARIABLES[key] = tuple(tf.Variable(np.zeros_like(like)) for _ in range(n))
-    return _EAGER_VARIABLES[key]
+def _sig(subject, like) -> dict:
+    """TF2 modes: a static key per dtype and shape, so each traced function makes ``VARIABLES``
+    on its first trace only (a tf.function may create variables on its first call only)."""
+    return {} if subject.mode == "graph" else {"sig": (like.dtype.str, like.shape)}
 
 
 def tf_step(tf, params, *, reads, wrap):
@@ -571,9 +564,8 @@ def tf_variable_steps(subject, v1, v2, a, b, *, reads) -> list:
     tf = subject.module
     if subject.mode == "graph":
         return _v1_variable_steps(subject, v1, v2, a, b, reads=reads)
-    params = _eager_variables(tf, v1, subject.device_name, n=2)
-    for p, value in zip(params, (v1, v2)):
-        p.assign(value)
+    with tf.device(subject.device_name):  # made eagerly, set to v1 and v2
+        params = tuple(VARIABLES.get(tf, tf.constant(value), name=n) for n, value in (("v1", v1), ("v2", v2)))
     key = (subject.id, v1.dtype.str, v1.shape, reads)
     if key not in _STEPS:
         wrap = (lambda f: f) if subject.mode == "eager" else tf.function(jit_compile=subject.mode == "xla")
@@ -667,9 +659,7 @@ def test_custom_gradient_variables_get_their_declared_gradient(subject, oracles,
     ``variables``; passed as an argument it gets the input gradient; in every mode."""
     x, v, w = xyw
     record.example(x=x, v=v, w=w, where=where)
-    static = {"where": where}
-    if subject.framework == "tensorflow" and subject.mode != "graph":
-        static["var_ref"] = _eager_variables(subject.module, v, subject.device_name)[0].ref()
+    static = {"where": where, **(_sig(subject, v) if subject.framework == "tensorflow" else {})}
     out, dx, dv = subject.run(VariableGrads.of(subject), x, v, w, **static)
     record.close(name="value", out=out, ref=x * v, oracle="closed-form", tol=cmp.EXACT)
     kind = classify((dx, dv), {"applied": (w * v, -w * x), "autodiff": (w * v, w * x)}, x.dtype)
@@ -686,11 +676,7 @@ def test_grad_fn_without_variables_keyword_raises(subject, record, x):
     keyword TensorFlow raises TypeError when the op is built (tensorflow#31945's message), in
     every mode. TensorFlow only: the ``variables`` protocol is tf.custom_gradient's."""
     record.example(x=x)
-    static = (
-        {}
-        if subject.mode == "graph"
-        else {"var_ref": _eager_variables(subject.module, x, subject.device_name)[0].ref()}
-    )
+    static = _sig(subject, x)
     try:
         subject.vjp(VariablesKeywordMissing.of(subject), x, x, **static)
         seen = "built"
