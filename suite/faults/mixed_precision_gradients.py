@@ -1,0 +1,69 @@
+"""Faults for mixed-precision-gradients: a loss-scale optimizer that applies non-finite steps or grows its
+scale every step, and a mixed_float16 policy that makes float16 variables."""
+
+from __future__ import annotations
+
+from . import fault
+
+
+def _keras_lso(tf):
+    return tf.keras.mixed_precision.LossScaleOptimizer
+
+
+@fault(
+    "loss-scale-never-skips-nonfinite-step",
+    breaks=["mixed-precision-gradients"],
+    description="tf.keras.mixed_precision.LossScaleOptimizer applies a step whose gradients hold inf/NaN "
+    "(the inner optimizer gets them, unscaled) instead of skipping it",
+)
+def _never_skips(tf):
+    original = _keras_lso(tf)
+    if hasattr(original, "check_finite"):  # Keras 3: every gradient counts as finite
+
+        class Applying(original):
+            def check_finite(self, grads):
+                return tf.constant(True)
+
+        tf.keras.mixed_precision.LossScaleOptimizer = Applying
+        return
+    # Keras 2: the scale state still updates, but says "apply" whatever it saw
+    state = type(original(tf.keras.optimizers.SGD())._loss_scale)
+    update = state.update
+
+    def applying(self, grads):
+        op, _ = update(self, grads)
+        return op, tf.constant(True)
+
+    state.update = applying
+
+
+@fault(
+    "loss-scale-grows-every-step",
+    breaks=["mixed-precision-gradients"],
+    description="tf.keras.mixed_precision.LossScaleOptimizer doubles its scale after every finite step, "
+    "ignoring dynamic_growth_steps",
+)
+def _grows_every_step(tf):
+    original = _keras_lso(tf)
+
+    def growing(inner_optimizer, initial_scale=2.0**15, dynamic_growth_steps=2000, *args, **kwargs):
+        return original(inner_optimizer, initial_scale, 1, *args, **kwargs)
+
+    tf.keras.mixed_precision.LossScaleOptimizer = growing
+
+
+@fault(
+    "mixed-policy-float16-variables",
+    breaks=["mixed-precision-gradients"],
+    description="a Dense layer under mixed_float16 keeps its kernel in float16 (the policy's compute dtype) "
+    "instead of float32, so the kernel's gradient is float16 too",
+)
+def _float16_variables(tf):
+    original = tf.keras.layers.Dense
+
+    class HalfDense(original):
+        def __init__(self, *args, dtype=None, **kwargs):
+            mixed = dtype == "mixed_float16" or str(tf.keras.mixed_precision.global_policy().name) == "mixed_float16"
+            super().__init__(*args, dtype="float16" if mixed else dtype, **kwargs)
+
+    tf.keras.layers.Dense = HalfDense
