@@ -943,9 +943,6 @@ def test_sparse_segments_in_range_and_empty(subject, oracles, record, case):
                 record.close(name=f"{api} grad", out=grad, ref=np.asarray(g_o), oracle=o.id)
 
 
-_XLA_REFUSED: dict = {}  # (runner, program, api, dtype) -> the error XLA refused the function with
-
-
 @on("tensorflow", "torch")  # JAX has no sparse segment op (its spelling gathers first)
 @given(case=sparse_cases())
 def test_sparse_segments_out_of_range_are_declared(subject, record, case):
@@ -959,20 +956,22 @@ def test_sparse_segments_out_of_range_are_declared(subject, record, case):
         extra = () if kind == "forward" else (case.w,)
 
         def run(apis_, idx, program=program, extra=extra):
-            out = []
-            for a in apis_:
-                key = (subject.id, program.__name__, a, case.data.dtype.str)
-                if key in _XLA_REFUSED:  # compiled once, refused: not again per example
-                    raise _XLA_REFUSED[key]
-                try:
-                    out.append(
-                        subject.run(program.of(subject), case.data, idx, case.segment_ids, *extra, api=a, n=case.n)
+            return tuple(
+                np.asarray(
+                    subject.recall(
+                        "run",
+                        program.of(subject),
+                        case.data,
+                        idx,
+                        case.segment_ids,
+                        *extra,
+                        remember=_xla_refusal,  # compiled once, refused: not again per example
+                        api=a,
+                        n=case.n,
                     )
-                except Exception as e:
-                    if _xla_refusal(e):
-                        _XLA_REFUSED[key] = e
-                    raise
-            return tuple(np.asarray(o) for o in out)
+                )
+                for a in apis_
+            )
 
         def judge(api, idx, out, kind=kind):
             return sparse_rules(api, out, case, idx, grad=kind == "grad")

@@ -143,25 +143,32 @@ class Runner:
     def attempt(self, method: str, fn, *arrays, remember=None, **kwargs):
         """``(result, None)`` from ``self.<method>(fn, *arrays, **kwargs)`` (``run``, ``vjp``,
         ``jvp``, ``second_order``), or ``(None, raises:<Error>)`` where the framework refuses:
-        an API that raises is an observation, not a crash of the case. An error for which
-        ``remember(error)`` is true (a compilation the mode cannot do, which the framework does
-        not cache) is answered again without running, for this runner, program, input dtypes
-        and keyword arguments."""
+        an API that raises is an observation, not a crash of the case. ``remember``: as in
+        :meth:`recall`."""
         from suite import compare as cmp
 
+        try:
+            return self.recall(method, fn, *arrays, remember=remember, **kwargs), None
+        except Exception as e:  # noqa: BLE001 - the error's name is the observation
+            return None, cmp.error_name(e)
+
+    def recall(self, method: str, fn, *arrays, remember=None, **kwargs):
+        """``self.<method>(fn, *arrays, **kwargs)``; an error for which ``remember(error)`` is
+        true (a compilation the mode cannot do, which the framework does not cache: XLA's
+        refusal costs a compile and a quadratic parse of its message each time) is raised again
+        without running, for this runner, program, input dtypes and keyword arguments."""
         key = None
         if remember is not None:
             dtypes = tuple(getattr(a, "dtype", type(a)).__str__() for a in arrays)
             key = (method, fn, dtypes, tuple(sorted((k, repr(v)) for k, v in kwargs.items() if k != "cotangent")))
             if key in self._refused:
-                return None, self._refused[key]
+                raise self._refused[key].with_traceback(None)
         try:
-            return getattr(self, method)(fn, *arrays, **kwargs), None
-        except Exception as e:  # noqa: BLE001 - the error's name is the observation
-            seen = cmp.error_name(e)
+            return getattr(self, method)(fn, *arrays, **kwargs)
+        except Exception as e:
             if key is not None and remember(e):
-                self._refused[key] = seen
-            return None, seen
+                self._refused[key] = e
+            raise
 
     def jvp_builder(self):  # pragma: no cover - interface
         raise NotImplementedError
