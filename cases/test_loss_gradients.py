@@ -454,7 +454,7 @@ class MaskedSoftmax(Program):
         if api == "sdpa":  # scores q . k_s = z_s with k = v = I: the output is the softmax
             b, n = z.shape
             mask = torch.isfinite(z)
-            eye = torch.eye(n, dtype=z.dtype).expand(b, n, n)
+            eye = torch.eye(n, dtype=z.dtype, device=z.device).expand(b, n, n)
             q = torch.where(mask, z, torch.zeros_like(z))[:, None, :]
             return F.scaled_dot_product_attention(q, eye, eye, attn_mask=mask[:, None, :], scale=1.0)[:, 0, :]
         return F.softmax(z, dim=-1)

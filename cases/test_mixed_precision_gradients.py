@@ -126,6 +126,7 @@ EXPECT = expectations(
             f"grad:{d}[subnormal]",
             "zero",
             framework="jax",
+            device="cpu",  # measured on an H200: XLA:GPU keeps them
             link=JAX_FTZ,
             reason="XLA:CPU sets denormals-are-zero and flush-to-zero (working as intended, per the maintainers): "
             f"a {d} gradient below 2^-126 is 0 under jit and eagerly alike; float16 keeps its subnormals",
@@ -185,6 +186,7 @@ EXPECT = expectations(
             key,
             "bfloat16",
             framework="torch",
+            device="cpu",
             link=TORCH_AMP,
             reason="torch.autocast('cpu') defaults to dtype=torch.bfloat16 (CUDA autocast to float16): the linear "
             "layer computes, and its output's gradient flows, in bfloat16",
@@ -475,7 +477,7 @@ class LossScaledSteps(Program):
     def torch(torch, x0, grads, *, hp):
         p = x0.clone().requires_grad_(True)
         opt = torch.optim.SGD([p], lr=LR)
-        scaler = torch.amp.GradScaler("cpu", init_scale=hp.initial, growth_interval=hp.growth_steps)
+        scaler = torch.amp.GradScaler(p.device.type, init_scale=hp.initial, growth_interval=hp.growth_steps)
         xs, scales = [], []
         for t in range(STEPS):
             opt.zero_grad()
@@ -484,7 +486,7 @@ class LossScaledSteps(Program):
             scaler.update()
             xs.append(p.detach().clone())
             scales.append(scaler.get_scale())
-        return torch.stack(xs), torch.tensor(scales, dtype=torch.float32)
+        return torch.stack(xs), torch.tensor(scales, dtype=torch.float32, device=p.device)
 
 
 _STATES: dict = {}
@@ -623,11 +625,11 @@ class MixedDense(Program):
         return h, gk, gx, gh, k
 
     def torch(torch, x, c, k):
-        lin = torch.nn.Linear(*k.shape, bias=False)
+        lin = torch.nn.Linear(*k.shape, bias=False, device=x.device)
         with torch.no_grad():
             lin.weight.copy_(k.T)
         x = x.requires_grad_(True)
-        with torch.autocast("cpu"):
+        with torch.autocast(x.device.type):
             h = lin(x)
         h.retain_grad()
         (h.float() * c).sum().backward()
