@@ -1136,12 +1136,26 @@ class Bincount(Program):
         return torch.bincount(values.long(), weights=weights, minlength=n)
 
 
+def _bincount_gradient(subject, record, case, weights):
+    """The weights' gradient with every value in range, against the closed form, or its absence."""
+    inside = (case.ids % case.n).astype(np.int32)
+    cot = case.w[:, 0]
+    try:
+        _, (_, grad) = subject.vjp(Bincount.of(subject), inside, weights, cotangent=cot, n=case.n)
+    except Exception as e:  # no gradient is the framework's answer
+        record.check(BINCOUNT, **{"bincount-grad": cmp.error_name(e)})
+        return
+    record.close(name="bincount grad", out=grad, ref=cot[inside], oracle="closed-form")
+    record.check(BINCOUNT, **{"bincount-grad": "closed-form"})
+
+
 @given(case=segment_cases())
 def test_bincount_out_of_range_is_declared(subject, record, case):
     """Weighted bincount with values out of [0, n): where each out-of-range weight lands, or the refusal;
     with values in range, the weights' gradient (or its absence) against the closed form."""
     weights = np.abs(case.data[:, 0])
     record.example(values=case.ids, weights=weights, n=case.n)
+    _bincount_gradient(subject, record, case, weights)  # in range: also a PyTorch CUDA row
     oor.skip_torch_cuda(subject, case.ids, case.n)
 
     def run(apis_, idx):
@@ -1167,12 +1181,3 @@ def test_bincount_out_of_range_is_declared(subject, record, case):
         key="{api}[{c}]",
         sites=False,
     )
-    inside = (case.ids % case.n).astype(np.int32)
-    cot = case.w[:, 0]
-    try:
-        _, (_, grad) = subject.vjp(Bincount.of(subject), inside, weights, cotangent=cot, n=case.n)
-    except Exception as e:  # no gradient is the framework's answer
-        record.check(BINCOUNT, **{"bincount-grad": cmp.error_name(e)})
-        return
-    record.close(name="bincount grad", out=grad, ref=cot[inside], oracle="closed-form")
-    record.check(BINCOUNT, **{"bincount-grad": "closed-form"})
