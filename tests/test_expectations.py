@@ -102,6 +102,24 @@ def test_a_declaration_for_an_absent_device_or_other_release_is_not_applicable_n
     assert declaration_statuses([old], [_row(framework="tensorflow", behaviour="other")], ENV) == []
 
 
+def test_a_declaration_that_a_more_specific_one_shadows_for_a_release_is_not_applicable_there():
+    """A framework-wide declaration with a release-scoped one of the same key: on that release
+    the lookup chooses the scoped one, so the wide one matched nothing there and is not stale
+    (TF 2.12's bincount gradient, JAX 0.4.30's missing dot_product_attention)."""
+    from suite.report.schema import declaration_statuses
+
+    wide = expect("k", "new", framework="tensorflow", reason="r", link="l")
+    old = expect("k", "old", framework="tensorflow", versions="<2.22", reason="r", link="l")
+    expectations({"k": "agree"}, wide, old)
+    wide, old = ({**e.as_dict(), "module": "cases.test_demo"} for e in (wide, old))
+    held = {"k": {"id": old["id"], "held": True}}
+    rows = [_row(framework="tensorflow", declared=held)]
+    st = {d["id"]: d["status"] for d in declaration_statuses([wide, old], rows, ENV)}
+    assert st == {old["id"]: "matched", wide["id"]: "not-applicable"}
+    # without its rival the wide one applies to that row, which did not match it: stale
+    assert declaration_statuses([wide], rows, ENV)[0]["status"] == "stale"
+
+
 def test_every_expected_error_names_its_class_and_a_message_pattern():
     """A declared ``raises:`` must say why too: the class alone passes an error of that
     class raised for any other reason."""

@@ -44,7 +44,9 @@ def declaration_statuses(declared: list[dict], rows: list[dict], environment: di
 
     - ``matched``: some row held to it;
     - ``not-applicable``: no row that ran (not skipped) is of its framework, mode, device
-      and version (a device that is not present, a mode not selected, another release);
+      and version (a device that is not present, a mode not selected, another release), or
+      a more specific declaration of the same key holds each such row (a release-scoped one
+      over a framework-wide one: the wider one does not apply to that release);
     - ``unconfirmed``: it applies but its behaviour did not run whole and clean (deselected
       tests, an interrupted run, a row that failed before reaching it): no verdict;
     - ``stale``: it applies, its behaviour ran whole and passed, and no row matched it.
@@ -53,22 +55,40 @@ def declaration_statuses(declared: list[dict], rows: list[dict], environment: di
     by_behaviour: dict[str, list] = {}
     for r in rows:
         by_behaviour.setdefault(r["behaviour"], []).append(r)
+    rivals: dict[tuple, list[dict]] = {}
+    for d in declared:  # the declarations one lookup chooses among: same key, module and scope
+        rivals.setdefault((_group(d), d["key"]), []).append(d)
     out = []
     for d in declared:
         b = _behaviour_of_module(d.get("module", ""))
         if b in by_behaviour:
-            matched, status = _declaration_status(d, by_behaviour[b], versions, b in incomplete or partial)
+            same = rivals[(_group(d), d["key"])]
+            matched, status = _declaration_status(d, by_behaviour[b], versions, b in incomplete or partial, same)
             out.append({**d, "matched": matched, "status": status})
     return out
 
 
-def _declaration_status(d: dict, mine: list[dict], versions: dict, incomplete: bool) -> tuple[int, str]:
-    """(rows that held to declaration ``d``, its status) among its behaviour's rows ``mine``."""
+def _group(d: dict) -> str:
+    """The module (and op-table scope) of a declaration: its id without the index."""
+    return str(d.get("id") or d.get("module", "")).rsplit(":", 1)[0]
+
+
+def _declaration_status(d: dict, mine: list[dict], versions: dict, incomplete: bool, rivals=()) -> tuple[int, str]:
+    """(rows that held to declaration ``d``, its status) among its behaviour's rows ``mine``;
+    ``rivals``: the declarations of its key that a lookup chooses among (``d`` among them)."""
     import types
 
     from suite.expectations import Expectation
 
-    e = Expectation(d["key"], d["observed"], d["framework"], d["mode"], d["device"], d["versions"])
+    def as_expectation(x):
+        return Expectation(x["key"], x["observed"], x["framework"], x["mode"], x["device"], x["versions"])
+
+    others = [(x, as_expectation(x)) for x in rivals or [d]]
+
+    def chosen(row) -> bool:  # as Expectations.lookup: the first most specific declaration that matches
+        hits = [(x, ex) for x, ex in others if ex.matches(row)]
+        return bool(hits) and max(hits, key=lambda h: h[1].specificity)[0] is d
+
     matched = sum(
         1
         for r in mine
@@ -80,7 +100,7 @@ def _declaration_status(d: dict, mine: list[dict], versions: dict, incomplete: b
         r
         for r in mine
         if r["outcome"] != "skipped"
-        and e.matches(
+        and chosen(
             types.SimpleNamespace(
                 **{k: r[k] for k in ("framework", "mode", "device")}, version=versions.get(r["framework"])
             )
