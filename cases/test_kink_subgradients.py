@@ -610,7 +610,7 @@ def attempt(runner, program, *arrays, cotangent, **static):
         program.of(runner),
         *arrays,
         cotangent=cotangent,
-        remember=lambda e: "Detected unsupported operations" in str(e),
+        remember=cmp.xla_refusal,
         **static,
     )
 

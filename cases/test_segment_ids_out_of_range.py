@@ -521,15 +521,11 @@ def _grad(subject, case, ids, api, **static):
     return subject.vjp(Segment.of(subject), case.data, ids, cotangent=case.w, api=api, n=case.n, **static)[1][0]
 
 
-def _xla_refusal(e) -> bool:
-    return "unsupported operations" in str(e)
-
-
 def _attempt_grad(runner, case, ids, api, **static):
     """``(gradient, None)``, or ``(None, raises:<Error>)`` where the framework refuses (a function XLA
     cannot compile is refused again without compiling)."""
     res, seen = runner.attempt(
-        "vjp", Segment.of(runner), case.data, ids, cotangent=case.w, remember=_xla_refusal, api=api, n=case.n, **static
+        "vjp", Segment.of(runner), case.data, ids, cotangent=case.w, remember=cmp.xla_refusal, api=api, n=case.n, **static
     )
     return (None if res is None else np.asarray(res[1][0])), seen
 
@@ -645,7 +641,7 @@ def sorted_cases(draw) -> SegmentCase:
 
 def _sorted_run(subject, case, ids, api):
     res, seen = subject.attempt(
-        "run", Segment.of(subject), case.data, ids, remember=_xla_refusal, api=api, n=case.n, table="sorted"
+        "run", Segment.of(subject), case.data, ids, remember=cmp.xla_refusal, api=api, n=case.n, table="sorted"
     )
     return (None if res is None else np.asarray(res)), seen
 
@@ -904,7 +900,7 @@ def sparse_rules(api, out, case, indices, *, grad=False) -> dict:
 def _sparse_attempt(subject, case, indices, segment_ids, api, kind):
     program, extra = (SparseSegment, ()) if kind == "forward" else (SparseSegmentGrad, (case.w,))
     res, seen = subject.attempt(
-        "run", program.of(subject), case.data, indices, segment_ids, *extra, remember=_xla_refusal, api=api, n=case.n
+        "run", program.of(subject), case.data, indices, segment_ids, *extra, remember=cmp.xla_refusal, api=api, n=case.n
     )
     return (None if res is None else np.asarray(res)), seen
 
@@ -965,7 +961,7 @@ def test_sparse_segments_out_of_range_are_declared(subject, record, case):
                         idx,
                         case.segment_ids,
                         *extra,
-                        remember=_xla_refusal,  # compiled once, refused: not again per example
+                        remember=cmp.xla_refusal,  # compiled once, refused: not again per example
                         api=a,
                         n=case.n,
                     )

@@ -232,10 +232,10 @@ def attempt_vjp(runner, program, args, w, **static):
     gradient is an IndexedSlices output fails under XLA with an output-count error before XLA says
     what it cannot compile); an XLA refusal is answered again without compiling."""
     if runner.mode == "xla":
-        _, seen = runner.attempt("run", program.of(runner), *args, remember=_refused_by_xla, **static)
+        _, seen = runner.attempt("run", program.of(runner), *args, remember=cmp.xla_refusal, **static)
         if seen is not None:
             return None, seen
-    return runner.attempt("vjp", program.of(runner), *args, cotangent=w, remember=_refused_by_xla, **static)
+    return runner.attempt("vjp", program.of(runner), *args, cotangent=w, remember=cmp.xla_refusal, **static)
 
 
 def _cotangents(dtype, shape):
@@ -362,10 +362,6 @@ def fill_label(x, dtype) -> str:
         return "nan" if np.isnan(x).all() else "mixed"
     names = {0.0: "zero", float(np.finfo(dtype).min): "lowest", -np.inf: "-inf"}
     return "nan" if np.isnan(x[0]) else names.get(float(x[0]), "other")
-
-
-def _refused_by_xla(e) -> bool:
-    return "compile-time constant" in str(e) or "unsupported operations" in str(e)
 
 
 def _ragged_cotangent(case, op, data):

@@ -266,6 +266,14 @@ class Raised(str):
         return str(self.exc)
 
 
+def xla_refusal(e: BaseException) -> bool:
+    """Whether ``e`` is XLA refusing to compile a function (an op with no XLA kernel, a shape that
+    must be a compile-time constant): deterministic for a program and its input dtypes, so
+    ``Runner.recall(..., remember=xla_refusal)`` raises it again without paying the compile."""
+    text = str(e)
+    return "Detected unsupported operations" in text or "compile-time constant" in text
+
+
 def error_name(exc: BaseException) -> Raised:
     """``raises:<ErrorName>`` for an observation (it keeps the error for message patterns)."""
     return Raised(exc)
