@@ -197,7 +197,16 @@ class Record:
         return err
 
     def against(
-        self, oracles, program, *arrays, got: dict, via: str = "vjp", cotangent=None, tol=cmp.GRAD, **static
+        self,
+        oracles,
+        program,
+        *arrays,
+        got: dict,
+        via: str = "vjp",
+        cotangent=None,
+        tol=cmp.GRAD,
+        derived_from=None,
+        **static,
     ) -> list:
         """Run ``program`` on each oracle the way the subject ran it and compare, name by name.
 
@@ -206,7 +215,9 @@ class Record:
         gradient. ``via="run"``: its outputs are what the program returns (a tuple is
         spread). ``got`` maps a name to the subject's result for the output in the same
         position; a name mapped to ``...`` is not compared. ``tol`` is one tolerance or a
-        dict by name. Returns each oracle's raw result, for checks of their own.
+        dict by name; ``derived_from``, as for :meth:`close`: the dtype whose tolerance and
+        floor apply (a float64 result held at float32's precision). Returns each oracle's
+        raw result, for checks of their own.
 
         >>> record.against(oracles, RoundThrough, x, cotangent=w, got={"value": out, "grad": grad},
         ...                tol=cmp.EXACT)   # doctest: +SKIP
@@ -234,7 +245,7 @@ class Record:
                 if out is ...:
                     continue
                 t = tol.get(name, cmp.GRAD) if isinstance(tol, dict) else tol
-                self.close(name=name, out=out, ref=ref, oracle=o.id, tol=t)
+                self.close(name=name, out=out, ref=ref, oracle=o.id, tol=t, derived_from=derived_from)
             results.append(raw)
         return results
 

@@ -1,0 +1,604 @@
+"""Linalg and spectral gradients: eigh/svd at a repeated eigenvalue, det/slogdet at a singular matrix, FFTs.
+
+Four places where a linear-algebra gradient is held to float64 closed forms, the oracles and float64
+central differences, per framework and mode:
+
+- **eigh at a repeated eigenvalue.** ``A = sym(Q diag(l) Q^T)`` with Q a random orthogonal matrix and
+  two eigenvalues equal. A gauge-invariant loss (``sum(w * l)`` with w equal on the repeated pair,
+  and ``trace(V diag(l^2) V^T)`` through the eigenvectors) is differentiable there: its gradient is
+  ``sym(V diag(w) V^T)`` (``sym(2 A)``) and must match the closed form, the oracles and differences.
+  Every program symmetrizes its input (``(X + X^T) / 2``) so the frameworks' conventions for the
+  gradient's triangle (TensorFlow returns a lower-triangular one) do not enter.
+- **A loss on the eigenvectors (or singular vectors) at an exactly repeated value**
+  (``A = P diag(l) P^T`` with P a signed permutation, so every solver sees two bitwise-equal values):
+  the derivative does not exist; per framework the gradient's kind, ``nan``, ``inf`` or ``finite``.
+- **svd at a repeated singular value.** The nuclear norm ``sum(s)`` is differentiable while the
+  singular values are positive: ``d/dA = U V^T``.
+- **det/slogdet at a singular matrix** (small integers, the last row a copy of the first: every LU
+  sees an exact zero pivot): det's value is 0 and its gradient the transposed adjugate (the
+  cofactor matrix, finite); slogdet is ``(0, -inf)`` and has no gradient.
+- **fft/ifft/rfft/irfft.** ``sum(w * |F(x)|^2)`` for fft and ifft of a real x; rfft's real and imaginary
+  parts with ``fft_length`` shorter than, equal to or longer than the input (crop or zero-pad);
+  irfft of a half spectrum given as real and imaginary parts, with ``fft_length`` n. Closed forms
+  come from NumPy's FFT applied to basis vectors (each transform is linear).
+
+Declared surprises:
+
+- At an exactly repeated eigenvalue (singular value) TensorFlow's eigenvector gradient is finite: its
+  ``_SelfAdjointEigV2Grad``/``_SvdGrad`` use ``reciprocal_no_nan`` for ``1 / (l_j - l_i)``, which is 0
+  there; JAX and PyTorch divide by zero and return NaN.
+- TensorFlow's det and slogdet gradients call ``matrix_inverse``: at a singular matrix they raise
+  InvalidArgumentError ("Input is not invertible") instead of giving the adjugate; XLA has no kernel
+  for MatrixDeterminant/LogMatrixDeterminant (the forward pass does not compile).
+- PyTorch's det of the singular draw is sometimes a rounding residue (~1e-15, not 0): its slogdet is then
+  finite (about -35) and its slogdet gradient huge (key ``slogdet-grad[residue]``); at an exact 0 its
+  slogdet gradient is NaN, as JAX's. Its det gradient is the adjugate at a residue (det * inv(A)^T
+  cancels) but all zeros at an exact 0 (key ``det-grad``; measured on 222 of 222 random draws).
+- rfft's gradient with an fft_length shorter than the input fails in TensorFlow (InvalidArgumentError
+  eagerly and in a graph, ValueError while tracing); longer (zero-padding) works.
+- TensorFlow's svd gradient with compute_uv=True raises NotImplementedError where the inner dimensions
+  are unknown (a relaxed trace, a v1 graph): noted, not checked.
+- Under XLA, TensorFlow's float64 eigh and svd (XLA's Jacobi iterations) miss float64's floor (measured
+  1.7e-9 at scale 1): those rows are held at float32's precision, against closed forms and oracles
+  only (no differences).
+
+Sources: https://github.com/tensorflow/tensorflow/issues/24930, https://github.com/jax-ml/jax/issues/2311,
+https://github.com/pytorch/pytorch/issues/76531, https://github.com/tensorflow/tensorflow/issues/60163,
+https://github.com/pytorch/pytorch/issues/109448
+"""
+
+import dataclasses
+import re
+
+import numpy as np
+from hypothesis import given, strategies as st
+
+from suite import compare as cmp, finite_diff
+from suite.behaviours import behaviour
+from suite.expectations import expect, expectations, raises
+from suite.program import Program
+
+TF_EIGH = "https://github.com/tensorflow/tensorflow/issues/24930"
+JAX_EIGH = "https://github.com/jax-ml/jax/issues/2311"
+TORCH_EIGH = "https://github.com/pytorch/pytorch/issues/76531"
+TF_FFT = "https://github.com/tensorflow/tensorflow/issues/60163"
+TORCH_FFT = "https://github.com/pytorch/pytorch/issues/109448"
+TORCH_DET = "https://github.com/pytorch/pytorch/issues/104675"
+XLA_EIGH = "https://github.com/pytorch/xla/pull/7674"
+XLA_EIGH_TF = "https://github.com/tensorflow/tensorflow/issues/117807"
+TF_DET_SINGULAR = "https://github.com/tensorflow/tensorflow/issues/119477"
+
+BEHAVIOUR = behaviour(
+    "linalg-spectral-gradients",
+    sources=[],
+    links=[TF_EIGH, JAX_EIGH, TORCH_EIGH, TF_FFT, TORCH_FFT, TF_DET_SINGULAR, TORCH_DET, XLA_EIGH_TF, XLA_EIGH],
+)
+
+DET_OPS = ("det", "slogdet")
+TF_NOT_XLA = "eager|function|graph"
+#: spectral gradients lose a few digits to the decomposition (1e-12 is a product's tolerance)
+SPECTRAL = cmp.tolerance(float64=1e-9)
+#: Under XLA, TensorFlow's float64 eigh and svd are XLA's own iterative (Jacobi) decompositions,
+#: not LAPACK's: measured errors up to 7e-15 on a zero eigenvalue and 1.7e-9 on a singular-vector
+#: product at scale 1, above float64's floor; those rows are held at float32's precision instead
+#: (and get no central differences). XLA's eigh is known to be less accurate than LAPACK's (XLA_EIGH,
+#: XLA_EIGH_TF).
+XLA_PRECISION = np.float32
+
+EXPECT = expectations(
+    {
+        # the derivative does not exist: a NaN says so
+        "eigh-vector-grad": "nan",
+        "svd-vector-grad": "nan",
+        "eigh-trace-grad": "closed-form",
+        "det-value": "zero",
+        # d det / dA is the cofactor matrix (the transposed adjugate), defined at a singular matrix too
+        "det-grad": "adjugate",
+        "det-grad[residue]": "adjugate",
+        "slogdet-value": "singular",
+        # no derivative (|d log|det| / dA| grows without bound): a NaN says so
+        "slogdet-grad": "nan",
+        # where the LU leaves a rounding residue instead of an exact zero pivot: inv(A)^T is huge
+        "slogdet-grad[residue]": "huge",
+        **{f"rfft-grad[{how}]": "ok" for how in ("crop", "exact", "pad")},
+    },
+    *[
+        expect(
+            f"{op}-vector-grad",
+            "finite",
+            framework="tensorflow",
+            link=TF_EIGH,
+            reason=f"TensorFlow's {op} gradient forms 1/(l_j - l_i) with reciprocal_no_nan, which is 0 where two "
+            "eigenvalues (singular values) are equal: a finite gradient where none exists; JAX and PyTorch "
+            "divide by zero and give NaN",
+        )
+        for op in ("eigh", "svd")
+    ],
+    *[
+        expect(
+            "eigh-trace-grad",
+            "nan",
+            framework=fw,
+            link=link,
+            reason="trace(V diag(l^2) V^T) is gauge-invariant and differentiable (2 sym(A)), but the eigenvector "
+            "backward divides by l_j - l_i, exactly 0 for a bitwise-repeated eigenvalue: 0 * inf = NaN; "
+            "TensorFlow's reciprocal_no_nan gives 0 there, and the closed form",
+        )
+        for fw, link in (("jax", JAX_EIGH), ("torch", TORCH_EIGH))
+    ],
+    *[
+        expect(
+            f"{op}-grad",
+            raises("InvalidArgumentError", r"Input is not invertible"),
+            framework="tensorflow",
+            mode=TF_NOT_XLA,
+            link=TF_DET_SINGULAR,
+            reason=f"TensorFlow's {op} gradient is det(A) * inv(A)^T (inv(A)^T for slogdet) through "
+            "matrix_inverse, which raises on a singular matrix instead of giving the adjugate",
+        )
+        for op in DET_OPS
+    ],
+    expect(
+        "det-grad",
+        "zeros",
+        framework="torch",
+        link=TORCH_DET,
+        reason="where det(A) is exactly 0, torch.linalg.det's backward returns zeros instead of the adjugate "
+        "(where the LU leaves a rounding residue, det * inv(A)^T gives the adjugate)",
+    ),
+    *[
+        expect(
+            key,
+            raises("InvalidArgumentError", r"Detected unsupported operations.*(Log)?MatrixDeterminant"),
+            framework="tensorflow",
+            mode="xla",
+            link=TF_DET_SINGULAR,
+            reason="XLA has no kernel for MatrixDeterminant/LogMatrixDeterminant: under jit_compile=True the "
+            "forward pass does not compile",
+        )
+        for key in ("det-value", "det-grad", "slogdet-value", "slogdet-grad")
+    ],
+    *[
+        expect(
+            f"rfft-grad[{how}]",
+            err,
+            framework="tensorflow",
+            mode=mode,
+            link=TF_FFT,
+            reason="TensorFlow's RFFT gradient does not handle an fft_length shorter than the input (a crop): the "
+            "shapes in its backward disagree and the gradient fails to build or run; a longer one (zero-pad) "
+            "works; JAX and PyTorch crop and differentiate through it",
+        )
+        for how in ("crop",)
+        for mode, err in ((None, "shape-mismatch"),)
+    ],
+)
+
+# ---------------------------------------------------------------- strategies
+SIZES = (3, 4)
+
+
+def _orthogonal(draw, n) -> np.ndarray:
+    g = draw(
+        st.lists(st.floats(-2.0, 2.0, allow_nan=False), min_size=n * n, max_size=n * n).filter(
+            lambda v: abs(np.linalg.det(np.reshape(v, (n, n)))) > 0.05
+        ),
+        label="gaussian",
+    )
+    q, r = np.linalg.qr(np.reshape(np.asarray(g, np.float64), (n, n)))
+    return q * np.sign(np.diag(r))
+
+
+@dataclasses.dataclass(frozen=True)
+class SpectralCase:
+    a: np.ndarray  # (n, n) float64
+    w: np.ndarray  # (n,) weights, equal on the repeated pair (after sorting)
+
+
+@st.composite
+def repeated_eigen_cases(draw, *, singular_values=False) -> SpectralCase:
+    """sym(Q diag(l) Q^T) with two eigenvalues equal (l in [-2, 2], others >= 0.25 apart); for
+    ``singular_values`` U diag(s) V^T with s in [0.5, 2.5], two equal."""
+    n = draw(st.sampled_from(SIZES), label="n")
+    lo = 0.5 if singular_values else -2.0
+    distinct = draw(
+        st.lists(st.floats(lo, lo + 2.0, allow_nan=False), min_size=n - 1, max_size=n - 1).filter(
+            lambda v: min(np.diff(np.sort(v)), default=1.0) >= 0.25
+        ),
+        label="distinct values",
+    )
+    twin = draw(st.integers(0, n - 2), label="repeated")
+    vals = np.sort(np.asarray(distinct + [distinct[twin]], np.float64))
+    q = _orthogonal(draw, n)
+    if singular_values:
+        a = q @ np.diag(vals) @ _orthogonal(draw, n).T
+        order = np.sort(vals)[::-1]  # svd's order: descending
+    else:
+        a = q @ np.diag(vals) @ q.T
+        a = (a + a.T) / 2
+        order = vals
+    w = np.asarray(draw(st.lists(st.floats(0.5, 2.0), min_size=n, max_size=n), label="w"), np.float64)
+    rep = np.flatnonzero(np.isclose(np.diff(order), 0.0))
+    for i in rep:  # gauge-invariant: the weight is constant on the repeated pair
+        w[i + 1] = w[i]
+    return SpectralCase(a, w)
+
+
+@st.composite
+def exact_repeat_cases(draw) -> tuple[np.ndarray, np.ndarray]:
+    """(P diag(l) P^T with P a signed permutation and l two-decimal with a repeat, C): every solver
+    sees bitwise-equal eigenvalues (and singular values)."""
+    n = draw(st.sampled_from(SIZES), label="n")
+    perm = draw(st.permutations(range(n)), label="permutation")
+    signs = np.asarray(draw(st.lists(st.sampled_from((-1.0, 1.0)), min_size=n, max_size=n), label="signs"))
+    p = np.eye(n)[list(perm)] * signs
+    vals = draw(st.lists(st.integers(5, 25), min_size=n, max_size=n, unique=True), label="values")
+    vals = np.asarray(vals, np.float64) / 10
+    vals[1] = vals[0]
+    c = draw(st.lists(st.floats(-2.0, 2.0).filter(lambda v: abs(v) > 0.1), min_size=n * n, max_size=n * n))
+    return p @ np.diag(vals) @ p.T, np.reshape(np.asarray(c, np.float64), (n, n))
+
+
+def _cofactors(m: np.ndarray) -> np.ndarray:
+    """The cofactor matrix (d det / dA, the transposed adjugate) of a small integer matrix."""
+    n = m.shape[0]
+    out = np.zeros_like(m)
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = (-1) ** (i + j) * np.linalg.det(np.delete(np.delete(m, i, 0), j, 1))
+    return np.round(out)  # integer minors
+
+
+def _duplicated(m: np.ndarray) -> np.ndarray:
+    m = m.copy()
+    m[-1] = m[0]
+    return m
+
+
+@st.composite
+def singular_cases(draw) -> np.ndarray:
+    """Small integers, the last row a copy of the first, rank n - 1 with every cofactor of the
+    copied row nonzero."""
+    n = draw(st.sampled_from(SIZES), label="n")
+    m = draw(
+        st.lists(st.integers(-3, 3), min_size=n * n, max_size=n * n)
+        .map(lambda v: _duplicated(np.reshape(np.asarray(v, np.float64), (n, n))))
+        .filter(lambda m: np.all(_cofactors(m)[0] != 0)),  # rank n - 1, no zero cofactor in the copied row
+        label="matrix",
+    )
+    return m
+
+
+# ---------------------------------------------------------------- the programs
+def _sym(x, transpose):
+    return (x + transpose(x)) / 2
+
+
+class EighValues(Program):
+    """The eigenvalues of sym(X)."""
+
+    def tensorflow(tf, x):
+        return tf.linalg.eigh(_sym(x, tf.linalg.matrix_transpose))[0]
+
+    def jax(jax, x):
+        return jax.numpy.linalg.eigh(_sym(x, lambda m: m.T))[0]
+
+    def torch(torch, x):
+        return torch.linalg.eigh(_sym(x, lambda m: m.mT))[0]
+
+
+class EighTrace(Program):
+    """trace(V diag(l^2) V^T) of sym(X): through the eigenvectors, gauge-invariant."""
+
+    def tensorflow(tf, x):
+        e, v = tf.linalg.eigh(_sym(x, tf.linalg.matrix_transpose))
+        return tf.linalg.trace(tf.linalg.matmul(v * e**2, v, transpose_b=True))
+
+    def jax(jax, x):
+        e, v = jax.numpy.linalg.eigh(_sym(x, lambda m: m.T))
+        return jax.numpy.trace((v * e**2) @ v.T)
+
+    def torch(torch, x):
+        e, v = torch.linalg.eigh(_sym(x, lambda m: m.mT))
+        return torch.trace((v * e**2) @ v.mT)
+
+
+class EighVectors(Program):
+    """sum(C * V^2) of sym(X): sign-invariant, not invariant to a rotation in a repeated eigenspace."""
+
+    def tensorflow(tf, x, c):
+        return tf.reduce_sum(c * tf.linalg.eigh(_sym(x, tf.linalg.matrix_transpose))[1] ** 2)
+
+    def jax(jax, x, c):
+        return jax.numpy.sum(c * jax.numpy.linalg.eigh(_sym(x, lambda m: m.T))[1] ** 2)
+
+    def torch(torch, x, c):
+        return torch.sum(c * torch.linalg.eigh(_sym(x, lambda m: m.mT))[1] ** 2)
+
+
+class SvdValues(Program):
+    """The singular values, descending."""
+
+    def tensorflow(tf, x):
+        return tf.linalg.svd(x, compute_uv=False)
+
+    def jax(jax, x):
+        return jax.numpy.linalg.svd(x, compute_uv=False)
+
+    def torch(torch, x):
+        return torch.linalg.svdvals(x)
+
+
+class SvdVectors(Program):
+    """sum(C * U^2): the left singular vectors."""
+
+    def tensorflow(tf, x, c):
+        return tf.reduce_sum(c * tf.linalg.svd(x)[1] ** 2)
+
+    def jax(jax, x, c):
+        return jax.numpy.sum(c * jax.numpy.linalg.svd(x)[0] ** 2)
+
+    def torch(torch, x, c):
+        return torch.sum(c * torch.linalg.svd(x)[0] ** 2)
+
+
+class Det(Program):
+    def tensorflow(tf, x):
+        return tf.linalg.det(x)
+
+    def jax(jax, x):
+        return jax.numpy.linalg.det(x)
+
+    def torch(torch, x):
+        return torch.linalg.det(x)
+
+
+class Slogdet(Program):
+    """(sign, log|det|); its vjp differentiates log|det| (the sign's cotangent is 0)."""
+
+    def tensorflow(tf, x):
+        return tf.linalg.slogdet(x)
+
+    def jax(jax, x):
+        return tuple(jax.numpy.linalg.slogdet(x))
+
+    def torch(torch, x):
+        return tuple(torch.linalg.slogdet(x))
+
+
+class LogAbsDet(Program):
+    def tensorflow(tf, x):
+        return tf.linalg.slogdet(x)[1]
+
+    def jax(jax, x):
+        return jax.numpy.linalg.slogdet(x)[1]
+
+    def torch(torch, x):
+        return torch.linalg.slogdet(x)[1]
+
+
+class PowerSpectrum(Program):
+    """|F(x)|^2 for F = fft or ifft of a real x."""
+
+    def tensorflow(tf, x, *, op):
+        z = getattr(tf.signal, op)(tf.complex(x, tf.zeros_like(x)))
+        return tf.math.real(z) ** 2 + tf.math.imag(z) ** 2
+
+    def jax(jax, x, *, op):
+        z = getattr(jax.numpy.fft, op)(x)
+        return jax.numpy.real(z) ** 2 + jax.numpy.imag(z) ** 2
+
+    def torch(torch, x, *, op):
+        z = getattr(torch.fft, op)(x)
+        return z.real**2 + z.imag**2
+
+
+class Rfft(Program):
+    """[Re, Im] of rfft(x) with fft_length m (crop or zero-pad)."""
+
+    def tensorflow(tf, x, *, m):
+        z = tf.signal.rfft(x, fft_length=[m])
+        return tf.concat([tf.math.real(z), tf.math.imag(z)], 0)
+
+    def jax(jax, x, *, m):
+        z = jax.numpy.fft.rfft(x, n=m)
+        return jax.numpy.concatenate([jax.numpy.real(z), jax.numpy.imag(z)])
+
+    def torch(torch, x, *, m):
+        z = torch.fft.rfft(x, n=m)
+        return torch.cat([z.real, z.imag])
+
+
+class Irfft(Program):
+    """irfft(re + i im) with fft_length m (the half spectrum has m // 2 + 1 entries)."""
+
+    def tensorflow(tf, re, im, *, m):
+        return tf.signal.irfft(tf.complex(re, im), fft_length=[m])
+
+    def jax(jax, re, im, *, m):
+        return jax.numpy.fft.irfft(re + 1j * im, n=m)
+
+    def torch(torch, re, im, *, m):
+        return torch.fft.irfft(torch.complex(re, im), n=m)
+
+
+# ---------------------------------------------------------------- helpers
+def _kind(g) -> str:
+    """``nan``, ``inf``, ``huge`` (finite, some entry above 1e10) or ``finite``."""
+    g = np.asarray(g, np.float64)
+    if np.isnan(g).any():
+        return "nan"
+    if np.isinf(g).any():
+        return "inf"
+    return "huge" if np.abs(g).max() > 1e10 else "finite"
+
+
+def _det_grad_kind(g, cofactors) -> str:
+    """``adjugate`` (the cofactor matrix, to 1e-9 relative), ``zeros``, or :func:`_kind`'s word."""
+    g = np.asarray(g, np.float64)
+    if np.allclose(g, cofactors, rtol=1e-9, atol=1e-9 * np.abs(cofactors).max()):
+        return "adjugate"
+    if np.isfinite(g).all() and not g.any():
+        return "zeros"
+    kind = _kind(g)
+    return "other" if kind == "finite" else kind
+
+
+def _sym_np(g):
+    return (g + g.T) / 2
+
+
+def _hold(record, oracles, program, *arrays, cotangent, out, grads, f, ref_grads, loose=False, **static):
+    """Value and gradients against the float64 closed forms (``f`` the forward pass in NumPy), the
+    oracles, and central differences of ``f``; ``loose``: at float32's precision (XLA_PRECISION)."""
+    tol, held_as = (cmp.GRAD, XLA_PRECISION) if loose else (SPECTRAL, None)
+    at = {"tol": tol, "derived_from": held_as}
+    record.close(name="value", out=out, ref=f(*arrays), oracle="closed-form", scale="inputs", **at)
+    named = {f"d/d{i}": g for i, g in enumerate(grads)}
+    for (name, g), ref in zip(named.items(), ref_grads):
+        record.close(name=name, out=g, ref=ref, oracle="closed-form", scale="inputs", **at)
+    record.against(oracles, program, *arrays, cotangent=cotangent, got={"value": out, **named}, **at, **static)
+    if loose:
+        return
+    fds = finite_diff.vjp(f, *arrays, cotangent=cotangent)
+    for (name, g), fd in zip(named.items(), fds):
+        record.close(name=f"{name}[central difference]", out=g, ref=fd, oracle="finite-difference",
+                     tol=cmp.FINITE_DIFF, scale="inputs")  # fmt: skip
+
+
+def _basis(f, k: int) -> np.ndarray:
+    """The matrix of the linear map f on R^k (columns: f of each basis vector)."""
+    return np.stack([np.asarray(f(e)) for e in np.eye(k)], axis=-1)
+
+
+# ---------------------------------------------------------------- properties
+@given(case=repeated_eigen_cases())
+def test_eigh_eigenvalue_gradient_at_repeated_eigenvalue(subject, oracles, record, case):
+    """sum(w * l) with w constant on the repeated pair: finite and equal to sym(V diag(w) V^T), the
+    oracles and central differences."""
+    a, w = case.a, case.w
+    record.example(a=a, w=w)
+    _, v = np.linalg.eigh(a)
+    out, (g,) = subject.vjp(EighValues.of(subject), a, cotangent=w)
+    _hold(record, oracles, EighValues, a, cotangent=w, out=out, grads=[g], f=lambda x: np.linalg.eigvalsh(_sym_np(x)),
+          ref_grads=[_sym_np(v @ np.diag(w) @ v.T)], loose=subject.mode == "xla")  # fmt: skip
+
+
+@given(case=repeated_eigen_cases(singular_values=True))
+def test_svd_nuclear_norm_gradient_at_repeated_singular_value(subject, oracles, record, case):
+    """sum(s) at a repeated singular value: finite and equal to U V^T, the oracles and differences."""
+    a = case.a
+    record.example(a=a)
+    u, s, vt = np.linalg.svd(a)
+    ones = np.ones_like(s)
+    out, (g,) = subject.vjp(SvdValues.of(subject), a, cotangent=ones)
+    _hold(record, oracles, SvdValues, a, cotangent=ones, out=out, grads=[g],
+          f=lambda x: np.linalg.svd(x, compute_uv=False), ref_grads=[u @ vt], loose=subject.mode == "xla")  # fmt: skip
+
+
+@given(case=exact_repeat_cases())
+def test_gradients_at_exactly_repeated_value(subject, record, case):
+    """Where two eigenvalues (singular values) are bitwise equal: trace(V diag(l^2) V^T), gauge-invariant,
+    against its closed form 2 sym(A); a loss on the eigenvectors (singular vectors), which has no
+    derivative: per framework nan, inf, huge or finite (or the error)."""
+    a, c = case
+    record.example(a=a, c=c)
+    res, err = subject.attempt("vjp", EighTrace.of(subject), a, cotangent=np.float64(1.0))
+    if err is not None:
+        record.check(EXPECT, **{"eigh-trace-grad": err})
+    else:
+        g = np.asarray(res[1][0])
+        seen = _kind(g)
+        if seen == "finite" and np.allclose(g, _sym_np(2 * a), rtol=1e-9, atol=1e-9 * np.abs(a).max()):
+            seen = "closed-form"
+        record.check(EXPECT, **{"eigh-trace-grad": seen})
+    for key, program in (("eigh-vector-grad", EighVectors), ("svd-vector-grad", SvdVectors)):
+        res, err = subject.attempt("vjp", program.of(subject), a, c, cotangent=np.float64(1.0))
+        if err is not None and "unknown inner matrix shape" in err.message:
+            record.note(f"{key}: TensorFlow's svd gradient needs static inner dimensions (a relaxed trace)")
+            continue
+        record.check(EXPECT, **{key: err if err is not None else _kind(res[1][0])})
+
+
+@given(m=singular_cases())
+def test_det_and_slogdet_at_singular_matrix(subject, record, m):
+    """det is 0 (to rounding) with the cofactor matrix (the transposed adjugate) as gradient, where the
+    det is an exact 0 and where it is a rounding residue; slogdet is (0, -inf) (or a residue's) and has
+    no gradient: per framework the value, and the gradient's kind or error."""
+    record.example(m=m)
+    ref = _cofactors(m)
+    res, err = subject.attempt("run", Det.of(subject), m, remember=cmp.xla_refusal)
+    exact_det = True
+    if err is not None:
+        record.check(EXPECT, **{"det-value": err})
+    else:
+        d = float(np.asarray(res))
+        exact_det = d == 0
+        record.check(EXPECT, **{"det-value": "zero" if abs(d) <= 1e-12 else "other"})
+    res, err = subject.attempt("vjp", Det.of(subject), m, cotangent=np.float64(1.0), remember=cmp.xla_refusal)
+    key = "det-grad" if exact_det else "det-grad[residue]"
+    record.check(EXPECT, **{key: err if err is not None else _det_grad_kind(res[1][0], ref)})
+    res, err = subject.attempt("run", Slogdet.of(subject), m, remember=cmp.xla_refusal)
+    exact = True
+    if err is not None:
+        record.check(EXPECT, **{"slogdet-value": err})
+    else:
+        sign, logabs = (float(np.asarray(r)) for r in res)
+        exact = sign == 0 and logabs == -np.inf
+        residue = sign != 0 and np.isfinite(logabs) and logabs < -25
+        record.check(EXPECT, **{"slogdet-value": "singular" if exact or residue else "other"})
+    res, err = subject.attempt("vjp", LogAbsDet.of(subject), m, cotangent=np.float64(1.0), remember=cmp.xla_refusal)
+    key = "slogdet-grad" if exact else "slogdet-grad[residue]"
+    record.check(EXPECT, **{key: err if err is not None else _kind(res[1][0])})
+
+
+FFT_SIZES = (4, 5, 6, 8)
+
+
+def _reals(data, k, lo, hi, label):
+    return np.asarray(data.draw(st.lists(st.floats(lo, hi), min_size=k, max_size=k), label=label), np.float64)
+
+
+@given(n=st.sampled_from(FFT_SIZES), op=st.sampled_from(("fft", "ifft")), data=st.data())
+def test_power_spectrum_gradient(subject, oracles, record, n, op, data):
+    """sum(w * |F(x)|^2) for F = fft, ifft of a real x: 2 Re(F^H (w * F x)), the oracles, differences."""
+    x, w = _reals(data, n, -2.0, 2.0, "x"), _reals(data, n, 0.5, 2.0, "w")
+    record.example(x=x, w=w)
+    f = _basis(getattr(np.fft, op), n)  # complex (n, n)
+    out, (g,) = subject.vjp(PowerSpectrum.of(subject), x, cotangent=w, op=op)
+    _hold(record, oracles, PowerSpectrum, x, cotangent=w, out=out, grads=[g], f=lambda x: np.abs(f @ x) ** 2,
+          ref_grads=[2 * np.real(f.conj().T @ (w * (f @ x)))], op=op)  # fmt: skip
+
+
+@given(n=st.sampled_from(FFT_SIZES), how=st.sampled_from(("crop", "exact", "pad")), data=st.data())
+def test_rfft_gradient_with_fft_length(subject, oracles, record, n, how, data):
+    """[Re, Im] of rfft(x, fft_length=m), m = n - 2, n or n + 3 (crop, exact, zero-pad): the transpose of
+    NumPy's map, the oracles and central differences; per framework whether the gradient runs."""
+    m = n + {"crop": -2, "exact": 0, "pad": 3}[how]
+    k = m // 2 + 1
+    x, w = _reals(data, n, -2.0, 2.0, "x"), _reals(data, 2 * k, 0.5, 2.0, "w")
+    record.example(x=x, w=w)
+    f = _basis(lambda e: np.fft.rfft(e, n=m), n)  # (k, n)
+    mat = np.concatenate([f.real, f.imag], 0)
+    res, err = subject.attempt("vjp", Rfft.of(subject), x, cotangent=w, m=m)
+    if err is not None and re.search(r"Incompatible shapes|Dimensions must be equal", err.message):
+        err = "shape-mismatch"  # InvalidArgumentError or ValueError, by mode and trace
+    record.check(EXPECT, **{f"rfft-grad[{how}]": err if err is not None else "ok"})
+    if err is None:
+        out, (g,) = res
+        _hold(record, oracles, Rfft, x, cotangent=w, out=out, grads=[g], f=lambda x: mat @ x, ref_grads=[mat.T @ w],
+              m=m)  # fmt: skip
+
+
+@given(m=st.sampled_from(FFT_SIZES), data=st.data())
+def test_irfft_gradient(subject, oracles, record, m, data):
+    """irfft(re + i im, fft_length=m): the transpose of NumPy's map (which drops the imaginary parts of
+    the DC and, m even, the Nyquist entries), the oracles and central differences."""
+    k = m // 2 + 1
+    re, im, w = _reals(data, k, -2.0, 2.0, "re"), _reals(data, k, -2.0, 2.0, "im"), _reals(data, m, 0.5, 2.0, "w")
+    record.example(re=re, im=im, w=w)
+    fr = _basis(lambda e: np.fft.irfft(e, n=m), k)  # (m, k)
+    fi = _basis(lambda e: np.fft.irfft(1j * e, n=m), k)
+    out, (gr, gi) = subject.vjp(Irfft.of(subject), re, im, cotangent=w, m=m)
+    _hold(record, oracles, Irfft, re, im, cotangent=w, out=out, grads=[gr, gi], f=lambda re, im: fr @ re + fi @ im,
+          ref_grads=[fr.T @ w, fi.T @ w], m=m)  # fmt: skip
