@@ -791,7 +791,9 @@ def test_one_hot_out_of_range_is_declared(subject, record, case):
 DECIDING_STEP = LookupCase(
     table=(np.arange(1, 19) * np.tile([1, -1, 1], 6)).reshape(6, 3).astype(np.float32),
     ids=np.array([2, 9, -8, -5, 2], np.int32),
-    w=np.array([[0.5, 1.0, 1.5], [2.0, 2.5, 3.0], [3.5, 4.0, 0.75], [1.25, 1.75, 2.25], [2.75, 3.25, 3.75]], np.float32),
+    w=np.array(
+        [[0.5, 1.0, 1.5], [2.0, 2.5, 3.0], [3.5, 4.0, 0.75], [1.25, 1.75, 2.25], [2.75, 3.25, 3.75]], np.float32
+    ),
 )
 
 

@@ -525,7 +525,15 @@ def _attempt_grad(runner, case, ids, api, **static):
     """``(gradient, None)``, or ``(None, raises:<Error>)`` where the framework refuses (a function XLA
     cannot compile is refused again without compiling)."""
     res, seen = runner.attempt(
-        "vjp", Segment.of(runner), case.data, ids, cotangent=case.w, remember=cmp.xla_refusal, api=api, n=case.n, **static
+        "vjp",
+        Segment.of(runner),
+        case.data,
+        ids,
+        cotangent=case.w,
+        remember=cmp.xla_refusal,
+        api=api,
+        n=case.n,
+        **static,
     )
     return (None if res is None else np.asarray(res[1][0])), seen
 
