@@ -7,7 +7,9 @@ fed, so a property test does not build a graph per example. Variables a builder 
 in ``graph`` mode are re-initialised before every call (with the inputs fed, so they may
 be initialised from them), as in eager each call starts fresh. A builder marked
 ``builder.exact_shapes = True`` gets placeholders of the exact input shapes (one graph
-per shape), for APIs such as ``get_variable`` that need a static shape.
+per shape), for APIs such as ``get_variable`` that need a static shape; under ``tf.function``
+it gets one function per input shapes, never relaxed to unknown dimensions (``reduce_retracing``
+would, and some gradients, QR's, refuse a dynamic shape).
 ``in_v1_graph()`` tells a builder it is being built for a Session.
 """
 
@@ -89,14 +91,19 @@ class TFRunner(Runner):
             return call
         if self.mode in ("function", "xla"):
             fns = {}  # one tf.function per number of arrays: a traced function keeps its arity
+            exact = getattr(static.get("fn", builder), "exact_shapes", False)
 
             def call(*arrays):
-                fn = fns.get(len(arrays))
+                # exact_shapes: one function per input shapes, never relaxed to unknown dimensions
+                key = (len(arrays), tuple(np.shape(a) for a in arrays) if exact else None)
+                fn = fns.get(key)
                 if fn is None:
                     # A partial, not a lambda: TF <= 2.15's AutoGraph caches a converted lambda by
                     # its code object and can call another builder's closure (measured on 2.15).
-                    fn = fns[len(arrays)] = tf.function(
-                        functools.partial(builder, tf, **static), reduce_retracing=True, jit_compile=self.mode == "xla"
+                    fn = fns[key] = tf.function(
+                        functools.partial(builder, tf, **static),
+                        reduce_retracing=not exact,
+                        jit_compile=self.mode == "xla",
                     )
                 with tf.device(self.device_name):
                     out = fn(*[tf.constant(self._to_tf(a)) for a in arrays])

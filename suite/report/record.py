@@ -206,6 +206,7 @@ class Record:
         cotangent=None,
         tol=cmp.GRAD,
         derived_from=None,
+        scale=None,
         **static,
     ) -> list:
         """Run ``program`` on each oracle the way the subject ran it and compare, name by name.
@@ -216,8 +217,9 @@ class Record:
         spread). ``got`` maps a name to the subject's result for the output in the same
         position; a name mapped to ``...`` is not compared. ``tol`` is one tolerance or a
         dict by name; ``derived_from``, as for :meth:`close`: the dtype whose tolerance and
-        floor apply (a float64 result held at float32's precision). Returns each oracle's
-        raw result, for checks of their own.
+        floor apply (a float64 result held at float32's precision); ``scale``, as for
+        :meth:`close` (``"inputs"``: the floor at the inputs' magnitude where the exact
+        answer cancels to 0). Returns each oracle's raw result, for checks of their own.
 
         >>> record.against(oracles, RoundThrough, x, cotangent=w, got={"value": out, "grad": grad},
         ...                tol=cmp.EXACT)   # doctest: +SKIP
@@ -245,7 +247,7 @@ class Record:
                 if out is ...:
                     continue
                 t = tol.get(name, cmp.GRAD) if isinstance(tol, dict) else tol
-                self.close(name=name, out=out, ref=ref, oracle=o.id, tol=t, derived_from=derived_from)
+                self.close(name=name, out=out, ref=ref, oracle=o.id, tol=t, derived_from=derived_from, scale=scale)
             results.append(raw)
         return results
 
