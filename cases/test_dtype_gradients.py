@@ -34,8 +34,12 @@ Declared surprises:
   graph propagate NaN, and the eager reduce_max gradient is NaN everywhere (0/0 in its tie count).
 - float32 * float64 raises in TensorFlow (InvalidArgumentError eagerly, TypeError while tracing or
   building a graph); JAX and PyTorch promote to float64 and return each gradient in its input's dtype.
-- TF32 is a GPU matter (TensorFlow, PyTorch and JAX matmuls on Ampere and later): GPU rows of
-  the matmul check are declared skips here; CPU rows hold a float32 matmul gradient to float32.
+- TF32 is a GPU matter (TensorFlow, PyTorch and JAX matmuls on Ampere and later): the suite turns it off
+  in its own process (``NVIDIA_TF32_OVERRIDE=0``, each framework's switch), so the float32 matmul check
+  holds float32 on every device; the TF32 rows run in a peer process without the override, with each
+  framework's switch at its default, on and off, and observe the gradient's relative error against float64:
+  ``float32`` or ``tf32`` (~1e-3, 10 mantissa bits). On a CPU every switch gives float32; on a GPU,
+  TensorFlow and JAX default to TF32, PyTorch does not (declared, GPU rows).
 
 Sources: https://github.com/tensorflow/tensorflow/issues/27378,
 https://github.com/tensorflow/tensorflow/issues/127346, https://github.com/jax-ml/jax/issues/14022,
@@ -45,10 +49,11 @@ https://github.com/pytorch/pytorch/issues/53635
 import dataclasses
 
 import numpy as np
-from hypothesis import given, strategies as st
+import pytest
+from hypothesis import given, settings, strategies as st
 
-from suite import compare as cmp, strategies as ss
-from suite.behaviours import behaviour, declared_skip
+from suite import compare as cmp, peers, strategies as ss
+from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
 from suite.program import Program
@@ -66,6 +71,8 @@ JAX_MAX_NAN = "https://github.com/jax-ml/jax/issues/13600"
 TORCH_MAX_GRAD = "https://github.com/pytorch/pytorch/pull/42579"
 TF_MIXED = "https://github.com/tensorflow/tensorflow/issues/53405"
 TF32 = "https://tensorflow.org/versions/r2.13/api_docs/python/tf/config/experimental/enable_tensor_float_32_execution"
+JAX_TF32 = "https://github.com/jax-ml/jax/issues/14022"
+TORCH_TF32 = "https://github.com/pytorch/pytorch/issues/53635"
 
 BEHAVIOUR = behaviour(
     "dtype-gradients",
@@ -96,6 +103,7 @@ MINMAX = ("maximum", "minimum")
 SIDES = ("x-nan", "y-nan")
 MIXED_APIS = {"tensorflow": ("operator", "tnp"), "jax": ("operator",), "torch": ("operator",)}
 TF_TRACED = "function|xla|graph"
+TF32_SWITCHES = ("default", "on", "off")
 
 EXPECT = expectations(
     {
@@ -111,7 +119,44 @@ EXPECT = expectations(
         "reduce_max-grad": "nan",
         **{f"mixed-dtype[{api}]": "float64" for api in ("operator", "tnp")},
         **{f"mixed-grad-dtypes[{api}]": "float32/float64" for api in ("operator", "tnp")},
+        # a float32 matmul keeps float32's precision: a CPU has no TF32, and TF32 is off unless switched on
+        **{f"tf32[{switch}]": "float32" for switch in TF32_SWITCHES},
     },
+    # -- TF32 (GPU rows, Ampere and later): the relative error of a float32 matmul gradient is ~1e-3 with it
+    *[
+        expect(
+            f"tf32[{switch}]",
+            "tf32",
+            framework=fw,
+            device="gpu",
+            link=link,
+            reason=reason,
+        )
+        for fw, switches, link, reason in (
+            (
+                "tensorflow",
+                ("default", "on"),
+                TF32,
+                "TensorFlow runs float32 matmuls in TF32 on Ampere and later "
+                "GPUs by default (enable_tensor_float_32_execution, on since 2.4): 10 mantissa bits",
+            ),
+            (
+                "jax",
+                ("default", "on"),
+                JAX_TF32,
+                "JAX's default matmul precision on a GPU is TF32 for float32 "
+                "(jax_default_matmul_precision unset); 'float32' or 'highest' turns it off",
+            ),
+            (
+                "torch",
+                ("on",),
+                TORCH_TF32,
+                "PyTorch runs float32 matmuls in TF32 only with "
+                "torch.backends.cuda.matmul.allow_tf32 = True (off by default since 1.12)",
+            ),
+        )
+        for switch in switches
+    ],
     # -- integer sources
     *[
         expect(
@@ -597,15 +642,61 @@ def test_mixed_dtype_gradient_dtypes(subject, record, x, y):
 )
 def test_float32_matmul_gradient_keeps_float32_precision(subject, record, a, b, w):
     """The gradient w @ b.T of a float32 matmul at float32's tolerance (a TF32 matmul, 10 mantissa bits,
-    would miss it): CPU rows only; TF32 is a GPU mode, whose rows are declared skips."""
-    if subject.device == "gpu":
-        declared_skip(
-            "TF32 (10-bit mantissa float32 matmuls, on by default in TensorFlow on Ampere and later GPUs) is "
-            "turned off by the suite at import (suite.frameworks), so a GPU row here would measure only the "
-            "disabled mode; the TF32 rows are declared, not measured, until a GPU check enables it on its own",
-            link=TF32,
-        )
+    would miss it): the suite's process runs with TF32 off on every device (the TF32 rows below switch it)."""
     record.example(a=a, b=b, w=w)
     g = subject.run(MatmulGrad.of(subject), a, b, w)
     ref = w.astype(np.float64) @ b.astype(np.float64).T
     record.close(name="d/da", out=g, ref=ref.astype(np.float32), oracle="closed-form", scale="inputs")
+
+
+# ---------------------------------------------------------------- TF32, in a peer without the override
+@pytest.fixture(scope="module")
+def tf32_peers():
+    """One peer per (framework, device), started on first use, without NVIDIA_TF32_OVERRIDE."""
+    groups: dict = {}
+
+    def get(subject):
+        key = (subject.framework, subject.device)
+        if key not in groups:
+            groups[key] = peers.PeerGroup(
+                f"tf32-{subject.framework}-{subject.device}",
+                "cases._tf32_peers:matmul",
+                env={"NVIDIA_TF32_OVERRIDE": None},
+                configs={"framework": subject.framework, "device": subject.device},
+            )
+        return groups[key]
+
+    yield get
+    for g in groups.values():
+        g.close()
+
+
+def _precision(g, ref) -> str:
+    """``float32`` (max error / max |ref| <= 1e-5), ``tf32`` (<= 1e-2: 10 mantissa bits), or ``other``."""
+    err = float(np.max(np.abs(np.asarray(g, np.float64) - ref)) / np.max(np.abs(ref)))
+    return "float32" if err <= 1e-5 else "tf32" if err <= 1e-2 else "other"
+
+
+@on("tensorflow", "jax", "torch", modes=("eager", "function", "xla"))  # the switch is process-wide: no v1 graph
+@settings(max_examples=max(3, settings.default.max_examples // 5))  # each example crosses a process
+@given(
+    a=ss.float_arrays(dtype=np.float32, shape=(16, 64), min_value=0.5, max_value=2.0),
+    b=ss.float_arrays(dtype=np.float32, shape=(64, 8), min_value=0.5, max_value=2.0),
+    w=ss.float_arrays(dtype=np.float32, shape=(16, 8), min_value=0.5, max_value=2.0),
+)
+def test_tf32_switch_and_the_matmul_gradient(subject, record, tf32_peers, a, b, w):
+    """The gradient w @ b.T of a float32 matmul with each framework's TF32 switch at its default, on and off,
+    in a process of its own: its relative error against float64 says ``float32`` or ``tf32``; positive
+    entries (no cancellation), so the error is the rounding of the inputs and of the products."""
+    record.example(a=a, b=b, w=w)
+    ref = w.astype(np.float64) @ b.astype(np.float64).T
+    seen = {}
+    for switch in TF32_SWITCHES:
+        (out,) = tf32_peers(subject).request({"a": a, "b": b, "w": w, "mode": subject.mode, "tf32": switch})
+        record.note(f"tf32[{switch}]: the switch read {out['setting']}")
+        seen[f"tf32[{switch}]"] = _precision(out["grad"], ref)
+        want, _ = EXPECT.lookup(f"tf32[{switch}]", subject)
+        if want == "float32":
+            record.close(name=f"tf32[{switch}] d/da", out=out["grad"], ref=ref.astype(np.float32),
+                         oracle="closed-form", scale="inputs")  # fmt: skip
+    record.check(EXPECT, **seen)

@@ -180,8 +180,9 @@ class _Peer:
 
 class PeerGroup:
     """``size`` peers running ``target`` (``"module:factory"``) with ``env`` added to this process's
-    environment; ``configs``: one picklable config per rank (or one for all). Started at once;
-    :meth:`request` sends a request to every peer and returns their answers in rank order."""
+    environment (a value None removes the variable); ``configs``: one picklable config per rank (or one
+    for all). Started at once; :meth:`request` sends a request to every peer and returns their answers
+    in rank order."""
 
     def __init__(
         self,
@@ -201,6 +202,7 @@ class PeerGroup:
         _install_safety_net()
         configs = configs if isinstance(configs, (list, tuple)) else [configs] * size
         full_env = {**os.environ, **(env or {}), "PYTHONPATH": _pythonpath(), "PYTHONUNBUFFERED": "1"}
+        full_env = {k: v for k, v in full_env.items() if v is not None}  # env={"VAR": None} removes VAR
         _LIVE.add(self)
         try:
             for rank in range(size):
