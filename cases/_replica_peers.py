@@ -100,10 +100,12 @@ def tensorflow(rank: int, size: int, config):
             with strategy.scope():
                 v = tf.Variable(tf.zeros(shape, dtype))
                 opt = keras.optimizers.SGD(learning_rate=0.125)
-                opt.build([v])
+                if hasattr(opt, "build"):  # Keras 3 (and the new Keras 2 optimizers): variables made now
+                    opt.build([v])
             one = tf.Variable(tf.zeros(shape, dtype))
             one_opt = keras.optimizers.SGD(learning_rate=0.125)
-            one_opt.build([one])
+            if hasattr(one_opt, "build"):
+                one_opt.build([one])
             state[k] = (v, opt, one, one_opt)
         return state[k]
 
@@ -230,8 +232,14 @@ def tensorflow(rank: int, size: int, config):
                 bn.moving_mean.assign(tf.zeros_like(bn.moving_mean))  # cross-replica: every copy
                 bn.moving_variance.assign(tf.ones_like(bn.moving_variance))
                 fn = lambda X, c, bn=bn: bn_fn(bn, X, c)  # noqa: E731
-                y, g = call(f"bn-{sync}-{req['X'].dtype}-{req['X'].shape}", fn, mode, X, c)
-                mm = strategy.experimental_local_results(bn.moving_mean.value)  # each replica's copy
+                try:
+                    y, g = call(f"bn-{sync}-{req['X'].dtype}-{req['X'].shape}", fn, mode, X, c)
+                except Exception as e:  # noqa: BLE001 - a refusal is the answer, as PyTorch's below
+                    res["synchronized" if sync else "default"] = f"raises:{type(e).__name__}: {e}"
+                    continue
+                var = bn.moving_mean  # Keras 3 wraps the tf.Variable (.value); Keras 2's is one (.value())
+                var = var if callable(getattr(var, "value", None)) else var.value
+                mm = strategy.experimental_local_results(var)  # each replica's copy
                 res["synchronized" if sync else "default"] = {
                     "y": local(y),
                     "g": local(g),
@@ -263,11 +271,12 @@ def jax(rank: int, size: int, config):
     def loss(w, X, y):
         return 0.5 * jnp.square(X @ w - y)
 
-    def grads_fn(w, X, y, N):
-        # w is replicated (unvarying over "r"): the gradient of a per-device loss with respect to it
-        # is psum'd by shard_map's transpose. A per-device gradient needs a varying copy (pcast).
+    def grads_fn(w, wd, X, y, N):
+        # w is replicated (unvarying over "r"): the gradient of a per-device loss with respect to it is
+        # psum'd by shard_map's transpose. wd is the device's own copy (the rows of a stacked w): its
+        # gradient is the device's (what jax.lax.pcast(w, to="varying") gives in new JAX, in old JAX too).
+        wv = wd[0]
         replicated = jax.grad(lambda w: jnp.mean(loss(w, X, y)))(w)
-        wv = jax.lax.pcast(w, "r", to="varying")
         g_mean = jax.grad(lambda w: jnp.mean(loss(w, X, y)))(wv)
         g_glob = jax.grad(lambda w: jnp.sum(loss(w, X, y)) / N)(wv)
         out = {
@@ -280,43 +289,53 @@ def jax(rank: int, size: int, config):
         }
         return {k: v[None] for k, v in out.items()}
 
-    def apply_fn(w, X, y, lr, N):
-        w = jax.lax.pcast(w, "r", to="varying")
+    def apply_fn(wd, X, y, lr, N):
+        w = wd[0]
         g_mean = jax.lax.pmean(jax.grad(lambda w: jnp.mean(loss(w, X, y)))(w), "r")
         g_glob = jax.lax.pmean(jax.grad(lambda w: jnp.sum(loss(w, X, y)) / N)(w), "r")
         return {"mean_loss": (w - lr * g_mean)[None], "global_loss": (w - lr * g_glob)[None]}
 
-    def embedding_fn(E, ids, c, N):
-        E = jax.lax.pcast(E, "r", to="varying")
+    def embedding_fn(Ed, ids, c, N):
+        E = Ed[0]
         g = jax.grad(lambda E: jnp.sum(c * E[ids]))(E)
         g_glob = jax.grad(lambda E: jnp.sum(c * E[ids]) / N)(E)
         return {"local": g[None], "sum": jax.lax.psum(g, "r")[None], "global": jax.lax.psum(g_glob, "r")[None]}
+
+    try:
+        shard_map = jax.shard_map
+    except AttributeError:  # JAX before 0.7: jax.experimental.shard_map
+        from jax.experimental.shard_map import shard_map
 
     def sharded(fn, split, arity):
         """``fn`` over the mesh, made once: the arguments at ``split`` divided by rows, the rest replicated
         (eager calls of one shard_map object reuse its compilations)."""
         specs = tuple(P("r") if i in split else P() for i in range(arity))
-        return jax.shard_map(fn, mesh=mesh, in_specs=specs, out_specs=P("r"))
+        return shard_map(fn, mesh=mesh, in_specs=specs, out_specs=P("r"))
 
     programs = {
-        "grads": sharded(grads_fn, (1, 2), 4),
-        "apply": sharded(apply_fn, (1, 2), 5),
-        "embedding": sharded(embedding_fn, (1, 2), 4),
+        "grads": sharded(grads_fn, (1, 2, 3), 5),
+        "apply": sharded(apply_fn, (0, 1, 2), 5),
+        "embedding": sharded(embedding_fn, (0, 1, 2), 4),
     }
+
+    def copies(a):
+        """One copy of ``a`` per device, stacked: sharded by rows, each device gets its own."""
+        return np.stack([a] * len(devices))
+
     jitted = {k: jax.jit(v) for k, v in programs.items()}
 
     def handle(req):
         op = req["op"]
         fn = jitted[op] if req["mode"] == "jit" else programs[op]
         if op == "grads":
-            out = fn(req["w"], req["X"], req["y"], float(req["X"].shape[0]))
+            out = fn(req["w"], copies(req["w"]), req["X"], req["y"], float(req["X"].shape[0]))
         elif op == "apply":
-            out = fn(req["w"], req["X"], req["y"], req["lr"], float(req["X"].shape[0]))
+            out = fn(copies(req["w"]), req["X"], req["y"], req["lr"], float(req["X"].shape[0]))
             w = req["w"]
             full = jax.grad(lambda w: jnp.mean(loss(w, req["X"], req["y"])))(w)
             out = {**out, "one_device": w - req["lr"] * full}
         elif op == "embedding":
-            out = fn(req["E"], req["ids"], req["c"], float(req["ids"].shape[0]))
+            out = fn(copies(req["E"]), req["ids"], req["c"], float(req["ids"].shape[0]))
             out = {
                 **out,
                 "kind": [_array_kind(jax.grad(lambda E: jnp.sum(E[req["ids"]]))(req["E"]), req["E"].shape)] * 2,

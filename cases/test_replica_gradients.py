@@ -125,6 +125,16 @@ EXPECT = expectations(
         "divides by the global batch size (tf.nn.compute_average_loss) instead",
     ),
     expect(
+        "per-replica[replicated-w]",
+        "replica-mean",
+        framework="jax",
+        versions="<=0.4.30",
+        link=JAX_SHARD_MAP,
+        reason="before shard_map typed values as varying or unvarying over a mesh axis, its transpose did not "
+        "psum the cotangent of a replicated input: the gradient with respect to a replicated w is the "
+        "device's own (measured in JAX 0.4.30; psum'd in 0.10)",
+    ),
+    expect(
         "apply[global_loss]",
         "divided-by-replicas",
         framework="torch",
@@ -214,7 +224,19 @@ class Engines:
     """The module's peer groups, each started on first use and killed when the module ends."""
 
     def __init__(self, faults):
-        self.faults, self.groups = list(faults), {}
+        self.faults, self.groups, self.broken = list(faults), {}, {}
+
+    def available(self, name: str, record) -> bool:
+        """Whether the engine ``name`` starts; if not, the reason is noted on the row (once a module)."""
+        if name not in self.broken:
+            try:
+                self.group(name)
+                self.broken[name] = None
+            except pr.PeerError as e:
+                self.broken[name] = " ".join(str(e).split())[:200]
+        if self.broken[name]:
+            record.note(f"{name} not cross-checked: it does not start here ({self.broken[name]})")
+        return not self.broken[name]
 
     def group(self, name: str) -> pr.PeerGroup:
         if name not in self.groups:
@@ -278,8 +300,10 @@ def _engine(subject):
     return ENGINE[subject.framework]
 
 
-def _others(subject):
-    return [(e, m) for e, m in CROSS.items() if e != _engine(subject)]
+def _others(subject, engines, record):
+    """The other engines to cross-check with, and their modes: those that start here (a release env
+    without PyTorch, a JAX without what the engine needs, is noted and left out, not failed)."""
+    return [(e, m) for e, m in CROSS.items() if e != _engine(subject) and engines.available(e, record)]
 
 
 # ---------------------------------------------------------------- one device, in this process
@@ -398,7 +422,7 @@ def test_all_reduce_sums_and_averages(subject, record, engines, b):
     for k in ("mean", "sum_global"):
         if not isinstance(out[k], str):
             record.close(name=f"{k} vs one device", out=out[k][0], ref=g_one, oracle=f"{subject.id} one device")
-    for engine, mode in _others(subject):
+    for engine, mode in _others(subject, engines, record):
         other = engines.ask(engine, mode, op="grads", w=w, X=X, y=y)
         for k in refs:
             if not isinstance(out[k], str) and not isinstance(other[k], str):
@@ -436,7 +460,7 @@ def test_apply_gradients_against_one_device(subject, record, engines, b):
             record.close(
                 name=f"{k} vs measured one device", out=got[0], ref=out["one_device"], oracle=f"{subject.id} one device"
             )
-    for engine, mode in _others(subject):
+    for engine, mode in _others(subject, engines, record):
         other = engines.ask(engine, mode, op="apply", w=w, X=X, y=y, lr=LR)
         record.close(
             name=f"one device vs {engine}", out=out["one_device"], ref=other["one_device"], oracle=f"{engine}-{mode}"
@@ -480,7 +504,7 @@ def test_embedding_gradient_through_all_reduce(subject, record, engines, t):
             ref=np.stack([steps[want]] * REPLICAS).astype(E.dtype),
             oracle="closed-form",
         )
-    for engine, mode in _others(subject):
+    for engine, mode in _others(subject, engines, record):
         other = engines.ask(engine, mode, op="embedding", E=E, ids=ids, c=c, lr=LR)
         for k in ("local", "sum"):
             record.close(name=f"{k} vs {engine}", out=out[k], ref=other[k], oracle=f"{engine}-{mode}")
@@ -520,7 +544,7 @@ NORM_ROWS = 8
 def norm_batches(draw):
     """(X, c): X (N, d) with 1/4 <= |entries| <= 2, each replica's rows apart (its variance not tiny) and its
     mean apart from the global one (so per-replica and global statistics differ), c the cotangent."""
-    d = draw(ss.float_dtypes(dtypes=(np.float32, np.float64)), label="dtype")
+    d = np.float32  # batch norm's training dtype (Keras 2's synchronized layer refuses float64: measured)
     X = _signed(draw, d, (NORM_ROWS, DIM), "X")
     c = _signed(draw, d, (NORM_ROWS, DIM), "c")
     x64 = X.astype(np.float64)
