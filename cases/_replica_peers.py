@@ -303,7 +303,7 @@ def jax(rank: int, size: int, config):
 
     try:
         shard_map = jax.shard_map
-    except AttributeError:  # JAX before 0.7: jax.experimental.shard_map
+    except AttributeError:  # older JAX (0.4.30 has only jax.experimental.shard_map)
         from jax.experimental.shard_map import shard_map
 
     def sharded(fn, split, arity):
