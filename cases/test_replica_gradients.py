@@ -52,7 +52,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from suite import compare as cmp, peers as pr, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import behaviour, declared_skip, on
 from suite.expectations import expect, expectations, raises
 from suite.program import Program
 
@@ -296,6 +296,17 @@ ENGINE = {"tensorflow": "tensorflow-mirrored", "jax": "jax", "torch": "torch"}
 CROSS = {"tensorflow-mirrored": "function", "jax": "jit", "torch": "eager"}
 
 
+def _cpu_only(subject) -> None:
+    """A GPU row is a declared skip: the engines run on two CPU devices (logical CPUs, host devices, a
+    gloo group), and a row named gpu must not report what a CPU measured."""
+    if subject.device != "cpu":
+        declared_skip(
+            "the replica engines run on two CPU devices (two logical CPUs, two XLA host devices, two gloo "
+            "processes): data parallelism over GPUs needs two of them, and a lent machine has one",
+            link=TF_CUSTOM_TRAINING,
+        )
+
+
 def _engine(subject):
     return ENGINE[subject.framework]
 
@@ -370,6 +381,7 @@ def test_all_reduce_sums_and_averages(subject, record, engines, b):
     """Per replica: G_r/n (replica-mean loss), G_r/N (global-batch loss); all-reduce SUM of the replica
     means: sum_r G_r/n, MEAN: the one-device gradient; SUM of the global-batch gradients: the
     one-device gradient, which the subject also computes in this process on the whole batch."""
+    _cpu_only(subject)
     w, X, y = b
     record.example(w=w, X=X, y=y)
     record.scale = "inputs"
@@ -436,6 +448,7 @@ def test_apply_gradients_against_one_device(subject, record, engines, b):
     """One SGD step (lr 1/8) under the engine's implicit aggregation, for the replica-mean loss and the
     global-batch loss, against the same optimizer on one device with the whole batch: equal where the
     aggregation matches the loss's scaling, a declared multiple where it does not; replicas agree."""
+    _cpu_only(subject)
     w, X, y = b
     record.example(w=w, X=X, y=y)
     record.scale = "inputs"
@@ -474,6 +487,7 @@ def test_embedding_gradient_through_all_reduce(subject, record, engines, t):
     """The gradient of sum(c_i * E[ids_i]) over a replica's rows: TensorFlow's IndexedSlices (through
     all_reduce too), dense elsewhere; densified, np.add.at of c over the replica's ids; all-reduced with
     SUM, over all ids; one SGD step of the global-batch loss under the strategy: E - lr * sum / N."""
+    _cpu_only(subject)
     E, ids, c = t
     record.example(E=E, ids=ids, c=c)
     record.scale = "inputs"
@@ -517,6 +531,7 @@ def test_multi_worker_matches_one_process(subject, record, engines, b):
     """Two MultiWorkerMirroredStrategy workers (TF_CONFIG on 127.0.0.1): the same per-replica gradients,
     all-reduces and variables after a step as MirroredStrategy over two devices of one process, and
     the closed forms."""
+    _cpu_only(subject)
     w, X, y = b
     record.example(w=w, X=X, y=y)
     record.scale = "inputs"
@@ -589,6 +604,7 @@ def test_batch_norm_statistics_per_replica_or_synchronized(subject, record, engi
     replica's own statistics (its gradient too) and each replica's copy of the moving mean follows its own
     batch; synchronized (Keras' synchronized=True, PyTorch's SyncBatchNorm), by the global batch's, the
     gradient that of the global loss, the moving means equal; held to the float64 closed forms."""
+    _cpu_only(subject)
     X, c = b
     record.example(X=X, c=c)
     record.scale = "inputs"
