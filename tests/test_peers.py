@@ -103,8 +103,8 @@ _RUN = textwrap.dedent(
 
     def test_hold():
         g = pr.PeerGroup("{tag}", "suite.peers:echo", size=2)
-        g.request({{"spawn": True}})
-        print("READY", flush=True)
+        children = [a["child"] for a in g.request({{"spawn": True}})]
+        print("READY", " ".join(map(str, g.pids)), "/", " ".join(map(str, children)), flush=True)
         sys.stdout.flush()
         time.sleep(120)
     """
@@ -138,10 +138,14 @@ def test_interrupted_run_leaves_no_peer(tmp_path, sig):
             if not line and proc.poll() is not None:
                 break
         assert b"READY" in line, "the inner run never started its peers"
-        peers = [p for p in _marked("suite.peers") if _parent(p) == proc.pid]
-        assert len(peers) == 2, peers
-        children = [p for p in _marked("sleep(600)") if _session(p) in peers]
-        assert len(children) == 2, children
+        # The inner test names its peers and their children (scanning /proc for them raced under load).
+        said = line.decode().split("READY", 1)[1].split("/")
+        peers, children = [[int(x) for x in part.split()] for part in said]
+        assert len(peers) == 2 and len(children) == 2, line
+        assert all(_parent(p) == proc.pid and "suite.peers" in _cmdline(p) for p in peers), peers
+        assert all(_alive(p) and "sleep(600)" in _cmdline(p) for p in children), [
+            (p, _alive(p), _parent(p), _cmdline(p)) for p in children
+        ]
         proc.send_signal(sig)
         proc.wait(timeout=30)
         assert _gone(peers), f"peers outlived the run: {[p for p in peers if _alive(p)]}"
@@ -160,14 +164,6 @@ def _parent(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError):
-        return -1
-
-
-def _session(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[3])
     except (OSError, ValueError):
         return -1
 
