@@ -55,7 +55,6 @@ process's CUDA context.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from types import SimpleNamespace
 
 import numpy as np
@@ -481,14 +480,12 @@ def classify_forward(api, out, data, ids, n, fill) -> dict:
     """Per out-of-range category present, the rule (``dropped``, ``clamped-row``, ``wrapped-row``)
     whose closed form the output matches, its empty segments holding ``fill`` (a
     :func:`fill_label`); ``other`` if none does, ``None`` if several do."""
-    present = [c for c in CATEGORIES if c in oor.categories(ids, n)]
-    matches = []
-    for combo in itertools.product(oor.GRAD_RULES, repeat=len(present)):
-        rule = dict(zip(present, combo))
-        ref, nonempty = closed_form(api, data, effective_ids(ids, n, rule), n)
-        if _fits(out, ref, nonempty, fill, data.dtype):
-            matches.append(rule)
-    return oor.label_rules(matches, present)
+
+    def fits(rule):
+        return _fits(out, *closed_form(api, data, effective_ids(ids, n, rule), n), fill, data.dtype)
+
+    matches = oor.fitting_rules(ids, n, oor.GRAD_RULES, fits)
+    return oor.label_rules(matches, [c for c in CATEGORIES if c in oor.categories(ids, n)])
 
 
 def classify_grad_rows(grad, ids, n) -> dict:
@@ -885,24 +882,18 @@ def sparse_rules(api, out, case, indices, *, grad=False) -> dict:
     position takes no part; ``clamp``/``wrap``: it reads/writes row clip(i)/i mod R), ``other``, or
     None where two rules give the same result."""
     rows = len(case.data)
-    cats = oor.categories(indices, rows)
-    present = [c for c in CATEGORIES if c in cats]
-    moved = {"clamp": lambda i: min(max(i, 0), rows - 1), "wrap": lambda i: i % rows}
-    matches = []
-    for combo in itertools.product(("dropped", "clamp", "wrap"), repeat=len(present)):
-        rule = dict(zip(present, combo))
-        idx = np.array(
-            [
-                i if c == "in-range" or rule[c] == "dropped" else moved[rule[c]](i)
-                for i, c in zip(indices.tolist(), cats)
-            ]
-        )
+    ids, cats = indices.tolist(), oor.categories(indices, rows).tolist()
+    moved = {"clamp": oor.GRAD_RULES["clamped-row"], "wrap": oor.GRAD_RULES["wrapped-row"]}
+
+    def fits(rule):
+        idx = [i if c == "in-range" or rule[c] == "dropped" else moved[rule[c]](i, rows) for i, c in zip(ids, cats)]
         drop = {p for p, c in enumerate(cats) if c != "in-range" and rule[c] == "dropped"}
-        value, g = sparse_closed_form(api, case.data, idx, case.segment_ids, case.n, drop=drop)
-        ref = g(case.w) if grad else value
-        if np.shape(out) == ref.shape and cmp.rel_err(out, ref, dtype=case.data.dtype) <= cmp.GRAD.of(case.data.dtype):
-            matches.append(rule)
-    return oor.label_rules(matches, present)
+        value, g = sparse_closed_form(api, case.data, np.array(idx), case.segment_ids, case.n, drop=drop)
+        ref, dtype = (g(case.w) if grad else value), case.data.dtype
+        return np.shape(out) == ref.shape and cmp.rel_err(out, ref, dtype=dtype) <= cmp.GRAD.of(dtype)
+
+    matches = oor.fitting_rules(indices, rows, ("dropped", "clamp", "wrap"), fits)
+    return oor.label_rules(matches, [c for c in CATEGORIES if c in cats])
 
 
 def _sparse_attempt(subject, case, indices, segment_ids, api, kind):

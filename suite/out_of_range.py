@@ -105,6 +105,18 @@ def slices_per_row(indices, w, n, rule: dict) -> list[list]:
     return rows
 
 
+def fitting_rules(indices, n, rules, fits) -> list[dict]:
+    """Every assignment of one of ``rules`` to each out-of-range category present in ``indices``
+    (of ``n`` rows) for which ``fits(assignment)`` holds: the candidates a result is matched against.
+
+    >>> fitting_rules([0, 6, -1], 5, ("dropped", "clamp"), lambda r: r["above"] == "clamp")
+    [{'above': 'clamp', 'negative': 'dropped'}, {'above': 'clamp', 'negative': 'clamp'}]
+    """
+    present = [c for c in CATEGORIES if c in categories(indices, n)]
+    assignments = (dict(zip(present, combo)) for combo in itertools.product(rules, repeat=len(present)))
+    return [rule for rule in assignments if fits(rule)]
+
+
 def matching_rules(got, params, indices, w, *, tol, update=None) -> list[dict]:
     """Every assignment of a rule (``dropped``, ``clamped-row``, ``wrapped-row``) to the
     out-of-range categories present whose implied result matches ``got`` within ``tol``: per
@@ -112,17 +124,15 @@ def matching_rules(got, params, indices, w, *, tol, update=None) -> list[dict]:
     gradient)."""
     params = np.asarray(params)
     update = update or (lambda slices: np.sum(slices, axis=0) if slices else 0.0)
-    n, cats = len(params), categories(indices, len(params))
-    present = [c for c in CATEGORIES if c in cats]
-    matches = []
-    for combo in itertools.product(GRAD_RULES, repeat=len(present)):
-        rule = dict(zip(present, combo))
+    n = len(params)
+
+    def fits(rule):
         ref = np.zeros(params.shape, np.float64)
         for row, slices in enumerate(slices_per_row(indices, w, n, rule)):
             ref[row] = update(slices)
-        if cmp.rel_err(got, ref) <= tol:
-            matches.append(rule)
-    return matches
+        return cmp.rel_err(got, ref) <= tol
+
+    return fitting_rules(indices, n, GRAD_RULES, fits)
 
 
 def label_rules(matches: list[dict], present) -> dict:
