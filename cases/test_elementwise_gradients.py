@@ -78,26 +78,14 @@ ROWS = ((np.float32, (3,)), (np.float64, (2, 3)), (np.float32, (2, 3)), (np.floa
 
 def unary(name, tf, jnp, torch, reference, f32, f64, points=(), **kw):
     """A one-argument entry: spellings as paths under each module (``math.tanh``, ``numpy.tanh``,
-    ``tanh``) or ``fn(module, x)``; ``f32``/``f64``: the domain per dtype."""
-
-    def at(path):
-        if callable(path):
-            return path
-
-        def fn(module, x):
-            for part in path.split("."):
-                module = getattr(module, part)
-            return module(x)
-
-        return fn
-
+    ``tanh``: :func:`suite.ops.spelling`) or ``fn(module, x)``; ``f32``/``f64``: the domain per dtype."""
     return ops.register(
         ops.Op(
             name,
             behaviour="elementwise-gradients",
-            tensorflow=at(tf),
-            jax=at(jnp),
-            torch=at(torch),
+            tensorflow=tf,
+            jax=jnp,
+            torch=torch,
             reference=_quiet(reference),
             domain={"float32": f32, "float64": f64},
             points=tuple(p if isinstance(p, ops.Point) else ops.Point(p[0], (p[1],), p[2]) for p in points),

@@ -105,10 +105,7 @@ NATIVE = {
 
 
 def _native(module, framework, op):
-    fn = module
-    for part in NATIVE[op][FRAMEWORKS.index(framework)].split("."):
-        fn = getattr(fn, part)
-    return fn
+    return ops.resolve(module, NATIVE[op][FRAMEWORKS.index(framework)])
 
 
 class Native(Program):

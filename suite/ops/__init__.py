@@ -63,8 +63,9 @@ class Point:
 
 @dataclasses.dataclass(frozen=True)
 class Op:
-    """One op. ``tensorflow``/``jax``/``torch``: ``fn(module, *xs)``, or None with the reason and
-    a link in ``absent``; ``reference``: the float64 NumPy function; ``domain``: per dtype name,
+    """One op. ``tensorflow``/``jax``/``torch``: ``fn(module, *xs)`` or a dotted path under the
+    module (``"math.tanh"``, ``"numpy.tanh"``, ``"special.expit"``: :func:`spelling`), or None with
+    the reason and a link in ``absent``; ``reference``: the float64 NumPy function; ``domain``: per dtype name,
     the (low, high) bounds of every argument's values; ``points``: the special points;
     ``declared``: where a framework answers otherwise at a point (``expect("grad[<name>@<point>]",
     ...)`` with reason, link and version range);
@@ -97,6 +98,8 @@ class Op:
 
     def __post_init__(self):
         for fw in ("tensorflow", "jax", "torch"):
+            if isinstance(getattr(self, fw), str):
+                object.__setattr__(self, fw, spelling(getattr(self, fw)))
             if getattr(self, fw) is None and fw not in self.absent:
                 raise ValueError(f"op {self.name}: no {fw} spelling and no reason in absent={{{fw!r}: (why, link)}}")
         bad = set(self.capabilities) - CAPABILITIES
@@ -119,6 +122,31 @@ class Op:
 
     def keys(self) -> list[str]:
         return [self.key(p) for p in self.points] + [self.value_key(p) for p in self.points if p.value]
+
+
+def resolve(module, path: str):
+    """The attribute at the dotted ``path`` under ``module``.
+
+    >>> resolve(np, "linalg.norm") is np.linalg.norm
+    True
+    """
+    for part in path.split("."):
+        module = getattr(module, part)
+    return module
+
+
+def spelling(path: str) -> Callable:
+    """``fn(module, *xs)`` calling the function at the dotted ``path`` under the framework's module.
+
+    >>> float(spelling("add")(np, 1.0, 2.0))
+    3.0
+    """
+
+    def fn(module, *xs):
+        return resolve(module, path)(*xs)
+
+    fn.__name__ = fn.__qualname__ = path
+    return fn
 
 
 def register(op: Op) -> Op:
