@@ -24,7 +24,8 @@ for its own replica alone).
   over the replica's rows, per replica and ``synchronized`` (Keras' ``synchronized=True``, PyTorch's
   ``SyncBatchNorm``): for ``default`` and ``synchronized`` its output ``y`` and the gradient ``g`` of the
   replica's ``sum(c * y)`` with respect to its rows (per replica, ``(R, n, d)``), and ``mm``, each
-  replica's copy of the moving mean after the step (``(R, d)``), or the error (``raises:...``).
+  replica's copy of the moving mean after the step (``(R, d)``), or the error (``cmp.remote(e)``: the
+  observation ``raises:<Name>`` with its message).
 
 Faults (``config["faults"]``) are applied to TensorFlow right after it is imported, as the fault
 plugin does in the pytest process.
@@ -35,6 +36,8 @@ from __future__ import annotations
 import os
 
 import numpy as np
+
+from suite import compare as cmp
 
 
 def _split(a, r, size):
@@ -235,7 +238,7 @@ def tensorflow(rank: int, size: int, config):
                 try:
                     y, g = call(f"bn-{sync}-{req['X'].dtype}-{req['X'].shape}", fn, mode, X, c)
                 except Exception as e:  # noqa: BLE001 - a refusal is the answer, as PyTorch's below
-                    res["synchronized" if sync else "default"] = f"raises:{type(e).__name__}: {e}"
+                    res["synchronized" if sync else "default"] = cmp.remote(e)
                     continue
                 var = bn.moving_mean  # Keras 3 wraps the tf.Variable (.value); Keras 2's is one (.value())
                 var = var if callable(getattr(var, "value", None)) else var.value
@@ -391,7 +394,7 @@ def torch(rank: int, size: int, config):
                 dist.all_reduce(m, op=dist.ReduceOp.AVG)
                 mean = m.numpy()[None]
             except Exception as e:  # noqa: BLE001 - gloo may not offer AVG: the refusal is the answer
-                mean = f"raises:{type(e).__name__}: {e}"
+                mean = cmp.remote(e)
             return {
                 "local_mean": g_mean.numpy()[None],
                 "local_global": g_glob.numpy()[None],
@@ -459,7 +462,7 @@ def torch(rank: int, size: int, config):
                         "mm": bn.running_mean.detach().numpy().copy()[None],
                     }
                 except Exception as e:  # noqa: BLE001 - a refusal (SyncBatchNorm on the CPU) is the answer
-                    out = f"raises:{type(e).__name__}: {e}"
+                    out = cmp.remote(e)
                 res["synchronized" if sync else "default"] = out
             return res
         raise ValueError(f"unknown op {op!r}")

@@ -55,7 +55,7 @@ from hypothesis import given, settings, strategies as st
 from suite import compare as cmp, peers, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
-from suite.frameworks.tf_runner import in_v1_graph
+from suite.frameworks.tf_runner import Variables, in_v1_graph
 from suite.program import Program
 
 TF_INT_VARIABLE = "https://github.com/tensorflow/tensorflow/issues/27378"
@@ -340,22 +340,13 @@ def nan_cases(draw) -> NanCase:
 
 
 # ---------------------------------------------------------------- the programs
-_INT_VARIABLES: dict = {}
+VARIABLES = Variables()
 
 
 def _tf_int_variable(tf, x, dims):
-    """An int32 variable holding ``x``: fresh eagerly and in a v1 graph; for traced rows one per shape
-    ``dims`` (static: XLA cannot reshape a variable), created outside the trace on its first call."""
-    if tf.executing_eagerly():
-        return tf.Variable(x)
-    if in_v1_graph():
-        return tf.compat.v1.Variable(x, use_resource=True)
-    if dims not in _INT_VARIABLES:
-        with tf.init_scope():
-            _INT_VARIABLES[dims] = tf.Variable(tf.zeros(dims, tf.int32))
-    v = _INT_VARIABLES[dims]
-    v.assign(x)
-    return v
+    """An int32 variable holding ``x``: in a v1 graph a new one; elsewhere one per shape ``dims`` (static:
+    XLA cannot reshape a variable), made outside any trace on its first call."""
+    return VARIABLES.get(tf, x, name="source", shape=dims, use_resource=True, validate_shape=True)
 
 
 class IntSource(Program):

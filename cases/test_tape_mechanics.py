@@ -84,7 +84,7 @@ from hypothesis import given, strategies as st
 from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
-from suite.frameworks.tf_runner import in_v1_graph
+from suite.frameworks.tf_runner import Variables, in_v1_graph
 from suite.program import Program
 
 TORCH_GRAD = "https://docs.pytorch.org/docs/stable/generated/torch.autograd.grad.html"
@@ -127,6 +127,7 @@ SEEDED = ("function-two-calls", "function-retraced", "eager-reset")
 BN_SPELLINGS = {"tensorflow": ("compat.v1", "raw-v3"), "jax": ("formula",), "torch": ("functional",)}
 POW_EXPONENTS = (3, 4, 2.5)
 POW_ORDERS = (3, 4, 5)
+POW_NAN_AT_ZERO = ((3, 4), (3, 5), (4, 5))  # (n, k): TensorFlow's k-th derivative of x**n is NaN at 0
 RECOMPUTE_DROPOUT = {
     "tensorflow": ("nn.dropout", "stateless"),
     "jax": ("key",),
@@ -239,7 +240,7 @@ EXPECT = expectations(
             "(an integer n below the order) is 0; JAX's integer_pow and PyTorch's pow_backward stop at a zero "
             "exponent",
         )
-        for n, k in ((3, 4), (3, 5), (4, 5))
+        for n, k in POW_NAN_AT_ZERO
     ],
     *[
         expect(
@@ -391,22 +392,13 @@ class Nested(Program):
         return g, h
 
 
-_VARIABLES: dict = {}
+VARIABLES = Variables()
 
 
 def _tf_variable(tf, x, key):
-    """A float variable holding ``x``: fresh eagerly and in a v1 graph; for traced rows one per ``key``
-    (dtype, shape), created outside the trace on its first call."""
-    if tf.executing_eagerly():
-        return tf.Variable(x)
-    if in_v1_graph():
-        return tf.compat.v1.Variable(x, use_resource=True)
-    if key not in _VARIABLES:
-        with tf.init_scope():
-            _VARIABLES[key] = tf.Variable(tf.zeros(key[1], key[0]))
-    v = _VARIABLES[key]
-    v.assign(x)
-    return v
+    """A float variable holding ``x``: in a v1 graph a new one; elsewhere one per ``key`` (dtype, shape,
+    static: a trace hides the shape), made outside any trace on its first call."""
+    return VARIABLES.get(tf, x, name="x", shape=key[1], use_resource=True, validate_shape=True)
 
 
 class VariableWatch(Program):
@@ -467,25 +459,6 @@ class SeededDraws(Program):
 
 
 # ---------------------------------------------------------------- classifiers
-def _near(g, ref) -> bool:
-    """Within the dtype's gradient tolerance of a float64 reference."""
-    if g is None:
-        return False
-    g = np.asarray(g)
-    rtol = cmp.GRAD.of(g.dtype)
-    return g.shape == np.shape(ref) and bool(np.allclose(g.astype(np.float64), ref, rtol=rtol, atol=rtol))
-
-
-def _which(g, refs: dict) -> str:
-    """``none``, the name of the reference ``g`` is near, ``zeros`` or ``other``."""
-    if g is None:
-        return "none"
-    for name, ref in refs.items():
-        if _near(g, ref):
-            return name
-    return "zeros" if not np.any(np.asarray(g)) else "other"
-
-
 # ---------------------------------------------------------------- properties
 @on("tensorflow", "torch")  # JAX has no tape: every argument of a differentiated function is a source
 @given(t=triples())
@@ -540,7 +513,7 @@ def test_stop_recording_drops_what_it_computes(subject, record, t):
     recorded = 2 * w64 * x64 * np.sin(x64)
     full = recorded + w64 * x64 * x64 * np.cos(x64)
     g = subject.run(StopRecording.of(subject), x, w)
-    record.check(EXPECT, **{"stop-recording": _which(g, {"recorded-part": recorded, "full": full})})
+    record.check(EXPECT, **{"stop-recording": cmp.which(g, {"recorded-part": recorded, "full": full})})
     record.close(name="d/dx", out=g, ref=recorded.astype(x.dtype), oracle="closed-form", scale="inputs")
 
 
@@ -559,7 +532,7 @@ def test_nested_tapes_give_the_second_derivative(subject, record, t):
             record.check(EXPECT, **{key: err})
             continue
         g, h = out
-        record.check(EXPECT, **{key: _which(h, {"second-derivative": second})})
+        record.check(EXPECT, **{key: cmp.which(h, {"second-derivative": second})})
         record.close(name=f"{key} first derivative", out=g, ref=first.astype(x.dtype), oracle="closed-form")
         if h is not None:
             record.close(name=f"{key} second derivative", out=h, ref=second.astype(x.dtype), oracle="closed-form")
@@ -575,7 +548,7 @@ def test_unwatched_variable_gets_none(subject, record, t):
     ref = 2 * np.asarray(w, np.float64) * np.asarray(x, np.float64)
     for watch in VARIABLE_WATCH:
         g = subject.run(VariableWatch.of(subject), x, w, watch=watch, key=(x.dtype.name, x.shape))
-        record.check(EXPECT, **{f"accessed-variable[{watch}]": _which(g, {"closed-form": ref})})
+        record.check(EXPECT, **{f"accessed-variable[{watch}]": cmp.which(g, {"closed-form": ref})})
         if g is not None:
             record.close(name=f"{watch} d/dv", out=g, ref=ref.astype(x.dtype), oracle="closed-form")
 
@@ -590,7 +563,7 @@ def test_tape_sees_through_a_function_call(subject, record, t):
     ref = np.asarray(w, np.float64) * np.cos(np.asarray(x, np.float64))
     for inner in INNER:
         g = subject.run(ThroughFunction.of(subject), x, w, inner=inner)
-        record.check(EXPECT, **{f"through-function[{inner}]": _which(g, {"closed-form": ref})})
+        record.check(EXPECT, **{f"through-function[{inner}]": cmp.which(g, {"closed-form": ref})})
         record.close(name=f"{inner} d/dx", out=g, ref=ref.astype(x.dtype), oracle="closed-form")
 
 
@@ -621,21 +594,20 @@ def test_global_seed_is_read_when_a_function_is_traced(subject, record, t, seed)
 
 
 # ---------------------------------------------------------------- tf.random.Generator
-_GENERATORS: dict = {}
-
-
 def _generator(tf, state, key):
     """A philox ``tf.random.Generator`` at ``state`` (what ``from_seed(s)`` makes is ``[s, 0, 0]``): in a v1
     graph a new one made from the fed state (the runner initialises it before each call); elsewhere one per
     ``key`` (dtype, shape), made outside any trace on its first use, then ``reset(state)``."""
     if in_v1_graph():
         return tf.random.Generator.from_state(state, "philox")
-    if key not in _GENERATORS:
-        with tf.init_scope():
-            _GENERATORS[key] = tf.random.Generator.from_seed(0, alg="philox")
-    gen = _GENERATORS[key]
+    gen = _kept_generator(tf, key)
     gen.reset(state)
     return gen
+
+
+def _kept_generator(tf, key):
+    """The generator kept for ``key`` (made from seed 0 on the first call, outside any trace)."""
+    return VARIABLES.once(tf, ("generator", *key), lambda: tf.random.Generator.from_seed(0, alg="philox"))
 
 
 class GeneratorDraws(Program):
@@ -665,7 +637,7 @@ class GeneratorNext(Program):
     """One more draw from the generator :class:`GeneratorDraws` left for ``key`` (not reset)."""
 
     def tensorflow(tf, x, *, key):
-        return _GENERATORS[key].uniform(tf.shape(x), dtype=x.dtype)
+        return _kept_generator(tf, key).uniform(tf.shape(x), dtype=x.dtype)
 
 
 class GeneratorFromSeed(Program):
@@ -747,7 +719,7 @@ class RecomputeVariables(Program):
     by a tape, or (``gradients``, v1 graph) by ``tf.gradients``."""
 
     def tensorflow(tf, x, w, c, *, how, key):
-        v = _tf_variable(tf, c, (*key, "recompute"))
+        v = VARIABLES.get(tf, c, name="recompute", shape=key[1], use_resource=True, validate_shape=True)
         f = tf.recompute_grad(lambda x: x * v)
         if how == "gradients":
             return tuple(tf.gradients(tf.reduce_sum(w * f(x)), [x, v]))
@@ -764,9 +736,9 @@ def _mask_kind(g, mask, w) -> str:
     """``same-mask`` where ``g`` is ``w * mask / (1 - RATE)`` (the forward's mask), ``new-mask`` where it is
     that for another 0/1 mask, else ``other``."""
     scaled = np.asarray(w, np.float64) / (1 - RATE)
-    if _near(g, scaled * mask):
+    if cmp.near(g, scaled * mask):
         return "same-mask"
-    return "new-mask" if _near(g, scaled * (np.asarray(g) != 0)) else "other"
+    return "new-mask" if cmp.near(g, scaled * (np.asarray(g) != 0)) else "other"
 
 
 @given(
@@ -814,7 +786,7 @@ def test_recompute_grad_differentiates_variables(subject, record, t):
             record.check(EXPECT, **{key: err})
             continue
         gx, gv = res
-        record.check(EXPECT, **{key: _which(gv, {"closed-form": w64 * x64})})
+        record.check(EXPECT, **{key: cmp.which(gv, {"closed-form": w64 * x64})})
         record.close(name=f"{key} d/dx", out=gx, ref=(w64 * c64).astype(x.dtype), oracle="closed-form")
         if gv is not None:
             record.close(name=f"{key} d/dv", out=gv, ref=(w64 * x64).astype(x.dtype), oracle="closed-form")
@@ -889,7 +861,7 @@ def test_batch_jacobian_of_coupled_rows(subject, oracles, record, x):
             continue
         key = f"batch-jacobian[{'pfor' if pfor else 'while-loop'}]"
         bj = subject.run(CoupledBatchJacobian.of(subject), x, pfor=pfor)
-        kind = _which(bj, {"diagonal-blocks": blocks, "summed-rows": summed})
+        kind = cmp.which(bj, {"diagonal-blocks": blocks, "summed-rows": summed})
         record.check(EXPECT, **{key: kind})
         ref = {"diagonal-blocks": blocks, "summed-rows": summed}.get(kind, blocks)
         record.close(name=key, out=bj, ref=ref.astype(x.dtype), oracle="closed-form")
@@ -942,7 +914,7 @@ def _pow_closed_form(x, n, k):
 def _at_zero_kind(g, ref) -> str:
     """At the zeros of x: ``closed-form`` (equal, infinities included), ``nan``, ``inf`` or ``other``."""
     g, ref = np.asarray(g, np.float64), np.asarray(ref, np.float64)
-    if np.array_equal(g, ref) or (np.all(np.isfinite(ref)) and _near(g, ref)):
+    if np.array_equal(g, ref) or (np.all(np.isfinite(ref)) and cmp.near(g, ref)):
         return "closed-form"
     if np.isnan(g).any():
         return "nan"
@@ -1091,7 +1063,8 @@ def test_max_pool_second_order(subject, oracles, record, case):
             continue
         _, (g,), (h,) = res
         first, second = _pool_forms(x, w, v, square)
-        record.check(EXPECT, **{key: _which(h, {"closed-form": second} if square else {"zeros-closed-form": second})})
+        forms = {"closed-form": second} if square else {"zeros-closed-form": second}
+        record.check(EXPECT, **{key: cmp.which(h, forms)})
         record.close(name=f"{key} first", out=g, ref=first.astype(x.dtype), oracle="closed-form")
         if h is None:
             continue

@@ -32,6 +32,7 @@ from suite import compare as cmp, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks import resources
+from suite.frameworks.tf_runner import Variables
 from suite.program import Program
 
 LOAD = "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Variable#load"
@@ -221,16 +222,13 @@ def network_inputs(draw):
 
 
 # ---------------------------------------------------------------- the programs
-_VARIABLES = {}
+VARIABLES = Variables()
 
 
-def _variable(tf, name, shape, sig):
-    """One module-level variable per (name, shape, sig), created outside any tf.function."""
-    key = (name, shape) + sig
-    if key not in _VARIABLES:
-        with tf.init_scope():
-            _VARIABLES[key] = tf.Variable(tf.zeros(shape, sig[0]), name=name)
-    return _VARIABLES[key]
+def _variable(tf, init, name, sig):
+    """The module's variable ``name`` holding ``init`` (``sig``: dtype, shape, device; reduce_retracing
+    hides the shape in a trace)."""
+    return VARIABLES.get(tf, init, name=name, shape=sig[1])
 
 
 # The copy mechanisms: each spelling makes the destination from the source (``dst`` holds its own value).
@@ -296,9 +294,7 @@ class Copy(Program):
     """dst = mechanism(src); src += d: (dst before the change, dst after it, src after it)."""
 
     def tensorflow(tf, a, b0, d, *, mechanism, sig, attempt=0):
-        src, dst = (_variable(tf, n, sig[1], sig) for n in ("src", "dst"))  # sig: reduce_retracing hides shapes
-        src.assign(a)  # the reset, in every call
-        dst.assign(b0)
+        src, dst = _variable(tf, a, "src", sig), _variable(tf, b0, "dst", sig)  # reset in every call
         dst = COPIES[mechanism].tensorflow(tf, src, dst)
         before = dst.read_value()
         src.assign_add(d)
@@ -324,10 +320,11 @@ class Networks(Program):
     step; returns (network 2's variables, network 1's generator)."""
 
     def tensorflow(tf, w, b, c, w2, b2, c2, x, t, *, sig):
-        train_vars1 = [_variable(tf, f"network1/{n}", s, sig) for n, s in NET_SHAPES.items()]
-        train_vars2 = [_variable(tf, f"network2/{n}", s, sig) for n, s in NET_SHAPES.items()]
-        for var, value in zip(train_vars1 + train_vars2, (w, b, c, w2, b2, c2)):
-            var.assign(value)
+        values = {"network1": (w, b, c), "network2": (w2, b2, c2)}
+        train_vars1, train_vars2 = (
+            [VARIABLES.get(tf, v, name=f"{net}/{n}", shape=s) for (n, s), v in zip(NET_SHAPES.items(), values[net])]
+            for net in values
+        )
         vars_1 = [var for var in train_vars1 if "generator" in var.name]
         vars_2 = [var for var in train_vars2 if "generator" in var.name]
         for var_idx, var in enumerate(vars_1):

@@ -250,20 +250,76 @@ def gradient_kind(g) -> str:
     return "zeros" if not np.any(np.asarray(g)) else "nonzero"
 
 
+def near(g, ref, *, factor: float = 1.0, atol_factor: float = 1.0) -> bool:
+    """Whether ``g`` has ``ref``'s shape and is within ``factor`` times its dtype's gradient
+    tolerance of the float64 ``ref`` (relative, and absolute at ``atol_factor`` times that).
+
+    >>> near(np.float32([1.0, 2.0]), [1.0, 2.0000001]), near(None, 0.0), near(np.ones(2), np.ones(3))
+    (True, False, False)
+    """
+    if g is None or isinstance(g, str):
+        return False
+    g = np.asarray(g)
+    tol = GRAD.of(g.dtype) * factor
+    return g.shape == np.shape(ref) and bool(np.allclose(g.astype(np.float64), ref, rtol=tol, atol=tol * atol_factor))
+
+
+def which(g, refs: dict, *, factor: float = 1.0, atol_factor: float = 1.0, zeros: bool = True) -> str:
+    """Which named reference ``g`` is :func:`near` (the first in ``refs``' order); ``none`` for no
+    gradient; else ``zeros`` (when ``zeros`` and g is all zero) or ``other``.
+
+    >>> which(np.zeros(2), {"twice": np.full(2, 2.0)}), which(np.full(2, 2.0), {"twice": np.full(2, 2.0)})
+    ('zeros', 'twice')
+    """
+    if g is None:
+        return "none"
+    for name, ref in refs.items():
+        if near(g, ref, factor=factor, atol_factor=atol_factor):
+            return name
+    return "zeros" if zeros and not np.any(np.asarray(g)) else "other"
+
+
+class Remote(Exception):
+    """An error raised in another process (a peer), carried by its class name and message: the
+    class itself may not unpickle here (TensorFlow's errors need their op and node)."""
+
+    def __init__(self, name: str, message: str):
+        super().__init__(message)
+        self.name = name
+
+    def __reduce__(self):
+        return Remote, (self.name, str(self))
+
+
 class Raised(str):
     """The observation ``raises:<ErrorName>``, carrying the error, so that a declared
-    :class:`suite.expectations.Raises` can match its message too. Reports keep the string."""
+    :class:`suite.expectations.Raises` can match its message too. Reports keep the string.
+    A peer sends :func:`remote` of its error; it arrives as the same observation.
+
+    >>> import pickle
+    >>> r = pickle.loads(pickle.dumps(remote(ValueError("bad shape"))))
+    >>> r, r.message
+    ('raises:ValueError', 'bad shape')
+    """
 
     exc: BaseException
 
     def __new__(cls, exc: BaseException):
-        obj = super().__new__(cls, f"raises:{type(exc).__name__}")
+        obj = super().__new__(cls, f"raises:{exc.name if isinstance(exc, Remote) else type(exc).__name__}")
         obj.exc = exc
         return obj
+
+    def __reduce__(self):
+        return Raised, (self.exc,)
 
     @property
     def message(self) -> str:
         return str(self.exc)
+
+
+def remote(exc: BaseException) -> Raised:
+    """``exc`` as an observation that crosses a pipe: its class name and message (a peer's answer)."""
+    return Raised(Remote(type(exc).__name__, str(exc)))
 
 
 def xla_refusal(e: BaseException) -> bool:

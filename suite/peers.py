@@ -378,14 +378,19 @@ def serve(target: str, req_r: int, resp_w: int, parent: int) -> None:
 
 def echo(rank: int, size: int, config):
     """A factory for self-tests: answers ``{"rank": rank, **request}``; ``{"sleep": s}`` sleeps first;
-    ``{"raise": msg}`` raises ValueError(msg); ``{"spawn": True}`` starts a child that sleeps and
-    answers its pid."""
+    ``{"raise": msg}`` raises ValueError(msg); ``{"refuse": msg}`` answers ValueError(msg) as an
+    observation (:func:`suite.compare.remote`: a refusal that is the answer, as a case's peer sends
+    it); ``{"spawn": True}`` starts a child that sleeps and answers its pid."""
 
     def handle(req):
         if "sleep" in req:
             time.sleep(req["sleep"])
         if "raise" in req:
             raise ValueError(req["raise"])
+        if "refuse" in req:
+            from suite import compare as cmp
+
+            return {"rank": rank, "refused": cmp.remote(ValueError(req["refuse"]))}
         if req.get("spawn"):
             child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", MARKER])
             return {"rank": rank, "child": child.pid}

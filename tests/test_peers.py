@@ -70,6 +70,22 @@ def test_peers_answer_in_rank_order_and_close_leaves_nothing():
     assert _gone(pids + children), f"left behind: {[p for p in pids + children if _alive(p)]}"
 
 
+def test_a_refusal_crosses_as_the_observation_with_its_message():
+    """A peer's error sent as its answer (``cmp.remote``) arrives as ``raises:<Name>`` with the message, so
+    that a declared ``raises(...)`` matches it as it would an error raised in this process."""
+    from suite.compare import Raised
+    from suite.expectations import raises
+
+    with pr.PeerGroup("refuse", "suite.peers:echo", size=1) as g:
+        (answer,) = g.request({"refuse": "SyncBatchNorm expected input tensor to be on GPU"})
+    got = answer["refused"]
+    assert isinstance(got, Raised) and got == "raises:ValueError"
+    assert got.message == "SyncBatchNorm expected input tensor to be on GPU"
+    assert raises("ValueError", r"to be on GPU").matches(got)
+    assert not raises("ValueError", r"on the CPU").matches(got)
+    assert not raises("RuntimeError", r"to be on GPU").matches(got)
+
+
 def test_a_stuck_peer_times_out_with_a_clear_message():
     """A peer that does not answer within the deadline: PeerTimeout within the bound, naming the peer and
     the request and ending with its stderr; the group is killed and a later request fails at once."""
@@ -148,9 +164,9 @@ def test_interrupted_run_leaves_no_peer(tmp_path, sig):
         ]
         proc.send_signal(sig)
         proc.wait(timeout=30)
-        assert _gone(peers), f"peers outlived the run: {[p for p in peers if _alive(p)]}"
+        assert _gone(peers, within=30), f"peers outlived the run: {[p for p in peers if _alive(p)]}"
         if sig != signal.SIGKILL:  # a peer's own child dies with its process group
-            assert _gone(children), "a peer's child outlived the run"
+            assert _gone(children, within=30), f"a peer's child outlived the run: {[p for p in children if _alive(p)]}"
     finally:
         for p in children:  # SIGKILL: the parent-death signal reaches the peers, not their children
             if _alive(p):

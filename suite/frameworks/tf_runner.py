@@ -249,30 +249,40 @@ class Variables:
     signature and fed). Elsewhere a variable is made once per (name, device, dtype, shape),
     outside any ``tf.function`` (which may create variables on its first call only), on the
     device the caller placed the run on (so a GPU row never measures a CPU variable's kernel),
-    and assigned ``init`` on every call. Keyword arguments (``use_resource``, ``trainable``) go
-    to ``tf.compat.v1.Variable``."""
+    and assigned ``init`` on every call. ``shape`` gives the shape where a trace hides ``init``'s
+    (a static argument of the program). Keyword arguments (``use_resource``, ``trainable``,
+    ``validate_shape``: in a v1 graph False unless given) go to ``tf.compat.v1.Variable``.
+    :meth:`once` keeps any other state a trace must not create (a ``tf.random.Generator``)."""
 
     def __init__(self):
         self._store: dict = {}
 
     @staticmethod
-    def key(tf, name: str, like) -> tuple:
+    def key(tf, name: str, like, shape=None) -> tuple:
         with tf.init_scope():
             device = tf.zeros([]).device
-        return name, device, like.dtype.name, tuple(like.shape.as_list())
+        return name, device, like.dtype.name, tuple(like.shape.as_list() if shape is None else shape)
 
-    def get(self, tf, init, *, name: str, **kwargs):
-        if in_v1_graph():
-            return tf.compat.v1.Variable(init, name=name, validate_shape=False, **kwargs)
-        key = self.key(tf, name, init)
+    def once(self, tf, key, make):
+        """The object ``make()`` made for ``key``: made on the first call, outside any trace (a
+        ``tf.function`` may create state on its first call only), and kept."""
         if key not in self._store:
             with tf.init_scope():
-                zeros = tf.zeros(key[-1], init.dtype)
-                self._store[key] = (
-                    tf.compat.v1.Variable(zeros, name=name, **kwargs) if kwargs else tf.Variable(zeros, name=name)
-                )
-        self._store[key].assign(init)
+                self._store[key] = make()
         return self._store[key]
+
+    def get(self, tf, init, *, name: str, shape=None, **kwargs):
+        if in_v1_graph():
+            return tf.compat.v1.Variable(init, name=name, **{"validate_shape": False, **kwargs})
+        key = self.key(tf, name, init, shape)
+        zeros = lambda: tf.zeros(key[-1], init.dtype)  # noqa: E731
+        var = self.once(
+            tf,
+            key,
+            lambda: tf.compat.v1.Variable(zeros(), name=name, **kwargs) if kwargs else tf.Variable(zeros(), name=name),
+        )
+        var.assign(init)
+        return var
 
     def existing(self, tf, name: str, like):
         """The variable :meth:`get` made for ``name`` and ``like``'s dtype and shape (not reset)."""
