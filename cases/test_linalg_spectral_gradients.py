@@ -88,6 +88,8 @@ TORCH_DET = "https://github.com/pytorch/pytorch/issues/104675"
 XLA_EIGH = "https://github.com/pytorch/xla/pull/7674"
 XLA_EIGH_TF = "https://github.com/tensorflow/tensorflow/issues/117807"
 TF_DET_SINGULAR = "https://github.com/tensorflow/tensorflow/issues/119477"
+TF_DET_ADJUGATE_PR = "https://github.com/tensorflow/tensorflow/pull/122823"
+TF_XLA_DET_PR = "https://github.com/tensorflow/tensorflow/pull/126101"
 JAX_SVD_FULL = "https://github.com/jax-ml/jax/issues/17518"
 TF_XLA_FFT = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/compiler/tf2xla/kernels/fft_ops.cc"
 TF_FFT_GRADS = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/signal/fft_ops.py"
@@ -329,6 +331,20 @@ EXPECT = expectations(
         )
         for op in DET_OPS
     ],
+    *[
+        expect(
+            f"{op}-grad",
+            seen,
+            framework="tensorflow",
+            mode=TF_NOT_XLA,
+            versions=">=2.23",
+            link=TF_DET_ADJUGATE_PR,
+            reason=f"from 2.23 (measured on 2.23.0.dev20261026) TensorFlow's {op} gradient at an exactly singular "
+            "matrix no longer goes through matrix_inverse: det gives the adjugate, slogdet a finite gradient "
+            "(the SVD-based adjugate of this pull request, fixing tensorflow#119477)",
+        )
+        for op, seen in (("det", "adjugate"), ("slogdet", "finite"))
+    ],
     expect(
         "det-grad",
         "zeros",
@@ -343,11 +359,26 @@ EXPECT = expectations(
             raises("InvalidArgumentError", r"Detected unsupported operations.*(Log)?MatrixDeterminant"),
             framework="tensorflow",
             mode="xla",
+            versions="<2.23",
             link=TF_DET_SINGULAR,
             reason="XLA has no kernel for MatrixDeterminant/LogMatrixDeterminant: under jit_compile=True the "
             "forward pass does not compile",
         )
         for key in ("det-value", "det-grad", "slogdet-value", "slogdet-grad")
+    ],
+    *[
+        expect(
+            key,
+            seen,
+            framework="tensorflow",
+            mode="xla",
+            versions=">=2.23",
+            link=TF_XLA_DET_PR,
+            reason="from 2.23 XLA lowers MatrixDeterminant/LogMatrixDeterminant through xla::SLogDet (this pull "
+            "request): det and slogdet compile, and where the LU leaves a rounding residue slogdet's gradient "
+            "is finite, not huge (measured on 2.23.0.dev20261026)",
+        )
+        for key, seen in (("slogdet-grad[residue]", "finite"),)
     ],
     *[
         expect(

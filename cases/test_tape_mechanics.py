@@ -91,6 +91,7 @@ TORCH_GRAD = "https://docs.pytorch.org/docs/stable/generated/torch.autograd.grad
 JAX_VJP = "https://docs.jax.dev/en/latest/_autosummary/jax.vjp.html"
 BATCH_JACOBIAN_ISSUE = "https://github.com/tensorflow/tensorflow/issues/38428"
 POW_ISSUE = "https://github.com/tensorflow/tensorflow/issues/35011"
+TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
 TF_CONSTANT_FOLDING = (
     "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/core/grappler/optimizers/constant_folding.cc"
 )
@@ -210,6 +211,28 @@ EXPECT = expectations(
         "any random state (custom_gradient.py), so a stateful tf.nn.dropout draws a second mask: the gradient is "
         "w * m' / (1 - rate) for a mask m' the forward never used; a stateless dropout (its seed an input) "
         "reproduces the mask, as jax.checkpoint with its explicit key and torch.utils.checkpoint do",
+    ),
+    expect(
+        "pow-at-zero[n=3|k=5]",
+        "closed-form",
+        framework="tensorflow",
+        versions=">=2.23",
+        link=TF_MATH_GRAD,
+        reason="from 2.23 _PowGrad zeroes an infinite x**(p-1) where the upstream gradient is 0 (as in "
+        "masked-nan-gradients): x**3's 5th derivative at 0 is 0 in every mode; the 4th, and x**4's 5th, stay "
+        "NaN (measured on 2.23.0.dev20261026)",
+    ),
+    expect(
+        "max-pool-second-order[linear|float64]",
+        "zeros-closed-form",
+        framework="tensorflow",
+        mode="xla",
+        device="cpu",
+        versions=">=2.23",
+        link=TF_XLA_POOLING,
+        reason="from 2.23 (measured on 2.23.0.dev20261026) the float64 second derivative of a linear max_pool "
+        "compiles under jit_compile=True (zeros, the closed form); the square one still needs MaxPoolGradGrad, "
+        "which XLA_CPU_JIT registers for float32 only",
     ),
     expect(
         "recompute-dropout[no-preserve-rng]",
