@@ -43,6 +43,16 @@ def _marked(tag: str) -> list[int]:
     return found
 
 
+def _until(condition, within: float = 10.0) -> bool:
+    """Poll ``condition()`` until it holds or ``within`` seconds pass."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return bool(condition())
+
+
 def _gone(pids, within: float = 10.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -159,7 +169,9 @@ def test_interrupted_run_leaves_no_peer(tmp_path, sig):
         peers, children = [[int(x) for x in part.split()] for part in said]
         assert len(peers) == 2 and len(children) == 2, line
         assert all(_parent(p) == proc.pid and "suite.peers" in _cmdline(p) for p in peers), peers
-        assert all(_alive(p) and "sleep(600)" in _cmdline(p) for p in children), [
+        # Right after Popen returns, a child's /proc/<pid>/cmdline can still read empty (CI saw it: alive,
+        # its parent the peer, no command line yet): wait for the exec to show before reading it.
+        assert _until(lambda: all(_alive(p) and "sleep(600)" in _cmdline(p) for p in children)), [
             (p, _alive(p), _parent(p), _cmdline(p)) for p in children
         ]
         proc.send_signal(sig)
