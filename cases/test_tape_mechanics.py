@@ -38,6 +38,9 @@ to a float64 closed form:
   for the forward's mask m (read off the value): ``same-mask``, or ``new-mask`` where the recomputation draws
   again (then the gradient is that form for another 0/1 mask). ``tf.nn.dropout`` and a stateless dropout;
   ``jax.checkpoint`` with an explicit key; ``torch.utils.checkpoint`` with and without ``preserve_rng_state``.
+  Under XLA the answer for ``tf.nn.dropout`` depends on the process (below): the ``nn.dropout`` row runs
+  after a warm-up compilation of a random op, and ``nn.dropout|first-xla-compile`` is measured in a peer
+  process whose first XLA compilation is the program.
   Over ``f(x) = x * v`` with v a variable: ``d/dv = w x``, ``d/dx = w v``, by a tape in every mode and by
   ``tf.gradients`` in a v1 graph (tensorflow#36981 saw None there).
 - **batch_jacobian of coupled rows.** ``y = x * sum_b x[b]``: the full Jacobian ``[i == k]([b == c] S_i +
@@ -61,7 +64,10 @@ Declared surprises:
 - PyTorch: without ``create_graph`` the first gradient is not differentiable, and the second
   ``autograd.grad`` raises; TensorFlow's outer tape gives None.
 - TensorFlow: recompute_grad over ``tf.nn.dropout`` draws a new mask in the recomputation (every mode): the
-  gradient belongs to a mask the forward never used; PyTorch too with ``preserve_rng_state=False``.
+  gradient belongs to a mask the forward never used; PyTorch too with ``preserve_rng_state=False``. On
+  TF 2.18 and 2.19 the first XLA compilation of a process that holds a random op is the exception: there
+  the recomputation reproduces the forward's mask (measured in a fresh process; 2.12-2.17, 2.20, 2.21
+  and the 2.23 nightly draw anew), so in one process the row depended on what had run before it.
 - TensorFlow: ``batch_jacobian`` of coupled rows silently returns the batch-summed gradient
   ``sum_c J[c, :, b, :]``, not the diagonal blocks (tensorflow#38428).
 - TensorFlow under XLA: max_pool's second derivative (MaxPoolGradGrad) compiles for float32 only; a float64
@@ -79,9 +85,10 @@ https://docs.pytorch.org/docs/stable/checkpoint.html
 """
 
 import numpy as np
-from hypothesis import given, strategies as st
+import pytest
+from hypothesis import given, settings, strategies as st
 
-from suite import compare as cmp, finite_diff, strategies as ss
+from suite import compare as cmp, finite_diff, peers, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import Variables, in_v1_graph
@@ -97,6 +104,7 @@ TF_CONSTANT_FOLDING = (
 )
 MAX_POOL_ISSUE = "https://github.com/tensorflow/tensorflow/issues/11435"
 TF_RECOMPUTE_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/custom_gradient.py"
+TF_XLA_RANDOM = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/compiler/tf2xla/kernels/random_ops.cc"
 TORCH_CHECKPOINT = "https://docs.pytorch.org/docs/stable/checkpoint.html"
 TF_XLA_POOLING = (
     "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/compiler/tf2xla/kernels/pooling_ops.cc"
@@ -115,6 +123,7 @@ BEHAVIOUR = behaviour(
         POW_ISSUE,
         MAX_POOL_ISSUE,
         TF_RECOMPUTE_GRAD,
+        TF_XLA_RANDOM,
         TORCH_CHECKPOINT,
         TF_XLA_POOLING,
         TORCH_GRAD,
@@ -165,6 +174,7 @@ EXPECT = expectations(
         "generator[from-seed]": "reproduces",
         "generator[next-calls]": "advances",
         **{f"recompute-dropout[{h}]": "same-mask" for hows in RECOMPUTE_DROPOUT.values() for h in hows},
+        "recompute-dropout[nn.dropout|first-xla-compile]": "same-mask",
         **{f"recompute-variables[{h}]": "closed-form" for h in ("tape", "gradients")},
         **{f"batch-jacobian[{h}]": "diagonal-blocks" for h in ("pfor", "while-loop")},
         **{f"pow-at-zero[n={n}|k={k}]": "closed-form" for n in POW_EXPONENTS for k in POW_ORDERS},
@@ -212,6 +222,20 @@ EXPECT = expectations(
         "w * m' / (1 - rate) for a mask m' the forward never used; a stateless dropout (its seed an input) "
         "reproduces the mask, as jax.checkpoint with its explicit key and torch.utils.checkpoint do",
     ),
+    *[
+        expect(
+            "recompute-dropout[nn.dropout|first-xla-compile]",
+            "new-mask",
+            framework="tensorflow",
+            versions=versions,
+            link=TF_XLA_RANDOM,
+            reason="as in any later compilation, the recomputed stateful dropout draws a second mask; only on "
+            "TF 2.18 and 2.19 does a process's first XLA compilation holding a random op reproduce the "
+            "forward's mask (tf2xla lowers an unseeded RandomUniform to XLA's RNG, seeded per compilation; "
+            "measured per release in a fresh process)",
+        )
+        for versions in ("<2.18", ">=2.20")
+    ],
     expect(
         "pow-at-zero[n=3|k=5]",
         "closed-form",
@@ -793,6 +817,8 @@ def test_recompute_grad_dropout_mask(subject, record, d, data, seed):
     x = data.draw(ss.float_arrays(dtype=d, shape=DROPOUT_SHAPE, min_value=0.25, max_value=2.0), label="x")
     w = data.draw(ss.float_arrays(dtype=d, shape=DROPOUT_SHAPE, min_value=0.5, max_value=2.0), label="w")
     record.example(x=x, w=w, seed=seed)
+    if subject.framework == "tensorflow" and subject.mode == "xla":
+        _compile_a_random_op_first()
     seeds = np.array([seed, 0], np.int64)
     for how in RECOMPUTE_DROPOUT[subject.framework]:
         key = f"recompute-dropout[{how}]"
@@ -810,6 +836,62 @@ def test_recompute_grad_dropout_mask(subject, record, d, data, seed):
         used = mask if kind == "same-mask" else np.asarray(g) != 0
         ref = (np.asarray(w, np.float64) * used / (1 - RATE)).astype(d)
         record.close(name=f"{key} d/dx", out=g, ref=ref, oracle="closed-form")
+
+
+_WARMED: list = []
+
+
+def _compile_a_random_op_first():
+    """Compile one random op under XLA in this process (once): on TF 2.18/2.19 the first such compilation
+    reproduces a recomputed stateful dropout's mask and later ones do not, so without this the xla row
+    would say what ran before it (that first compilation is measured in a peer, below)."""
+    if not _WARMED:
+        import tensorflow as tf
+
+        with tf.init_scope(), tf.device("/CPU:0"):
+            tf.function(lambda: tf.random.uniform([1]), jit_compile=True)()
+        _WARMED.append(True)
+
+
+@pytest.fixture(scope="module")
+def first_compile_peer():
+    """One TensorFlow peer per device, started on first use: its first XLA compilation is the program."""
+    groups: dict = {}
+
+    def get(subject):
+        if subject.device not in groups:
+            groups[subject.device] = peers.PeerGroup(
+                f"xla-rng-{subject.device}",
+                "cases._xla_rng_peer:first_compile",
+                configs={"rate": RATE, "device": subject.device},
+            )
+        return groups[subject.device]
+
+    yield get
+    for g in groups.values():
+        g.close()
+
+
+@on("tensorflow", modes=("xla",))  # a fresh process per run: its first compilation is this program
+@settings(max_examples=max(3, settings.default.max_examples // 5))  # each example crosses a process
+@given(
+    x=ss.float_arrays(dtype=np.float32, shape=DROPOUT_SHAPE, min_value=0.25, max_value=2.0),
+    w=ss.float_arrays(dtype=np.float32, shape=DROPOUT_SHAPE, min_value=0.5, max_value=2.0),
+)
+def test_recompute_grad_dropout_in_a_first_xla_compile(subject, record, first_compile_peer, x, w):
+    """recompute_grad over tf.nn.dropout, compiled as the first XLA program of a fresh process (float32, one
+    compilation for every example): the mask its gradient belongs to, as in test_recompute_grad_dropout_mask."""
+    record.example(x=x, w=w)
+    key = "recompute-dropout[nn.dropout|first-xla-compile]"
+    (res,) = first_compile_peer(subject).request({"x": x, "w": w})
+    mask = res["out"] != 0
+    record.close(name=f"{key} value", out=res["out"], ref=(x.astype(np.float64) * mask / (1 - RATE)).astype(x.dtype),
+                 oracle="closed-form")  # fmt: skip
+    kind = _mask_kind(res["grad"], mask, w)
+    record.check(EXPECT, **{key: kind})
+    used = mask if kind == "same-mask" else res["grad"] != 0
+    ref = (w.astype(np.float64) * used / (1 - RATE)).astype(x.dtype)
+    record.close(name=f"{key} d/dx", out=res["grad"], ref=ref, oracle="closed-form")
 
 
 @on("tensorflow")  # variables read by a recomputed function
