@@ -54,12 +54,8 @@ def _until(condition, within: float = 10.0) -> bool:
 
 
 def _gone(pids, within: float = 10.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not any(_alive(p) for p in pids):
-            return True
-        time.sleep(0.05)
-    return False
+    """Whether every process of ``pids`` has exited within ``within`` seconds."""
+    return _until(lambda: not any(_alive(p) for p in pids), within)
 
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="the checks read /proc (Linux)")

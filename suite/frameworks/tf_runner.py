@@ -275,12 +275,12 @@ class Variables:
         if in_v1_graph():
             return tf.compat.v1.Variable(init, name=name, **{"validate_shape": False, **kwargs})
         key = self.key(tf, name, init, shape)
-        zeros = lambda: tf.zeros(key[-1], init.dtype)  # noqa: E731
-        var = self.once(
-            tf,
-            key,
-            lambda: tf.compat.v1.Variable(zeros(), name=name, **kwargs) if kwargs else tf.Variable(zeros(), name=name),
-        )
+
+        def make():
+            zeros = tf.zeros(key[-1], init.dtype)
+            return tf.compat.v1.Variable(zeros, name=name, **kwargs) if kwargs else tf.Variable(zeros, name=name)
+
+        var = self.once(tf, key, make)
         var.assign(init)
         return var
 
