@@ -179,6 +179,8 @@ def pytest_report_header(config):
                 lines.append(f"{name} {info['version']} devices={','.join(info['devices'])}")
             else:
                 lines.append(f"{name}: {info.get('error')}")
+        if "jax" in frameworks.environment():
+            lines.append(f"jax compilation cache: {frameworks.compile_cache_used()}")
     from hypothesis import settings
 
     lines.append(f"hypothesis profile={settings.get_current_profile_name()} max_examples={settings().max_examples}")

@@ -59,3 +59,46 @@ def test_stale_jax_caches_of_dead_processes_are_swept(tmp_path):
     _sweep_jax_caches(tmp_path)
     assert not dead.exists()
     assert alive.exists() and foreign.exists()
+
+
+_COMPILE_ONCE = """
+import sys
+from suite import frameworks
+jax = frameworks.load("jax").module
+if jax is None:
+    sys.exit(3)
+hits = []
+jax.monitoring.register_event_listener(lambda e, **kw: hits.append(e) if e.endswith("cache_hits") else None)
+print(frameworks.compile_cache_used())
+f = jax.jit(lambda x: jax.numpy.tanh(x) * 3.0 + 1.0)
+f(jax.numpy.arange(5.0)).block_until_ready()
+print("hit" if hits else "miss")
+"""
+
+
+def _compile_once(cache: str, tmp_path):
+    import subprocess
+    import sys
+
+    env = {**os.environ, frameworks.COMPILE_CACHE_ENV: cache, "PYTHONPATH": os.getcwd(), "TMPDIR": str(tmp_path)}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    p = subprocess.run([sys.executable, "-c", _COMPILE_ONCE], capture_output=True, text=True, env=env, timeout=120)
+    if p.returncode == 3:
+        pytest.skip("JAX is not installed")
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout.split("\n")
+
+
+def test_the_shared_jax_cache_serves_a_later_process_and_off_keeps_it_to_one(tmp_path):
+    """By default a program JAX compiled in one process is loaded, not compiled, by the next
+    (the workers of a run, a later run, another tox env with the same JAX); ``off`` gives each
+    process a cache of its own that is gone when it exits."""
+    shared = tmp_path / "shared"
+    first, second = _compile_once(str(shared), tmp_path), _compile_once(str(shared), tmp_path)
+    if "own" in first[0]:
+        pytest.skip(f"this JAX has no shared cache: {first[0]}")
+    assert first[0].endswith("(shared, empty)") and first[1] == "miss"
+    assert "(shared, " in second[0] and "programs in it" in second[0] and second[1] == "hit"
+    own = _compile_once("off", tmp_path)
+    assert own[0].endswith("(this process's own)") and own[1] == "miss"
+    assert not list(tmp_path.glob(f"{frameworks.JAX_CACHE_PREFIX}*")), "the own cache outlived its process"
