@@ -644,22 +644,15 @@ def test_float32_matmul_gradient_keeps_float32_precision(subject, record, a, b, 
 @pytest.fixture(scope="module")
 def tf32_peers():
     """One peer per (framework, device), started on first use, without NVIDIA_TF32_OVERRIDE."""
-    groups: dict = {}
-
-    def get(subject):
-        key = (subject.framework, subject.device)
-        if key not in groups:
-            groups[key] = peers.PeerGroup(
-                f"tf32-{subject.framework}-{subject.device}",
-                "cases._tf32_peers:matmul",
-                env={"NVIDIA_TF32_OVERRIDE": None},
-                configs={"framework": subject.framework, "device": subject.device},
-            )
-        return groups[key]
-
-    yield get
-    for g in groups.values():
-        g.close()
+    with peers.lazy_groups(
+        lambda fd: peers.PeerGroup(
+            f"tf32-{fd[0]}-{fd[1]}",
+            "cases._tf32_peers:matmul",
+            env={"NVIDIA_TF32_OVERRIDE": None},
+            configs={"framework": fd[0], "device": fd[1]},
+        )
+    ) as get:
+        yield lambda subject: get((subject.framework, subject.device))
 
 
 def _precision(g, ref) -> str:

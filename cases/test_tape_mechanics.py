@@ -84,6 +84,8 @@ https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/custo
 https://docs.pytorch.org/docs/stable/checkpoint.html
 """
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -827,49 +829,42 @@ def test_recompute_grad_dropout_mask(subject, record, d, data, seed):
             record.check(EXPECT, **{key: err})
             continue
         out, (g, _) = res
-        mask = np.asarray(out) != 0
-        x64 = np.asarray(x, np.float64)
-        record.close(name=f"{key} value", out=out, ref=(x64 * mask / (1 - RATE)).astype(d), oracle="closed-form")
-        kind = _mask_kind(g, mask, w)
-        record.check(EXPECT, **{key: kind})
-        # the closed form given the mask the gradient itself shows (the forward's where same-mask)
-        used = mask if kind == "same-mask" else np.asarray(g) != 0
-        ref = (np.asarray(w, np.float64) * used / (1 - RATE)).astype(d)
-        record.close(name=f"{key} d/dx", out=g, ref=ref, oracle="closed-form")
+        _judge_mask(record, key, out, g, x, w)
 
 
-_WARMED: list = []
+def _judge_mask(record, key, out, g, x, w):
+    """The value against x * m / (1 - rate) for the mask m it shows, which mask the gradient belongs to,
+    and the gradient against the closed form for that mask (the forward's where same-mask)."""
+    mask = np.asarray(out) != 0
+    ref = (np.asarray(x, np.float64) * mask / (1 - RATE)).astype(x.dtype)
+    record.close(name=f"{key} value", out=out, ref=ref, oracle="closed-form")
+    kind = _mask_kind(g, mask, w)
+    record.check(EXPECT, **{key: kind})
+    used = mask if kind == "same-mask" else np.asarray(g) != 0
+    ref = (np.asarray(w, np.float64) * used / (1 - RATE)).astype(x.dtype)
+    record.close(name=f"{key} d/dx", out=g, ref=ref, oracle="closed-form")
 
 
+@functools.cache
 def _compile_a_random_op_first():
     """Compile one random op under XLA in this process (once): on TF 2.18/2.19 the first such compilation
     reproduces a recomputed stateful dropout's mask and later ones do not, so without this the xla row
     would say what ran before it (that first compilation is measured in a peer, below)."""
-    if not _WARMED:
-        import tensorflow as tf
+    import tensorflow as tf
 
-        with tf.init_scope(), tf.device("/CPU:0"):
-            tf.function(lambda: tf.random.uniform([1]), jit_compile=True)()
-        _WARMED.append(True)
+    with tf.init_scope(), tf.device("/CPU:0"):
+        tf.function(lambda: tf.random.uniform([1]), jit_compile=True)()
 
 
 @pytest.fixture(scope="module")
 def first_compile_peer():
     """One TensorFlow peer per device, started on first use: its first XLA compilation is the program."""
-    groups: dict = {}
-
-    def get(subject):
-        if subject.device not in groups:
-            groups[subject.device] = peers.PeerGroup(
-                f"xla-rng-{subject.device}",
-                "cases._xla_rng_peer:first_compile",
-                configs={"rate": RATE, "device": subject.device},
-            )
-        return groups[subject.device]
-
-    yield get
-    for g in groups.values():
-        g.close()
+    with peers.lazy_groups(
+        lambda device: peers.PeerGroup(
+            f"xla-rng-{device}", "cases._xla_rng_peer:first_compile", configs={"rate": RATE, "device": device}
+        )
+    ) as get:
+        yield lambda subject: get(subject.device)
 
 
 @on("tensorflow", modes=("xla",))  # a fresh process per run: its first compilation is this program
@@ -884,14 +879,7 @@ def test_recompute_grad_dropout_in_a_first_xla_compile(subject, record, first_co
     record.example(x=x, w=w)
     key = "recompute-dropout[nn.dropout|first-xla-compile]"
     (res,) = first_compile_peer(subject).request({"x": x, "w": w})
-    mask = res["out"] != 0
-    record.close(name=f"{key} value", out=res["out"], ref=(x.astype(np.float64) * mask / (1 - RATE)).astype(x.dtype),
-                 oracle="closed-form")  # fmt: skip
-    kind = _mask_kind(res["grad"], mask, w)
-    record.check(EXPECT, **{key: kind})
-    used = mask if kind == "same-mask" else res["grad"] != 0
-    ref = (w.astype(np.float64) * used / (1 - RATE)).astype(x.dtype)
-    record.close(name=f"{key} d/dx", out=res["grad"], ref=ref, oracle="closed-form")
+    _judge_mask(record, key, res["out"], res["grad"], x, w)
 
 
 @on("tensorflow")  # variables read by a recomputed function

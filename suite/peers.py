@@ -26,6 +26,7 @@ Bounded and clean, whatever happens to the run:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import pickle
 import select
@@ -326,6 +327,28 @@ class PeerGroup:
             self.close()
         except Exception:
             pass
+
+
+@contextlib.contextmanager
+def lazy_groups(make):
+    """``get(key)``: the peer group ``make(key)`` for that key, started on first use (a row that
+    never asks starts nothing), all closed when the block ends. For a module fixture::
+
+        with peers.lazy_groups(lambda device: peers.PeerGroup(...)) as get:
+            yield lambda subject: get(subject.device)
+    """
+    groups: dict = {}
+
+    def get(key):
+        if key not in groups:
+            groups[key] = make(key)
+        return groups[key]
+
+    try:
+        yield get
+    finally:
+        for g in groups.values():
+            g.close()
 
 
 # ---------------------------------------------------------------- the peer's side

@@ -198,3 +198,23 @@ def _cmdline(pid: int) -> str:
             return f.read().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+def test_lazy_groups_start_on_first_use_once_per_key_and_all_close():
+    made, closed = [], []
+
+    class Group:
+        def __init__(self, key):
+            self.key = key
+            made.append(key)
+
+        def close(self):
+            closed.append(self.key)
+
+    with pytest.raises(RuntimeError, match="a failing row"):
+        with pr.lazy_groups(Group) as get:
+            assert made == []  # nothing started before a row asks
+            a, b, a2 = get("cpu"), get("gpu"), get("cpu")
+            assert a is a2 and a.key == "cpu" and b.key == "gpu" and made == ["cpu", "gpu"]
+            raise RuntimeError("a failing row")
+    assert sorted(closed) == ["cpu", "gpu"]  # closed also when the block fails
