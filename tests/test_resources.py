@@ -1,6 +1,7 @@
 """Framework resources end with the test that made them (the run must end when it is done)."""
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -80,7 +81,8 @@ def _compile_once(cache: str, tmp_path):
     import subprocess
     import sys
 
-    env = {**os.environ, frameworks.COMPILE_CACHE_ENV: cache, "PYTHONPATH": os.getcwd(), "TMPDIR": str(tmp_path)}
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, frameworks.COMPILE_CACHE_ENV: cache, "PYTHONPATH": root, "TMPDIR": str(tmp_path)}
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     p = subprocess.run([sys.executable, "-c", _COMPILE_ONCE], capture_output=True, text=True, env=env, timeout=120)
     if p.returncode == 3:
