@@ -317,20 +317,69 @@ def test_after_the_signal(subject, record, x):
 '''
 
 
+def _run_demo(tmp_path, name, source):
+    """``run`` over one demo case module (JAX eager on the CPU, profile ci), its report in
+    ``tmp_path/r``."""
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / f"test_{name}.py").write_text(source)
+    args = ["run", "--cases", str(cases), "--frameworks", "jax", "--modes", "eager", "--devices", "cpu"]
+    return run_cli([*args, "--profile", "ci", "--report-dir", str(tmp_path / "r")], tmp_path)
+
+
 def test_an_interrupt_swallowed_inside_a_case_still_ends_the_run_as_interrupted(tmp_path):
     """A signal whose KeyboardInterrupt a case swallows (the flaky SIGINT/SIGTERM self-test's
     cause: it once finished the run and exited 0) stops the run after that case: exit 130,
     a partial report, and no later case ran."""
-    cases = tmp_path / "cases"
-    cases.mkdir()
-    (cases / "test_swallow_demo.py").write_text(SWALLOW_DEMO)
-    args = ["run", "--cases", str(cases), "--frameworks", "jax", "--modes", "eager", "--devices", "cpu"]
-    p = run_cli([*args, "--profile", "ci", "--report-dir", str(tmp_path / "r")], tmp_path)
+    p = _run_demo(tmp_path, "swallow_demo", SWALLOW_DEMO)
     assert p.returncode == 130, p.stdout[-3000:] + p.stderr[-3000:]
     report = json.loads((tmp_path / "r" / "latest.json").read_text())
     assert report["partial"] is True
     ran = [r["test"].split("::")[1] for r in report["results"]]
     assert ran == ["test_a_callback_swallows_the_interrupt[jax-eager-cpu]"]
+
+
+LINELESS_DEMO = '''"""Lineless demo: an interrupt whose traceback holds a frame with no line number."""
+import os
+import sys
+import types
+
+import numpy as np
+from hypothesis import given, strategies as st
+
+from suite.behaviours import behaviour, on
+
+BEHAVIOUR = behaviour("lineless-demo", sources=[])
+
+
+def _frame_past_a_with():
+    with open(os.devnull):
+        pass
+    return sys._getframe()
+
+
+@on("jax")
+@given(x=st.just(np.float32(1)))
+def test_interrupted_at_an_instruction_with_no_line(subject, record, x):
+    record.example(x=x)
+    frame = _frame_past_a_with()
+    # Python 3.11 gives such a frame (a with-block's cleanup) tb_lineno None, as a real SIGINT
+    # landing there does
+    lasti = next(start for start, _, line in frame.f_code.co_lines() if line is None)
+    raise KeyboardInterrupt("signal SIGINT").with_traceback(types.TracebackType(None, frame, lasti, -1))
+'''
+
+
+def test_an_interrupt_in_a_frame_with_no_line_number_ends_quietly(tmp_path):
+    """pytest renders the interrupt's traceback for its summary and raised TypeError on a
+    traceback entry whose ``tb_lineno`` is None (Python 3.11, a SIGINT landing on an
+    instruction with no line): a long internal traceback on stderr (CI at 34f9547). The run
+    still ends as interrupted, quietly, with its partial report."""
+    p = _run_demo(tmp_path, "lineless_demo", LINELESS_DEMO)
+    assert p.returncode == 130, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "Traceback" not in p.stderr and "INTERNALERROR" not in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "KeyboardInterrupt" in p.stdout  # pytest's summary still names the interrupt
+    assert json.loads((tmp_path / "r" / "latest.json").read_text())["partial"] is True
 
 
 #: The behaviours that build v1 Sessions and tf.data pipelines (and Sessions over iterators).

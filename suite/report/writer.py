@@ -65,6 +65,22 @@ def _git_sha() -> str | None:
 STALE_FAILS_IN = ("ci", "ci-seeded", "thorough")
 
 
+def interrupt_summary(excinfo):
+    """pytest's rendering of an interrupt for its summary, without the traceback entries that
+    have no line number; a bare one naming the interrupt where even that cannot be rendered."""
+    try:
+        excinfo.traceback = excinfo.traceback.filter(lambda entry: entry._rawentry.tb_lineno is not None)
+        summary = excinfo.getrepr(funcargs=True, chain=False)
+        if summary.reprcrash is not None:
+            return summary
+    except Exception:
+        pass
+    try:
+        raise KeyboardInterrupt(str(excinfo.value))
+    except KeyboardInterrupt:
+        return pytest.ExceptionInfo.from_current().getrepr(chain=False)
+
+
 def progress_line(done: int, total: int, bad: int, elapsed_s: float, ran: int) -> str:
     """``autodiff-semantics: 420/2940 rows, 3 failed, ~4 min left``.
 
@@ -259,6 +275,20 @@ class ReportWriter:
         if b and self._fh is not None and message not in self.deprecations.setdefault(b, set()):
             self.deprecations[b].add(message)
             self._write({"kind": "deprecation", "behaviour": b, "message": message})
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_keyboard_interrupt(self, excinfo):
+        """pytest renders the interrupt's traceback for its summary, and that raised TypeError
+        where a frame has ``tb_lineno`` None (Python 3.11: a SIGINT that lands on an instruction
+        with no line number): a long internal traceback on stderr and the run's exit status
+        lost (CI at 34f9547). The summary is rendered again without those frames."""
+        try:
+            return (yield)
+        except Exception:
+            tr = self.config.pluginmanager.get_plugin("terminalreporter")
+            if tr is not None:
+                tr._keyboardinterrupt_memo = interrupt_summary(excinfo)
+            return None
 
     def pytest_runtest_logfinish(self, nodeid, location):
         if _SIGNALLED:  # the case swallowed the interrupt: stop here, as pytest would have
