@@ -192,6 +192,36 @@ def test_version_matrix_marks_changed_cells_with_old_and_new_values_and_the_chan
     assert "<ul class='changelog'>" in page and "<a href='r/c.html'>TF 2.21.0</a>" in page
 
 
+def test_keys_of_a_test_an_older_suite_did_not_have_are_not_changes_of_tensorflow():
+    """A release whose report has no row of a test (an older suite revision) neither counts that
+    test's keys as changed in the next release (Δ) nor hides a real change across it; the
+    outcome table names each report's suite revision."""
+    from suite.report import html
+
+    reps = _releases()
+    for rep, rev in zip(reps, ("437e0d3" + "0" * 33, "43532dd" + "0" * 33, "43532dd" + "0" * 33)):
+        rep["environment"]["suite_revision"] = rev
+    # test_n: only the newer suite has it; its key changes between the last two releases
+    for rep, value in ((reps[1], "nan"), (reps[2], "zero")):
+        rep["results"].append(_row(behaviour="gather", test="cases/test_gather.py::test_n[tensorflow-eager-cpu]",
+                                   observed={"new": value}))  # fmt: skip
+    table = "\n".join(model.versions_table_md(reps))
+    assert "| gather | ok 2/2 | ok 3/3 | ok 3/3 **Δ2** |" in table, table  # fwd and new at 2.21, nothing at 2.20
+    assert "| *suite revision* | `437e0d3` | `43532dd` | `43532dd` |" in table
+    md = model.versions_markdown(reps)
+    assert "| test_n: `new` | eager | - | `nan` | **`nan` → `zero`** |" in md, md
+    assert render.moved_keys(reps)[("gather", "2.21.0")] == {"fwd", "new"}
+    page = html.page(reps, ["a", "b", "c"])
+    assert "<td class='not-run'" in page and "<tr class='revisions'>" in page and "<code>437e0d3</code>" in page
+    # the test's rows gone from the middle release (a subset run): a change across the gap still counts
+    reps[1]["results"] = [r for r in reps[1]["results"] if "test_n" not in r["test"]]
+    reps[0]["results"].append(_row(behaviour="gather", test="cases/test_gather.py::test_n[tensorflow-eager-cpu]",
+                                   observed={"new": "nan"}))  # fmt: skip
+    assert "new" in render.moved_keys(reps)[("gather", "2.21.0")] and ("gather", "2.20.0") not in render.moved_keys(
+        reps
+    )
+
+
 def test_report_of_two_releases_is_the_upgrade_view_with_changes_first(tmp_path, capsys):
     from suite import cli
 

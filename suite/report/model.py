@@ -252,18 +252,29 @@ def versions_model(reports, details=None) -> dict:
     changes = {}
     for e in render.observation_changes(reports):
         shown = [v if v is not None else "(not observed)" for v in e["values"]]
-        cells = [
-            {"kind": "first" if i == 0 else "changed" if changed else "same", "value": shown[i], "old": shown[i - 1]}
-            for i, changed in enumerate(render.changed_since_previous(e["values"]))
-        ]
+        cells = []
+        for i, changed in enumerate(render.changed_since_previous(e["values"])):
+            before = render.previous_run(e["values"], i)
+            kind = "not-run" if e["values"][i] == render.NOT_RUN else "changed" if changed else "same"
+            if kind == "same" and before == render.NOT_RUN:  # the first release that ran the test
+                kind = "first"
+            old = "(not observed)" if before is None else before
+            cells.append({"kind": kind, "value": shown[i], "old": old})
         changes.setdefault(e["behaviour"], []).append({**e, "cells": cells})
     return {
         "versions": versions,
+        "revisions": [suite_revision(r) for r in reports],
         "details": list(details or [None] * len(versions)),
         "rows": rows,
         "changes": [{"behaviour": b, "anchor": anchor("changes", b), "entries": es} for b, es in changes.items()],
         "changelog": [line.removeprefix("- ") for line in render.consecutive_changes_md(reports)],
     }
+
+
+def suite_revision(report) -> str:
+    """The suite revision a report was measured with, short (``?`` where it was not recorded)."""
+    rev = (report.get("environment") or {}).get("suite_revision") or "?"
+    return rev[:7] if len(rev) == 40 else rev
 
 
 def versions_markdown(reports, details=None) -> str:
@@ -282,4 +293,5 @@ def versions_sections_html(reports, labels, details=None) -> str:
 def versions_table_md(reports) -> list[str]:
     """The version matrix's outcome table alone (Markdown lines), as the README shows it."""
     m = versions_model(reports)
-    return str(template_env().get_template("_matrix.md.j2").module.outcomes(m["versions"], m["rows"])).splitlines()
+    outcomes = template_env().get_template("_matrix.md.j2").module.outcomes
+    return str(outcomes(m["versions"], m["rows"], m["revisions"])).splitlines()

@@ -252,20 +252,32 @@ def version_outcomes(reports) -> tuple[list[str], list[str], dict]:
     return versions, bs, cells_by
 
 
+#: A release whose report has no row of the test at all (its suite did not have the test yet, or
+#: the run was a subset): no value to compare, so neither a change nor the start of one.
+NOT_RUN = "(not run)"
+
+
 def observation_changes(reports) -> list[dict]:
-    """TensorFlow observations whose value is not the same in every release, one entry per
-    (behaviour, test, key) and set of modes whose values moved together:
-    ``{"behaviour", "test", "key", "modes", "values": [per release, None if not observed]}``."""
+    """TensorFlow observations whose value changed between releases, one entry per
+    (behaviour, test, key) and set of modes whose values moved together: ``{"behaviour",
+    "test", "key", "modes", "values": [per release: the value, None if the row did not record
+    it, NOT_RUN if the report has no row of that test]}``. A key whose test an older report did
+    not run (an older suite revision) is not a change of TensorFlow there."""
     series = collections.defaultdict(lambda: [None] * len(reports))
+    ran = [set() for _ in reports]
     for i, rep in enumerate(reports):
         for r in rep["results"]:
-            if r["framework"] != "tensorflow" or r["outcome"] in ("skipped", "unavailable"):
+            if r["framework"] != "tensorflow":
+                continue
+            ran[i].add((r["behaviour"], short_test(r["test"]), r["mode"], r["device"]))
+            if r["outcome"] in ("skipped", "unavailable"):
                 continue
             for key, v in (r.get("observed") or {}).items():
                 series[(r["behaviour"], short_test(r["test"]), key, r["mode"], r["device"])][i] = value_text(v)
     merged = {}
     for (b, test, key, mode, dev), vals in series.items():
-        if len(set(vals)) > 1:
+        vals = [v if (b, test, mode, dev) in ran[i] else NOT_RUN for i, v in enumerate(vals)]
+        if any(changed_since_previous(vals)):
             label = mode if dev == "cpu" else f"{mode} ({dev})"
             merged.setdefault((b, test, key, tuple(vals)), []).append(label)
     out = [
@@ -276,8 +288,18 @@ def observation_changes(reports) -> list[dict]:
 
 
 def changed_since_previous(values) -> list[bool]:
-    """Per release: did the value differ from the release before it."""
-    return [i > 0 and values[i] != values[i - 1] for i in range(len(values))]
+    """Per release: did the value differ from the last release before it that ran the test
+    (a release that did not, NOT_RUN, is skipped over and changes nothing itself).
+
+    >>> changed_since_previous(["a", "a", "b"]), changed_since_previous([NOT_RUN, "b", NOT_RUN, "c"])
+    ([False, False, True], [False, False, False, True])
+    """
+    return [v != NOT_RUN and previous_run(values, i) not in (v, NOT_RUN) for i, v in enumerate(values)]
+
+
+def previous_run(values, i):
+    """The value of the last release before ``i`` that ran the test; NOT_RUN if none did."""
+    return next((v for v in reversed(values[:i]) if v != NOT_RUN), NOT_RUN)
 
 
 def moved_keys(reports) -> dict:
