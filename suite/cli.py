@@ -216,6 +216,16 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_progress(args) -> int:
+    """One line per running (or ended) run: rows done, failures, the time left."""
+    from suite.report.writer import stream_progress
+
+    for p in args.streams or [Path("reports") / "latest.jsonl"]:
+        p = Path(p)
+        print(stream_progress(p / "latest.jsonl" if p.is_dir() else p))
+    return 0
+
+
 def cmd_upgrade(args) -> int:
     """Run two TensorFlow release lines through tox and print the changelog between them."""
     import subprocess
@@ -560,6 +570,16 @@ def build_parser() -> argparse.ArgumentParser:
     mg.add_argument(
         "--out", "-o", "--output", dest="output", required=True, metavar="FILE", help="the merged report (.json)"
     )
+    pr = sub.add_parser(
+        "progress",
+        help="where a running report is: rows done, failures, time left",
+        description="One line per run from its streamed latest.jsonl (a run in progress, or ended): rows done "
+        "of the rows collected, failures so far and the time left, estimated from the rows so far. For watching a "
+        "long run from another terminal, e.g. 'autodiff-semantics progress reports/runs/*' during a tox matrix.",
+    )
+    pr.add_argument(
+        "streams", nargs="*", metavar="STREAM", help="a latest.jsonl or its folder (default: reports/latest.jsonl)"
+    )
     ls = sub.add_parser("list", help="list the behaviours", description="List the behaviours the cases check.")
     ls.add_argument("--json", action="store_true", help="JSON instead of a table")
     ls.add_argument("--cases", metavar="DIR", help="cases directory (default: the installed cases package)")
@@ -589,6 +609,8 @@ def main(argv=None) -> int:
             return cmd_merge(args)
         if args.command == "upgrade":
             return cmd_upgrade(args)
+        if args.command == "progress":
+            return cmd_progress(args)
         if args.command == "bench":
             return cmd_bench(args, extra)
         return cmd_run(args, extra)

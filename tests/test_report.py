@@ -42,6 +42,30 @@ def test_jsonl_with_a_torn_last_line_keeps_the_rows_before_it(tmp_path):
     assert r["partial"] and len(r["results"]) == 1
 
 
+def test_progress_of_a_stream_running_finished_interrupted_and_bad(tmp_path, capsys):
+    """``progress``: a running stream's rows of the tests it collected, failures and the time
+    left; an ended one says how it ended; a folder means its latest.jsonl; no stream is exit 2."""
+    import calendar
+    import time
+
+    from suite import cli
+    from suite.report.writer import stream_progress
+
+    p = tmp_path / "latest.jsonl"
+    tests = [[f"cases/test_b.py::test_{i}[tensorflow-eager-cpu]", "b"] for i in range(4)]
+    lines = [HEADER, {"kind": "collected", "tests": tests}, {"kind": "row", **_row(outcome="failed")}]
+    p.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    started = calendar.timegm(time.strptime(HEADER["created"], "%Y-%m-%dT%H:%M:%SZ"))
+    line = stream_progress(p, now=started + 600)
+    assert "1/4 rows (25%), 1 failed so far, about 30 min left" in line, line
+    assert cli.main(["progress", str(tmp_path)]) == 0 and "1/4 rows (25%)" in capsys.readouterr().out
+    with p.open("a") as fh:
+        fh.write(json.dumps({"kind": "footer", "exitstatus": 2, "interrupted": True}) + "\n")
+    assert stream_progress(p).endswith(": interrupted, 1/4 rows, 1 failed")
+    assert cli.main(["progress", str(tmp_path / "none.jsonl")]) == 2
+    assert "none.jsonl: no such file" in capsys.readouterr().err
+
+
 def test_jsonl_with_footer_is_complete(tmp_path):
     p = tmp_path / "latest.jsonl"
     lines = [HEADER, {"kind": "row", **_row()}, {"kind": "footer", "exitstatus": 0, "interrupted": False}]

@@ -94,6 +94,34 @@ def progress_line(done: int, total: int, bad: int, elapsed_s: float, ran: int) -
     return f"autodiff-semantics: {done}/{total} rows ({100 * done // max(total, 1)}%), {bad} failed so far, {when}"
 
 
+def stream_progress(path, now: float | None = None) -> str:
+    """Where the run writing the stream ``path`` (a ``latest.jsonl``) is, as one line: its
+    TensorFlow version, rows done of the rows it collected, failures, and the time left
+    estimated from its rows so far; or that it finished or was interrupted. For watching a long
+    run (``.ci/regen-baselines``'s envs) from outside. Raises ReportError for an unusable stream."""
+    report = schema.load(path, coverage=True)
+    rows = report["results"]
+    bad = sum(r["outcome"] in ("failed", "error", "crashed") for r in rows)
+    what = f"{path}: TF {render.tf_version(report)}"
+    if "_coverage" not in report:  # a written report, not a stream
+        return f"{what}: {'partial' if report.get('partial') else 'finished'}, {len(rows)} rows, {bad} failed"
+    cov = report["_coverage"]
+    total = len({t for t, _ in cov["collected"]} - {t for t, _ in cov["deselected"]}) or len(rows)
+    try:
+        last = json.loads(Path(path).read_text(encoding="utf-8").splitlines()[-1])
+    except (ValueError, IndexError):  # a line being written right now
+        last = {}
+    if last.get("kind") == "footer":
+        how = "interrupted" if last.get("interrupted") else "finished"
+        return f"{what}: {how}, {len(rows)}/{total} rows, {bad} failed"
+    now = time.time() if now is None else now
+    created = dt.datetime.strptime(report["created"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+    ran = sum(r["outcome"] != "skipped" for r in rows)
+    line = progress_line(len(rows), total, bad, now - created.timestamp(), ran).removeprefix("autodiff-semantics: ")
+    quiet = round((now - Path(path).stat().st_mtime) / 60)
+    return f"{what}: {line}; last written {quiet} min ago"
+
+
 def is_device_skip(report) -> bool:
     """A row skipped because its device (a GPU) is not there: folded into one note of the
     report, not a character each on the terminal."""
