@@ -53,7 +53,7 @@ def test_progress_of_a_stream_running_finished_interrupted_and_bad(tmp_path, cap
 
     p = tmp_path / "latest.jsonl"
     tests = [[f"cases/test_b.py::test_{i}[tensorflow-eager-cpu]", "b"] for i in range(4)]
-    lines = [HEADER, {"kind": "collected", "tests": tests}, {"kind": "row", **_row(outcome="failed")}]
+    lines = [HEADER, {"kind": "collected", "tests": tests}, {"kind": "row", **_row(test=tests[0][0], outcome="failed")}]
     p.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     started = calendar.timegm(time.strptime(HEADER["created"], "%Y-%m-%dT%H:%M:%SZ"))
     line = stream_progress(p, now=started + 600)

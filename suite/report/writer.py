@@ -106,7 +106,9 @@ def stream_progress(path, now: float | None = None) -> str:
     if "_coverage" not in report:  # a written report, not a stream
         return f"{what}: {'partial' if report.get('partial') else 'finished'}, {len(rows)} rows, {bad} failed"
     cov = report["_coverage"]
-    total = len({t for t, _ in cov["collected"]} - {t for t, _ in cov["deselected"]}) or len(rows)
+    # what it collected and kept, and what has rows (a run resumed after a crash deselects those)
+    planned = {t for t, _ in cov["collected"]} - {t for t, _ in cov["deselected"]} | {r["test"] for r in rows}
+    total = len(planned)
     try:
         last = json.loads(Path(path).read_text(encoding="utf-8").splitlines()[-1])
     except (ValueError, IndexError):  # a line being written right now
@@ -115,10 +117,14 @@ def stream_progress(path, now: float | None = None) -> str:
         how = "interrupted" if last.get("interrupted") else "finished"
         return f"{what}: {how}, {len(rows)}/{total} rows, {bad} failed"
     now = time.time() if now is None else now
-    created = dt.datetime.strptime(report["created"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+    try:
+        started = dt.datetime.strptime(report["created"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+        elapsed = now - started.timestamp()
+    except (TypeError, ValueError):  # no start time in the header: no estimate
+        elapsed = 0.0
     ran = sum(r["outcome"] != "skipped" for r in rows)
-    line = progress_line(len(rows), total, bad, now - created.timestamp(), ran).removeprefix("autodiff-semantics: ")
-    quiet = round((now - Path(path).stat().st_mtime) / 60)
+    line = progress_line(len(rows), total, bad, elapsed, ran).removeprefix("autodiff-semantics: ")
+    quiet = max(0, round((now - Path(path).stat().st_mtime) / 60))
     return f"{what}: {line}; last written {quiet} min ago"
 
 
