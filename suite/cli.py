@@ -218,12 +218,18 @@ def cmd_report(args) -> int:
 
 def cmd_progress(args) -> int:
     """One line per running (or ended) run: rows done, failures, the time left."""
+    from suite.report.schema import ReportError
     from suite.report.writer import stream_progress
 
+    status = 0
     for p in args.streams or [Path("reports") / "latest.jsonl"]:
         p = Path(p)
-        print(stream_progress(p / "latest.jsonl" if p.is_dir() else p))
-    return 0
+        try:
+            print(stream_progress(p / "latest.jsonl" if p.is_dir() else p))
+        except ReportError as e:  # this one has not started (or is no report): say so, go on
+            print(f"autodiff-semantics: error: {e}", file=sys.stderr)
+            status = 2
+    return status
 
 
 def cmd_upgrade(args) -> int:

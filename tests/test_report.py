@@ -62,8 +62,9 @@ def test_progress_of_a_stream_running_finished_interrupted_and_bad(tmp_path, cap
     with p.open("a") as fh:
         fh.write(json.dumps({"kind": "footer", "exitstatus": 2, "interrupted": True}) + "\n")
     assert stream_progress(p).endswith(": interrupted, 1/4 rows, 1 failed")
-    assert cli.main(["progress", str(tmp_path / "none.jsonl")]) == 2
-    assert "none.jsonl: no such file" in capsys.readouterr().err
+    assert cli.main(["progress", str(tmp_path / "none.jsonl"), str(p)]) == 2  # each stream said, then exit 2
+    out = capsys.readouterr()
+    assert "none.jsonl: no such file" in out.err and "interrupted, 1/4 rows" in out.out
 
 
 def test_jsonl_with_footer_is_complete(tmp_path):
