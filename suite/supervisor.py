@@ -181,24 +181,25 @@ def _own_process_group() -> dict:
     return {"preexec_fn": _die_with_parent}
 
 
-def _interrupted(jsonl: Path) -> bool:
+def last_record(jsonl: Path) -> dict:
+    """The stream's last line, parsed: its footer when the run wrote its whole report (an
+    interrupted run's says ``interrupted``); {} when there is none or it is being written."""
     import json
 
     try:
-        last = jsonl.read_text(encoding="utf-8").splitlines()[-1]
-        return bool(json.loads(last).get("interrupted"))
+        last = json.loads(Path(jsonl).read_text(encoding="utf-8").splitlines()[-1])
     except (OSError, IndexError, ValueError):
-        return False
+        return {}
+    return last if isinstance(last, dict) else {}
+
+
+def _interrupted(jsonl: Path) -> bool:
+    return bool(last_record(jsonl).get("interrupted"))
 
 
 def _finished(jsonl: Path) -> bool:
     """The stream ends with a footer (the run wrote its whole report)."""
-    import json
-
-    try:
-        return json.loads(jsonl.read_text(encoding="utf-8").splitlines()[-1]).get("kind") == "footer"
-    except (OSError, IndexError, ValueError):
-        return False
+    return last_record(jsonl).get("kind") == "footer"
 
 
 def _progress(jsonl: Path):

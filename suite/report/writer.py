@@ -109,10 +109,9 @@ def stream_progress(path, now: float | None = None) -> str:
     # what it collected and kept, and what has rows (a run resumed after a crash deselects those)
     planned = {t for t, _ in cov["collected"]} - {t for t, _ in cov["deselected"]} | {r["test"] for r in rows}
     total = len(planned)
-    try:
-        last = json.loads(Path(path).read_text(encoding="utf-8").splitlines()[-1])
-    except (ValueError, IndexError):  # a line being written right now
-        last = {}
+    from suite.supervisor import last_record
+
+    last = last_record(path)  # {} while a line is being written
     if last.get("kind") == "footer":
         how = "interrupted" if last.get("interrupted") else "finished"
         return f"{what}: {how}, {len(rows)}/{total} rows, {bad} failed"
