@@ -14,6 +14,11 @@ forward pass it equals (``side...``: ``left``, ``right``, ``both``, ``none``). N
 must equal the closed form, JAX and PyTorch (where they have the op) and central
 differences. Signed zeros are points of their own: sqrt'(-0) = 1 / (2 * -0) = -inf.
 
+The elementwise ops are entries of the op table (``suite.ops``, section "the elementwise
+entries" below): an op with a singular point is one ``elementwise(...)`` call, its spellings,
+closed forms, domain and the kind each point has by default; its divergences are declared in
+DECLARED under its keys and reach the entry from there.
+
 Declared surprises (details at each declaration):
 
 - TensorFlow up to 2.21 masks x = 0 out of the x-gradient of xlogy and xlog1py (0, not log(y))
@@ -86,15 +91,9 @@ BEHAVIOUR = behaviour(
 
 
 # ---------------------------------------------------------------- the programs
-#: Where each framework keeps the elementwise op, as a user would call it: (TensorFlow, JAX,
+#: Where each framework keeps the binary op, as a user would call it: (TensorFlow, JAX,
 #: PyTorch); None where the framework has no such op.
 NATIVE = {
-    "sqrt": ("sqrt", "numpy.sqrt", "sqrt"),
-    "rsqrt": ("math.rsqrt", "lax.rsqrt", "rsqrt"),
-    "log": ("math.log", "numpy.log", "log"),
-    "log1p": ("math.log1p", "numpy.log1p", "log1p"),
-    "acos": ("math.acos", "numpy.arccos", "acos"),
-    "asin": ("math.asin", "numpy.arcsin", "asin"),
     "pow": ("pow", "numpy.power", "pow"),
     "xlogy": ("math.xlogy", "scipy.special.xlogy", "xlogy"),
     "xlog1py": ("math.xlog1py", "scipy.special.xlog1py", "special.xlog1py"),
@@ -109,16 +108,16 @@ def _native(module, framework, op):
 
 
 class Native(Program):
-    """NATIVE[op](*args); ``p``: a constant last argument (the exponent of pow(x, p))."""
+    """NATIVE[op](*args)."""
 
-    def tensorflow(tf, *args, op, p=None):
-        return _native(tf, "tensorflow", op)(*args, *(() if p is None else (p,)))
+    def tensorflow(tf, *args, op):
+        return _native(tf, "tensorflow", op)(*args)
 
-    def jax(jax, *args, op, p=None):
-        return _native(jax, "jax", op)(*args, *(() if p is None else (p,)))
+    def jax(jax, *args, op):
+        return _native(jax, "jax", op)(*args)
 
-    def torch(torch, *args, op, p=None):
-        return _native(torch, "torch", op)(*args, *(() if p is None else (p,)))
+    def torch(torch, *args, op):
+        return _native(torch, "torch", op)(*args)
 
 
 class Norm(Program):
@@ -177,22 +176,22 @@ class Moments(Program):
 
 
 class FirstDerivative(Program):
-    """f'(x) of ELEMENTWISE[op] by the framework's own reverse mode, to be differentiated again."""
+    """f'(x) of the elementwise entry ``op`` by the framework's own reverse mode, to be differentiated again."""
 
     def tensorflow(tf, x, *, op):
-        static = ELEMENTWISE[op].static
+        f = ELEMENTWISE[op].program.tensorflow
         if in_v1_graph():
-            return tf.gradients(Native.tensorflow(tf, x, **static), x)[0]
+            return tf.gradients(f(tf, x), x)[0]
         with tf.GradientTape() as tape:
             tape.watch(x)
-            y = Native.tensorflow(tf, x, **static)
+            y = f(tf, x)
         return tape.gradient(y, x)
 
     def jax(jax, x, *, op):
-        return jax.grad(lambda x: jax.numpy.sum(Native.jax(jax, x, **ELEMENTWISE[op].static)))(x)
+        return jax.grad(lambda x: jax.numpy.sum(ELEMENTWISE[op].program.jax(jax, x)))(x)
 
     def torch(torch, x, *, op):
-        return torch.autograd.grad(Native.torch(torch, x, **ELEMENTWISE[op].static).sum(), x, create_graph=True)[0]
+        return torch.autograd.grad(ELEMENTWISE[op].program.torch(torch, x).sum(), x, create_graph=True)[0]
 
 
 def spelled(program, runner, static) -> bool:
@@ -211,53 +210,6 @@ def _np(f):
             return f(*[np.asarray(v, np.float64) for v in a])
 
     return quiet
-
-
-@dataclasses.dataclass(frozen=True)
-class Elementwise:
-    """f = NATIVE[op] (pow with a constant exponent p) with singular ``points`` (-0.0 and 0.0
-    are distinct), real on ``domain``; closed forms of f, f' and f'' in float64."""
-
-    op: str
-    points: tuple
-    domain: tuple
-    f: Callable
-    df: Callable
-    d2f: Callable
-    p: float | None = None
-
-    @property
-    def static(self) -> dict:
-        return {"op": self.op} if self.p is None else {"op": self.op, "p": self.p}
-
-
-ZEROS = (0.0, -0.0)
-
-
-def _pow(p):
-    """x ** p (real for x < 0 only for an integer p); f' and f'' without 0 * x**-1."""
-    df = (lambda x: p * x ** (p - 1)) if p != 0 else (lambda x: 0 * x)
-    d2f = (lambda x: p * (p - 1) * x ** (p - 2)) if p not in (0, 1) else (lambda x: 0 * x)
-    domain = (-4.0, 4.0) if float(p).is_integer() else (0.0, 4.0)
-    return Elementwise("pow", ZEROS, domain, _np(lambda x: x**p), _np(df), _np(d2f), p)
-
-
-ELEMENTWISE = {
-    "sqrt": Elementwise("sqrt", ZEROS, (0, 10), _np(np.sqrt), _np(lambda x: 0.5 / np.sqrt(x)),
-                        _np(lambda x: -0.25 * x**-1.5)),
-    "rsqrt": Elementwise("rsqrt", ZEROS, (0, 10), _np(lambda x: x**-0.5), _np(lambda x: -0.5 * x**-1.5),
-                         _np(lambda x: 0.75 * x**-2.5)),
-    "log": Elementwise("log", ZEROS, (0, 10), _np(np.log), _np(lambda x: 1 / x), _np(lambda x: -1 / x**2)),
-    "log1p": Elementwise("log1p", (-1.0,), (-1, 10), _np(np.log1p), _np(lambda x: 1 / (1 + x)),
-                         _np(lambda x: -1 / (1 + x) ** 2)),
-    "acos": Elementwise("acos", (1.0, -1.0), (-1, 1), _np(np.arccos), _np(lambda x: -1 / np.sqrt(1 - x * x)),
-                        _np(lambda x: -x / (1 - x * x) ** 1.5)),
-    "asin": Elementwise("asin", (1.0, -1.0), (-1, 1), _np(np.arcsin), _np(lambda x: 1 / np.sqrt(1 - x * x)),
-                        _np(lambda x: x / (1 - x * x) ** 1.5)),
-    **{f"x**{p:g}": _pow(p) for p in (0.0, 0.5, 1.0, 1.5, 2.0)},
-}  # fmt: skip
-#: Second derivatives where the brief asks for them: sqrt, rsqrt and x**p at 0.
-SECOND_ORDER = ("sqrt", "rsqrt", "x**0", "x**0.5", "x**1", "x**1.5")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -402,30 +354,18 @@ def reduction_keys(op, side=False):
     return [f"{'side' if side else 'grad'}[{op}@{c}]" for c in REDUCTIONS[op].configs]
 
 
-# What the frameworks agree on at each point: the gradient over the upstream gradient
-# (grad, grad2: second derivative; dx, dy: each argument) and which one-sided difference
-# quotient of the forward pass it equals (side...). Declared divergences follow.
+# What the frameworks agree on at each point of the binary ops and reductions (the elementwise
+# entries carry their own): the gradient over the upstream gradient (grad; dx, dy: each
+# argument) and which one-sided difference quotient of the forward pass it equals (side...).
+# Declared divergences follow.
 AGREED = {
     **{f"grad[{k}]": v for k, v in {
-        "sqrt@0": "+inf", "sqrt@-0": "-inf", "rsqrt@0": "-inf", "rsqrt@-0": "+inf", "log@0": "+inf",
-        "log@-0": "-inf", "log1p@-1": "+inf", "acos@1": "-inf", "acos@-1": "-inf", "asin@1": "+inf",
-        "asin@-1": "+inf", "x**0@0": "nan", "x**0@-0": "nan", "x**0.5@0": "+inf", "x**0.5@-0": "+inf",
-        "x**1@0": "1", "x**1@-0": "1", "x**1.5@0": "zero", "x**1.5@-0": "zero", "x**2@0": "zero",
-        "x**2@-0": "zero", "norm@x=0": "nan", "l2_normalize@x=0": "1e+06", "reduce_std@constant": "nan",
+        "norm@x=0": "nan", "l2_normalize@x=0": "1e+06", "reduce_std@constant": "nan",
         "reduce_std@one-element": "nan", "reduce_variance@constant": "zero",
         "reduce_variance@one-element": "zero", "moments@constant": "zero", "moments@one-element": "zero",
     }.items()},
-    **{f"grad2[{k}]": v for k, v in {
-        "sqrt@0": "-inf", "sqrt@-0": "+inf", "rsqrt@0": "+inf", "rsqrt@-0": "-inf", "x**0@0": "nan",
-        "x**0@-0": "nan", "x**0.5@0": "-inf", "x**0.5@-0": "-inf", "x**1@0": "nan", "x**1@-0": "nan",
-        "x**1.5@0": "+inf", "x**1.5@-0": "+inf",
-    }.items()},
     **{f"side[{k}]": v for k, v in {
-        "sqrt@0": "right", "sqrt@-0": "none", "rsqrt@0": "right", "rsqrt@-0": "right", "log@0": "right",
-        "log@-0": "none", "log1p@-1": "right", "acos@1": "left", "acos@-1": "right", "asin@1": "left",
-        "asin@-1": "right", "x**0@0": "none", "x**0@-0": "none", "x**0.5@0": "right", "x**0.5@-0": "right",
-        "x**1@0": "both", "x**1@-0": "both", "x**1.5@0": "right", "x**1.5@-0": "right", "x**2@0": "both",
-        "x**2@-0": "both", "norm@x=0": "none", "l2_normalize@x=0": "both", "reduce_std@constant": "none",
+        "norm@x=0": "none", "l2_normalize@x=0": "both", "reduce_std@constant": "none",
         "reduce_std@one-element": "none", "reduce_variance@constant": "both",
         "reduce_variance@one-element": "both", "moments@constant": "both", "moments@one-element": "both",
     }.items()},
@@ -460,8 +400,7 @@ NEG_ZERO_RSQRT = (
     "pow(x, -0.5) becomes rsqrt(x), and rsqrt(-0) = -inf where IEEE pow(-0, -0.5) = +inf: the derivative "
     "p * x**(p - 1) of x**0.5 (first order) and x**1.5 (second order) at x = -0 is -inf, not +inf"
 )
-EXPECT = expectations(
-    AGREED,
+DECLARED = [
     # ---- TensorFlow
     *_declare(
         ["grad[x**0.5@-0]", "grad2[x**1.5@-0]"], "-inf", framework="tensorflow", mode="function|graph",
@@ -773,7 +712,133 @@ EXPECT = expectations(
         "(XLA:GPU keeps float32 subnormals), so the gradient is 1",
         link="https://github.com/jax-ml/jax/issues/19689",
     ),
-)  # fmt: skip
+]  # fmt: skip
+
+
+# ---------------------------------------------------------------- the elementwise entries
+ZEROS = (0.0, -0.0)
+
+
+def _entry_name(key: str) -> str | None:
+    """The op a key is about (``grad2[x**0@-0]`` -> ``x**0``)."""
+    return key.partition("[")[2].partition("@")[0] or None
+
+
+def elementwise(name, spellings, f, df, d2f, domain, points):
+    """An elementwise op with singular points, as an op-table entry of this behaviour:
+    ``spellings`` (TensorFlow, JAX, PyTorch: dotted paths under each module, or ``fn(module,
+    x)``), float64 closed forms of f, f' and f'', the domain where f is real, and per singular
+    point (-0.0 and 0.0 are distinct) the kinds every framework answers by default, ``(point,
+    grad, side)``, or ``(point, grad, side, grad2)`` where the second derivative is asked for.
+    Its declared divergences are DECLARED's under its keys."""
+    tf, jax, torch = spellings
+    return ops.register(
+        ops.Op(
+            name,
+            behaviour="singular-point-gradients",
+            tensorflow=tf,
+            jax=jax,
+            torch=torch,
+            reference=_np(f),
+            derivatives=(_np(df), _np(d2f)),
+            domain={"float32": domain, "float64": domain},
+            points=tuple(
+                ops.Point(_label(at), (at,), grad, also=(("side", side), *(("grad2", k) for k in grad2)))
+                for at, grad, side, *grad2 in points
+            ),
+            declared=[e for e in DECLARED if _entry_name(e.key) == name],
+        )
+    )
+
+
+def _pow(p):
+    """x ** p with a constant p: spellings, f' and f'' without 0 * x**-1, the domain (real for
+    x < 0 only for an integer p)."""
+
+    def spelled(path):
+        def fn(module, x):
+            return ops.resolve(module, path)(x, p)
+
+        fn.__name__ = fn.__qualname__ = f"{path}(x, {p:g})"
+        return fn
+
+    df = (lambda x: p * x ** (p - 1)) if p != 0 else (lambda x: 0 * x)
+    d2f = (lambda x: p * (p - 1) * x ** (p - 2)) if p not in (0, 1) else (lambda x: 0 * x)
+    domain = (-4.0, 4.0) if float(p).is_integer() else (0.0, 4.0)
+    return dict(spellings=tuple(map(spelled, NATIVE["pow"])), f=lambda x: x**p, df=df, d2f=d2f, domain=domain)
+
+
+elementwise(
+    "sqrt",
+    ("sqrt", "numpy.sqrt", "sqrt"),
+    f=np.sqrt,
+    df=lambda x: 0.5 / np.sqrt(x),
+    d2f=lambda x: -0.25 * x**-1.5,
+    domain=(0, 10),
+    points=((0.0, "+inf", "right", "-inf"), (-0.0, "-inf", "none", "+inf")),
+)
+elementwise(
+    "rsqrt",
+    ("math.rsqrt", "lax.rsqrt", "rsqrt"),
+    f=lambda x: x**-0.5,
+    df=lambda x: -0.5 * x**-1.5,
+    d2f=lambda x: 0.75 * x**-2.5,
+    domain=(0, 10),
+    points=((0.0, "-inf", "right", "+inf"), (-0.0, "+inf", "right", "-inf")),
+)
+elementwise(
+    "log",
+    ("math.log", "numpy.log", "log"),
+    f=np.log,
+    df=lambda x: 1 / x,
+    d2f=lambda x: -1 / x**2,
+    domain=(0, 10),
+    points=((0.0, "+inf", "right"), (-0.0, "-inf", "none")),
+)
+elementwise(
+    "log1p",
+    ("math.log1p", "numpy.log1p", "log1p"),
+    f=np.log1p,
+    df=lambda x: 1 / (1 + x),
+    d2f=lambda x: -1 / (1 + x) ** 2,
+    domain=(-1, 10),
+    points=((-1.0, "+inf", "right"),),
+)
+elementwise(
+    "acos",
+    ("math.acos", "numpy.arccos", "acos"),
+    f=np.arccos,
+    df=lambda x: -1 / np.sqrt(1 - x * x),
+    d2f=lambda x: -x / (1 - x * x) ** 1.5,
+    domain=(-1, 1),
+    points=((1.0, "-inf", "left"), (-1.0, "-inf", "right")),
+)
+elementwise(
+    "asin",
+    ("math.asin", "numpy.arcsin", "asin"),
+    f=np.arcsin,
+    df=lambda x: 1 / np.sqrt(1 - x * x),
+    d2f=lambda x: x / (1 - x * x) ** 1.5,
+    domain=(-1, 1),
+    points=((1.0, "+inf", "left"), (-1.0, "+inf", "right")),
+)
+# second derivatives where the brief asks for them: sqrt, rsqrt and x**p at 0 (x**2's is 2 everywhere)
+for _p, _points in (
+    (0.0, ((0.0, "nan", "none", "nan"), (-0.0, "nan", "none", "nan"))),
+    (0.5, ((0.0, "+inf", "right", "-inf"), (-0.0, "+inf", "right", "-inf"))),
+    (1.0, ((0.0, "1", "both", "nan"), (-0.0, "1", "both", "nan"))),
+    (1.5, ((0.0, "zero", "right", "+inf"), (-0.0, "zero", "right", "+inf"))),
+    (2.0, ((0.0, "zero", "both"), (-0.0, "zero", "both"))),
+):
+    elementwise(f"x**{_p:g}", points=_points, **_pow(_p))
+ELEMENTWISE = {op.name: op for op in ops.entries("singular-point-gradients")}
+SECOND_ORDER = [name for name, op in ELEMENTWISE.items() if op.has("grad2")]
+EXPECT = expectations(AGREED, *(e for e in DECLARED if _entry_name(e.key) not in ELEMENTWISE))
+
+
+def expectations_of(op) -> object:
+    """Where ``op``'s keys are declared: its entry's, or the module's (binary ops, reductions, seeds)."""
+    return ELEMENTWISE[op].expect if op in ELEMENTWISE else EXPECT
 
 
 # ---------------------------------------------------------------- observations
@@ -845,7 +910,7 @@ def hold(record, oracles, *, op, program, static, arrays, w, tags, out, grads, n
         for label in dict.fromkeys(t for t in tags.ravel() if t not in ("near", "regular")):
             on = tags == label
             ref_named = {k: v[on] for k, v in (named or {}).items()} if i == 0 else {}
-            record.check(EXPECT, **{f"{name}[{op}@{label}]": kind(d[on], ref_named)})
+            record.check(expectations_of(op), **{f"{name}[{op}@{label}]": kind(d[on], ref_named)})
         close_off_singular(record, name=name, out=grads[i], ref=ref.astype(dtype), tags=tags, oracle="closed-form",
                            scale=scale)  # fmt: skip
     have = [o for o in oracles if spelled(program, o, static)]
@@ -891,26 +956,32 @@ PAIR_SHAPES = ((2, 4),)
 ROW_SHAPES = ((3, 4), (3, 1))
 
 
+def _at(op) -> tuple:
+    """The singular points of an elementwise entry (-0.0 and 0.0 distinct)."""
+    return tuple(p.at[0] for p in op.points)
+
+
 @ss.cached
-def _elements(case):
+def _elements(domain, points):
     """An entry of x: on a singular point, near one on a side where f is real, or regular."""
-    lo, hi = case.domain
-    sides = [(p, s) for p in case.points for s in (1, -1) if lo <= p + s * NEAR[1] <= hi]
+    lo, hi = domain
+    sides = [(p, s) for p in points for s in (1, -1) if lo <= p + s * NEAR[1] <= hi]
     near = st.sampled_from(sides).flatmap(lambda ps: _floats(*NEAR).map(lambda e: ps[0] + ps[1] * e))
-    regular = _floats(lo, hi).filter(lambda v: min(abs(v - p) for p in case.points) >= FAR)
-    return st.one_of(st.sampled_from(case.points), near, regular)
+    regular = _floats(lo, hi).filter(lambda v: min(abs(v - p) for p in points) >= FAR)
+    return st.one_of(st.sampled_from(points), near, regular)
 
 
 @st.composite
-def elementwise_inputs(draw, case):
+def elementwise_inputs(draw, op):
     """(x, tags, w): x's first entries are the singular points, the others on them, near them on
     every side where f is real, or at least FAR away; ``tags``: each entry's point, ``near``
     or ``regular``."""
     d, shape = draw(ss.float_dtypes()), draw(ss.choice(ELEMENT_SHAPES), label="shape")
-    element = _elements(case)
-    x = np.array([*case.points, *(draw(element, label="x") for _ in range(np.prod(shape) - len(case.points)))], d)
-    dist = np.min([np.abs(x.astype(np.float64) - p) for p in case.points], axis=0)
-    at = [next(_label(p) for p in case.points if v == p and np.signbit(v) == np.signbit(p)) if v in case.points
+    points = _at(op)
+    element = _elements(op.domain["float64"], points)
+    x = np.array([*points, *(draw(element, label="x") for _ in range(np.prod(shape) - len(points)))], d)
+    dist = np.min([np.abs(x.astype(np.float64) - p) for p in points], axis=0)
+    at = [next(_label(p) for p in points if v == p and np.signbit(v) == np.signbit(p)) if v in points
           else "near" if e < FAR else "regular" for v, e in zip(x, dist)]  # fmt: skip
     return x.reshape(shape), np.array(at).reshape(shape), draw(cotangents(shape, d))
 
@@ -968,12 +1039,13 @@ def test_elementwise_gradient_at_singular_point(subject, oracles, record, op, da
     """sqrt, rsqrt, log, log1p, acos, asin, x**p at each singular point (and -0): the gradient over
     the upstream gradient is the declared kind; near the point and away from it, f'(x) * w,
     the oracles' and (float64) central differences."""
-    case = ELEMENTWISE[op]
-    x, tags, w = data.draw(elementwise_inputs(case), label="x, tags, w")
+    entry = ELEMENTWISE[op]
+    df, _ = entry.derivatives
+    x, tags, w = data.draw(elementwise_inputs(entry), label="x, tags, w")
     record.example(x=x, w=w, op=op)
-    out, grads = subject.vjp(Native.of(subject), x, cotangent=w, **case.static)
-    hold(record, oracles, op=op, program=Native, static=case.static, arrays=[x], w=w, tags=tags, out=out, grads=grads,
-         names=["grad"], f=case.f, vjp=lambda x, w: [case.df(x) * w])  # fmt: skip
+    out, grads = subject.vjp(entry.program.of(subject), x, cotangent=w)
+    hold(record, oracles, op=op, program=entry.program, static={}, arrays=[x], w=w, tags=tags, out=out, grads=grads,
+         names=["grad"], f=entry.reference, vjp=lambda x, w: [df(x) * w])  # fmt: skip
 
 
 @pytest.mark.parametrize("op", SECOND_ORDER)
@@ -981,17 +1053,18 @@ def test_elementwise_gradient_at_singular_point(subject, oracles, record, op, da
 def test_second_derivative_at_singular_point(subject, oracles, record, op, data):
     """d/dx of the framework's own f'(x) (nested tapes, tf.gradients of tf.gradients, jax.grad,
     create_graph): the declared kind at each point; f''(x) * w near and away from it."""
-    case = ELEMENTWISE[op]
-    x, tags, w = data.draw(elementwise_inputs(case), label="x, tags, w")
+    entry = ELEMENTWISE[op]
+    df, d2f = entry.derivatives
+    x, tags, w = data.draw(elementwise_inputs(entry), label="x, tags, w")
     record.example(x=x, w=w, op=op)
     try:
         d1, grads = subject.vjp(FirstDerivative.of(subject), x, cotangent=w, op=op)
     except Exception as e:  # PyTorch: x**0's first derivative is a constant with no graph
-        record.check(EXPECT, **{f"grad2[{op}@{_label(p)}]": cmp.error_name(e) for p in case.points})
+        record.check(entry.expect, **{entry.also_key("grad2", p): cmp.error_name(e) for p in entry.points})
         return
     good = [o for o in oracles if not (o.framework == "torch" and op == "x**0")]  # it raises (declared)
     hold(record, good, op=op, program=FirstDerivative, static={"op": op}, arrays=[x], w=w, tags=tags, out=d1,
-         grads=grads, names=["grad2"], f=case.df, value=case.df, vjp=lambda x, w: [case.d2f(x) * w])  # fmt: skip
+         grads=grads, names=["grad2"], f=df, value=df, vjp=lambda x, w: [d2f(x) * w])  # fmt: skip
 
 
 @pytest.mark.parametrize("op", BINARY)
@@ -1063,14 +1136,15 @@ class Edge:
         return np.asarray(y)[self.at], [None if g is None else np.asarray(g)[self.at] for g in grads]
 
 
-def _regular(case):
-    """An entry where ``case``'s f and f' are finite, FAR from every singular point."""
-    lo, hi = case.domain
+def _regular(op):
+    """An entry where the elementwise ``op``'s f and f' are finite, FAR from every singular point."""
+    lo, hi = op.domain["float64"]
 
     def fits(c):
         with np.errstate(all="ignore"):
-            finite = np.isfinite(case.f(np.array([c]))).all() and np.isfinite(case.df(np.array([c]))).all()
-        return lo <= c <= hi and min(abs(c - p) for p in case.points) >= FAR and finite
+            c1 = np.array([c])
+            finite = np.isfinite(op.reference(c1)).all() and np.isfinite(op.derivatives[0](c1)).all()
+        return lo <= c <= hi and min(abs(c - p) for p in _at(op)) >= FAR and finite
 
     return next(c for c in (0.5, 2.0, -0.5, -2.0) if fits(c))
 
@@ -1086,11 +1160,11 @@ def edge_points(op) -> list[Edge]:
     would swamp the sums the differences take), in the float64 signature of its property."""
     first = (0, slice(0, 1))  # the point is entry [0, 0] of the property's (rows, columns)
     if op in ELEMENTWISE:
-        case = ELEMENTWISE[op]
+        entry = ELEMENTWISE[op]
         (shape,) = ELEMENT_SHAPES
-        padded, w = [np.full(shape, _regular(case))], _one_hot(shape, first)
-        return [Edge(f"grad[{op}@{_label(p)}]", Native, case.static, [np.array([p])], 0, {}, padded, first, w)
-                for p in case.points]  # fmt: skip
+        padded, w = [np.full(shape, _regular(entry))], _one_hot(shape, first)
+        return [Edge(entry.key(p), entry.program, {}, [np.array(p.at)], 0, {}, padded, first, w)
+                for p in entry.points]  # fmt: skip
     if op in BINARY:
         case = BINARY[op]
         (shape,) = PAIR_SHAPES
@@ -1120,12 +1194,12 @@ def test_one_sided_differences_at_singular_point(subject, record, op, dtype):
     for e in edge_points(op):
         key_side = "side[" + e.key[5:] if e.key.startswith("grad[") else "side_" + e.key
         if not spelled(e.program, subject, e.static):
-            record.check(EXPECT, **{e.key: "unavailable", key_side: "unavailable"})
+            record.check(expectations_of(op), **{e.key: "unavailable", key_side: "unavailable"})
             continue
         fn = e.program.of(subject)
         g = e.run(subject, fn, *e.arrays)[1][e.i]
-        record.check(EXPECT, **{e.key: kind(g, e.named)})
-        record.check(EXPECT, **{key_side: side(g, lambda *a: e.run(subject, fn, *a)[0], e.arrays, e.i)})
+        record.check(expectations_of(op), **{e.key: kind(g, e.named)})
+        record.check(expectations_of(op), **{key_side: side(g, lambda *a: e.run(subject, fn, *a)[0], e.arrays, e.i)})
 
 
 # ---------------------------------------------------------------- seed examples

@@ -24,6 +24,10 @@ entries (:func:`suite.ops.properties.bind`); its rows are reported under that be
 >>> op = register(Op("abs", behaviour="demo", tensorflow=abs, jax=abs, torch=abs, points=(Point("0", (0.0,), "zero"),)))
 >>> op.keys(), op.expect.lookup("grad[abs@0]", None)
 (['grad[abs@0]'], ('zero', None))
+>>> op = register(Op("sqrt", behaviour="demo", tensorflow="sqrt", jax="numpy.sqrt", torch="sqrt",
+...                  points=(Point("0", (0.0,), "+inf", also=(("side", "right"), ("grad2", "-inf"))),)))
+>>> op.keys(), op.has("grad2"), op.expect.lookup("side[sqrt@0]", None)
+(['grad[sqrt@0]', 'side[sqrt@0]', 'grad2[sqrt@0]'], True, ('right', None))
 """
 
 from __future__ import annotations
@@ -59,6 +63,10 @@ class Point:
     dtypes: tuple = ("float32", "float64")
     #: the observation key, where a behaviour keeps its own (``relu@0``); else ``grad[<op>@<name>]``
     key: str | None = None
+    #: further observations at the point a behaviour's own properties make, ((prefix, kind), ...):
+    #: each one's key is ``<prefix>[<op>@<name>]`` (``side``: which one-sided difference the
+    #: gradient is; ``grad2``: the second derivative's kind), its kind the default
+    also: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +103,9 @@ class Op:
     tol: cmp.Tolerance = cmp.GRAD
     pairs: tuple = ()
     sides: bool = False
+    #: float64 closed forms of the first, second, ... derivatives of a one-argument op, where a
+    #: behaviour compares with them (near a singular point differences lose their accuracy)
+    derivatives: tuple = ()
 
     def __post_init__(self):
         for fw in ("tensorflow", "jax", "torch"):
@@ -120,8 +131,16 @@ class Op:
     def value_key(self, point: Point) -> str:
         return f"value[{self.name}@{point.name}]"
 
+    def also_key(self, prefix: str, point: Point) -> str:
+        return f"{prefix}[{self.name}@{point.name}]"
+
     def keys(self) -> list[str]:
-        return [self.key(p) for p in self.points] + [self.value_key(p) for p in self.points if p.value]
+        return ([self.key(p) for p in self.points] + [self.value_key(p) for p in self.points if p.value]
+                + [self.also_key(k, p) for p in self.points for k, _ in p.also])  # fmt: skip
+
+    def has(self, prefix: str) -> bool:
+        """Does any special point observe ``prefix`` (``grad2``: the entry's second derivative)?"""
+        return any(k == prefix for p in self.points for k, _ in p.also)
 
 
 def resolve(module, path: str):
@@ -161,6 +180,7 @@ def register(op: Op) -> Op:
     module = sys._getframe(1).f_globals.get("__name__", "?")
     defaults = {op.key(p): p.kind for p in op.points}
     defaults.update({op.value_key(p): p.value for p in op.points if p.value})
+    defaults.update({op.also_key(k, p): kind for p in op.points for k, kind in p.also})
     # a property a framework cannot run (TensorFlow has no gradient of SoftsignGrad, so no
     # second order): declared as forward[<name>] or second[<name>], "ok" where it runs
     defaults.update({e.key: "ok" for e in op.declared if e.key in (f"forward[{op.name}]", f"second[{op.name}]")})
