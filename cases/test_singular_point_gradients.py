@@ -57,7 +57,7 @@ from suite import compare as cmp, finite_diff, ops, strategies as ss
 from suite.behaviours import behaviour
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
-from suite.program import FRAMEWORKS, Program
+from suite.program import Program
 
 TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
 TF_GRAPPLER = (
@@ -91,35 +91,6 @@ BEHAVIOUR = behaviour(
 
 
 # ---------------------------------------------------------------- the programs
-#: Where each framework keeps the binary op, as a user would call it: (TensorFlow, JAX,
-#: PyTorch); None where the framework has no such op.
-NATIVE = {
-    "pow": ("pow", "numpy.power", "pow"),
-    "xlogy": ("math.xlogy", "scipy.special.xlogy", "xlogy"),
-    "xlog1py": ("math.xlog1py", "scipy.special.xlog1py", "special.xlog1py"),
-    "xdivy": ("math.xdivy", None, None),
-    "divide_no_nan": ("math.divide_no_nan", None, None),
-    "atan2": ("math.atan2", "numpy.arctan2", "atan2"),
-}
-
-
-def _native(module, framework, op):
-    return ops.resolve(module, NATIVE[op][FRAMEWORKS.index(framework)])
-
-
-class Native(Program):
-    """NATIVE[op](*args)."""
-
-    def tensorflow(tf, *args, op):
-        return _native(tf, "tensorflow", op)(*args)
-
-    def jax(jax, *args, op):
-        return _native(jax, "jax", op)(*args)
-
-    def torch(torch, *args, op):
-        return _native(torch, "torch", op)(*args)
-
-
 class Norm(Program):
     """The Euclidean norm of each row (tf.norm is tf.linalg.norm: one function)."""
 
@@ -196,8 +167,6 @@ class FirstDerivative(Program):
 
 def spelled(program, runner, static) -> bool:
     """Has the runner's framework this op? (``unavailable`` where it has not)."""
-    if program is Native:
-        return NATIVE[static["op"]][FRAMEWORKS.index(runner.framework)] is not None
     return runner.framework in program.frameworks()
 
 
@@ -216,66 +185,18 @@ def _np(f):
 class Config:
     """A singular configuration of a binary op: each argument exactly a value (a float) or
     drawn from ranges ((lo, hi), ...); ``near``: per argument, the signs it may move off its
-    fixed value and stay where the op is defined."""
+    fixed value and stay where the op is defined; ``kinds``: what every framework answers there
+    by default, (d/d first argument, d/d second, which side each is)."""
 
     label: str
     a: object
     b: object
     near: tuple = ((1, -1), ())
+    kinds: tuple = ()
 
     def representative(self):
         """One float64 point of the configuration (a range's midpoint)."""
         return tuple(np.array([v if isinstance(v, float) else sum(v[0]) / 2]) for v in (self.a, self.b))
-
-
-@dataclasses.dataclass(frozen=True)
-class Binary:
-    args: tuple  # the arguments' own names (atan2 takes y, x)
-    configs: tuple
-    regular: tuple  # ranges of each argument away from every configuration
-    f: Callable
-    grads: Callable  # (a, b) -> (df/da, df/db)
-    named: tuple = ()  # (name, closed form of b): what the first argument's gradient may equal
-
-
-BOTH = ((-4.0, -0.25), (0.25, 4.0))
-BINARY = {
-    "pow": Binary(
-        ("x", "y"),
-        (Config("x=0,y=0", 0.0, 0.0, ((1,), (1, -1))), Config("x=0,0<y<1", 0.0, ((0.2, 0.8),), ((1,), ())),
-         Config("x=0,y=1", 0.0, 1.0, ((1,), ())), Config("x=0,y>1", 0.0, ((1.25, 3.0),), ((1,), ()))),
-        (((0.25, 4.0),), ((-2.0, 3.0),)), _np(lambda x, y: x**y),
-        _np(lambda x, y: (y * x ** (y - 1), x**y * np.log(x))),
-    ),
-    "xlogy": Binary(
-        ("x", "y"),
-        (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1,))), Config("x=0,y>0", 0.0, ((1.5, 8.0),)),
-         Config("x=0,y<0", 0.0, ((-4.0, -0.5),), ((), ()))),
-        (BOTH, ((0.25, 8.0),)), _np(lambda x, y: np.where(x == 0, 0.0, x * np.log(y))),
-        _np(lambda x, y: (np.log(y), x / y)), (("log(y)", _np(np.log)),),
-    ),
-    "xlog1py": Binary(
-        ("x", "y"),
-        (Config("x=0,y=-1", 0.0, -1.0, ((1, -1), (1,))), Config("x=0,y>-1", 0.0, ((0.5, 8.0),)),
-         Config("x=0,y<-1", 0.0, ((-5.0, -1.5),), ((), ()))),
-        (BOTH, ((-0.75, 8.0),)), _np(lambda x, y: np.where(x == 0, 0.0, x * np.log1p(y))),
-        _np(lambda x, y: (np.log1p(y), x / (1 + y))), (("log1p(y)", _np(np.log1p)),),
-    ),
-    "xdivy": Binary(
-        ("x", "y"), (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1))), Config("x=0,y!=0", 0.0, BOTH)),
-        (BOTH, BOTH), _np(lambda x, y: np.where(x == 0, 0.0, x / y)), _np(lambda x, y: (1 / y, -x / y**2)),
-        (("1/y", _np(lambda y: 1 / y)),),
-    ),
-    "divide_no_nan": Binary(
-        ("x", "y"),
-        (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1))), Config("x!=0,y=0", BOTH, 0.0, ((), (1, -1)))),
-        (BOTH, BOTH), _np(lambda x, y: np.where(y == 0, 0.0, x / y)), _np(lambda x, y: (1 / y, -x / y**2)),
-    ),
-    "atan2": Binary(
-        ("y", "x"), (Config("y=0,x=0", 0.0, 0.0, ((1, -1), (1, -1))),), (BOTH, BOTH), _np(np.arctan2),
-        _np(lambda y, x: (x / (x * x + y * y), -y / (x * x + y * y))),
-    ),
-}  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -345,19 +266,13 @@ def _label(p) -> str:
     return "-0" if p == 0 and np.signbit(p) else f"{p:g}"
 
 
-def binary_keys(op, side=False):
-    case = BINARY[op]
-    return [f"{'side_' if side else ''}d{a}[{op}@{c.label}]" for c in case.configs for a in case.args]
-
-
 def reduction_keys(op, side=False):
     return [f"{'side' if side else 'grad'}[{op}@{c}]" for c in REDUCTIONS[op].configs]
 
 
-# What the frameworks agree on at each point of the binary ops and reductions (the elementwise
-# entries carry their own): the gradient over the upstream gradient (grad; dx, dy: each
-# argument) and which one-sided difference quotient of the forward pass it equals (side...).
-# Declared divergences follow.
+# What the frameworks agree on at each singular row of the reductions (the elementwise and
+# binary entries carry their own): the gradient over the upstream gradient and which one-sided
+# difference quotient of the forward pass it equals (side). Declared divergences follow.
 AGREED = {
     **{f"grad[{k}]": v for k, v in {
         "norm@x=0": "nan", "l2_normalize@x=0": "1e+06", "reduce_std@constant": "nan",
@@ -369,20 +284,6 @@ AGREED = {
         "reduce_std@one-element": "none", "reduce_variance@constant": "both",
         "reduce_variance@one-element": "both", "moments@constant": "both", "moments@one-element": "both",
     }.items()},
-    # (d/d first argument, d/d second argument, side of each)
-    **{f"{d}[{k}]": v for k, vs in {
-        "pow@x=0,y=0": ("nan", "zero", "none", "none"), "pow@x=0,0<y<1": ("+inf", "zero", "right", "both"),
-        "pow@x=0,y=1": ("1", "zero", "both", "both"), "pow@x=0,y>1": ("zero", "zero", "right", "both"),
-        "xlogy@x=0,y=0": ("zero", "nan", "none", "none"), "xlogy@x=0,y>0": ("log(y)", "zero", "both", "both"),
-        "xlogy@x=0,y<0": ("zero", "zero", "none", "both"), "xlog1py@x=0,y=-1": ("zero", "nan", "none", "none"),
-        "xlog1py@x=0,y>-1": ("log1p(y)", "zero", "both", "both"),
-        "xlog1py@x=0,y<-1": ("zero", "zero", "none", "both"), "xdivy@x=0,y=0": ("zero", "zero", "none", "both"),
-        "xdivy@x=0,y!=0": ("zero", "zero", "none", "both"),
-        "divide_no_nan@x=0,y=0": ("zero", "zero", "both", "both"),
-        "divide_no_nan@x!=0,y=0": ("zero", "zero", "both", "none"),
-    }.items() for d, v in zip(("dx", "dy", "side_dx", "side_dy"), vs)},
-    "dy[atan2@y=0,x=0]": "nan", "dx[atan2@y=0,x=0]": "nan", "side_dy[atan2@y=0,x=0]": "none",
-    "side_dx[atan2@y=0,x=0]": "none",
     **{f"seed[{k}]": v for k, v in {
         "tensorflow#12071": "1,nan,1,1", "pytorch#2421": "nan", "tensorflow#56830": "nan",
         "tensorflow#56873": "0.693; zero", "tensorflow#60715": "0.5,zero; -2.5,zero",
@@ -396,6 +297,12 @@ def _declare(keys, observed, **how):
     return [expect(k, observed, **how) for k in keys]
 
 
+#: Where xdivy and divide_no_nan have no spelling: the reason and the link
+NO_XDIVY = {
+    "jax": ("jax.numpy, jax.lax and jax.scipy.special have no xdivy or divide_no_nan",
+            "https://docs.jax.dev/en/latest/jax.numpy.html"),
+    "torch": ("torch has no xdivy or divide_no_nan", "https://pytorch.org/docs/stable/torch.html"),
+}  # fmt: skip
 NEG_ZERO_RSQRT = (
     "pow(x, -0.5) becomes rsqrt(x), and rsqrt(-0) = -inf where IEEE pow(-0, -0.5) = +inf: the derivative "
     "p * x**(p - 1) of x**0.5 (first order) and x**1.5 (second order) at x = -0 is -inf, not +inf"
@@ -683,20 +590,9 @@ DECLARED = [
         link="https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html",
     ),
     # ---- ops a framework does not have
-    *_declare(
-        [*binary_keys("xdivy"), *binary_keys("xdivy", side=True), *binary_keys("divide_no_nan"),
-         *binary_keys("divide_no_nan", side=True), "seed[tensorflow#60715]"],
-        "unavailable", framework="jax",
-        reason="jax.numpy, jax.lax and jax.scipy.special have no xdivy or divide_no_nan",
-        link="https://docs.jax.dev/en/latest/jax.numpy.html",
-    ),
-    *_declare(
-        [*binary_keys("xdivy"), *binary_keys("xdivy", side=True), *binary_keys("divide_no_nan"),
-         *binary_keys("divide_no_nan", side=True), "seed[tensorflow#60715]"],
-        "unavailable", framework="torch",
-        reason="torch has no xdivy or divide_no_nan",
-        link="https://pytorch.org/docs/stable/torch.html",
-    ),
+    # (xdivy's and divide_no_nan's own keys: declared by their entries, from their absent spellings)
+    *(expect("seed[tensorflow#60715]", "unavailable", framework=fw, reason=why, link=link)
+      for fw, (why, link) in NO_XDIVY.items()),
     *_declare(
         [*reduction_keys("l2_normalize"), *reduction_keys("l2_normalize", side=True), *reduction_keys("moments"),
          *reduction_keys("moments", side=True)],
@@ -717,6 +613,7 @@ DECLARED = [
 
 # ---------------------------------------------------------------- the elementwise entries
 ZEROS = (0.0, -0.0)
+POW = ("pow", "numpy.power", "pow")
 
 
 def _entry_name(key: str) -> str | None:
@@ -765,7 +662,7 @@ def _pow(p):
     df = (lambda x: p * x ** (p - 1)) if p != 0 else (lambda x: 0 * x)
     d2f = (lambda x: p * (p - 1) * x ** (p - 2)) if p not in (0, 1) else (lambda x: 0 * x)
     domain = (-4.0, 4.0) if float(p).is_integer() else (0.0, 4.0)
-    return dict(spellings=tuple(map(spelled, NATIVE["pow"])), f=lambda x: x**p, df=df, d2f=d2f, domain=domain)
+    return dict(spellings=tuple(map(spelled, POW)), f=lambda x: x**p, df=df, d2f=d2f, domain=domain)
 
 
 elementwise(
@@ -833,12 +730,96 @@ for _p, _points in (
     elementwise(f"x**{_p:g}", points=_points, **_pow(_p))
 ELEMENTWISE = {op.name: op for op in ops.entries("singular-point-gradients")}
 SECOND_ORDER = [name for name, op in ELEMENTWISE.items() if op.has("grad2")]
-EXPECT = expectations(AGREED, *(e for e in DECLARED if _entry_name(e.key) not in ELEMENTWISE))
+
+
+# ---------------------------------------------------------------- the binary entries
+@dataclasses.dataclass(frozen=True)
+class Binary:
+    """A binary entry and how its property draws: ``configs`` (Config: each argument a value or
+    ranges, the directions it may move, the default kinds), ``regular``: each argument's ranges
+    away from every configuration, ``named``: (name, closed form of the second argument) the
+    first argument's gradient may equal."""
+
+    op: ops.Op
+    args: tuple
+    configs: tuple
+    regular: tuple
+    named: tuple = ()
+
+
+def binary(name, spellings, args, f, grads, configs, regular, named=(), absent=None):
+    """A binary op with singular configurations, as an op-table entry: ``spellings`` (TensorFlow,
+    JAX, PyTorch; None with the reason and link in ``absent`` where a framework has no such op:
+    every key of the entry is then declared ``unavailable`` for it), ``args``: the arguments'
+    own names (atan2 takes y, x), float64 closed forms of f and of its two partial derivatives
+    (``grads(a, b)``). Keys: ``d<arg>[<op>@<config>]`` and ``side_d<arg>[...]``."""
+    a, b = args
+    points = tuple(
+        ops.Point(c.label, (c.a, c.b), c.kinds[0], key=f"d{a}[{name}@{c.label}]",
+                  also=((f"d{b}", c.kinds[1]), (f"side_d{a}", c.kinds[2]), (f"side_d{b}", c.kinds[3])))
+        for c in configs
+    )  # fmt: skip
+    keys = [k for c in configs for k in (f"d{a}[{name}@{c.label}]", f"d{b}[{name}@{c.label}]")]
+    keys += [f"side_{k}" for k in keys]
+    declared = [e for e in DECLARED if _entry_name(e.key) == name]
+    declared += [expect(k, "unavailable", framework=fw, reason=why, link=link)
+                 for fw, (why, link) in (absent or {}).items() for k in keys]  # fmt: skip
+    tf, jax, torch = spellings
+    op = ops.register(
+        ops.Op(name, behaviour="singular-point-gradients", tensorflow=tf, jax=jax, torch=torch, arity=2,
+               reference=_np(f), derivatives=(_np(grads),), points=points, declared=declared, absent=absent or {})
+    )  # fmt: skip
+    return Binary(op, args, configs, regular, tuple((k, _np(fn)) for k, fn in named))
+
+
+BOTH = ((-4.0, -0.25), (0.25, 4.0))
+BINARY = {b.op.name: b for b in (
+    binary("pow", POW, ("x", "y"), lambda x, y: x**y, lambda x, y: (y * x ** (y - 1), x**y * np.log(x)),
+           (Config("x=0,y=0", 0.0, 0.0, ((1,), (1, -1)), ("nan", "zero", "none", "none")),
+            Config("x=0,0<y<1", 0.0, ((0.2, 0.8),), ((1,), ()), ("+inf", "zero", "right", "both")),
+            Config("x=0,y=1", 0.0, 1.0, ((1,), ()), ("1", "zero", "both", "both")),
+            Config("x=0,y>1", 0.0, ((1.25, 3.0),), ((1,), ()), ("zero", "zero", "right", "both"))),
+           (((0.25, 4.0),), ((-2.0, 3.0),))),
+    binary("xlogy", ("math.xlogy", "scipy.special.xlogy", "xlogy"), ("x", "y"),
+           lambda x, y: np.where(x == 0, 0.0, x * np.log(y)), lambda x, y: (np.log(y), x / y),
+           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1,)), ("zero", "nan", "none", "none")),
+            Config("x=0,y>0", 0.0, ((1.5, 8.0),), kinds=("log(y)", "zero", "both", "both")),
+            Config("x=0,y<0", 0.0, ((-4.0, -0.5),), ((), ()), ("zero", "zero", "none", "both"))),
+           (BOTH, ((0.25, 8.0),)), named=(("log(y)", np.log),)),
+    binary("xlog1py", ("math.xlog1py", "scipy.special.xlog1py", "special.xlog1py"), ("x", "y"),
+           lambda x, y: np.where(x == 0, 0.0, x * np.log1p(y)), lambda x, y: (np.log1p(y), x / (1 + y)),
+           (Config("x=0,y=-1", 0.0, -1.0, ((1, -1), (1,)), ("zero", "nan", "none", "none")),
+            Config("x=0,y>-1", 0.0, ((0.5, 8.0),), kinds=("log1p(y)", "zero", "both", "both")),
+            Config("x=0,y<-1", 0.0, ((-5.0, -1.5),), ((), ()), ("zero", "zero", "none", "both"))),
+           (BOTH, ((-0.75, 8.0),)), named=(("log1p(y)", np.log1p),)),
+    binary("xdivy", ("math.xdivy", None, None), ("x", "y"), lambda x, y: np.where(x == 0, 0.0, x / y),
+           lambda x, y: (1 / y, -x / y**2),
+           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "none", "both")),
+            Config("x=0,y!=0", 0.0, BOTH, kinds=("zero", "zero", "none", "both"))),
+           (BOTH, BOTH), named=(("1/y", lambda y: 1 / y),), absent=NO_XDIVY),
+    binary("divide_no_nan", ("math.divide_no_nan", None, None), ("x", "y"),
+           lambda x, y: np.where(y == 0, 0.0, x / y), lambda x, y: (1 / y, -x / y**2),
+           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "both", "both")),
+            Config("x!=0,y=0", BOTH, 0.0, ((), (1, -1)), ("zero", "zero", "both", "none"))),
+           (BOTH, BOTH), absent=NO_XDIVY),
+    binary("atan2", ("math.atan2", "numpy.arctan2", "atan2"), ("y", "x"), np.arctan2,
+           lambda y, x: (x / (x * x + y * y), -y / (x * x + y * y)),
+           (Config("y=0,x=0", 0.0, 0.0, ((1, -1), (1, -1)), ("nan", "nan", "none", "none")),), (BOTH, BOTH)),
+)}  # fmt: skip
+ELEMENTWISE = {k: op for k, op in ELEMENTWISE.items() if op.arity == 1}
+EXPECT = expectations(AGREED, *(e for e in DECLARED if _entry_name(e.key) not in {*ELEMENTWISE, *BINARY}))
+
+
+def binary_keys(op):
+    """The first-derivative keys of a binary entry, per configuration and argument."""
+    case = BINARY[op]
+    return [f"d{a}[{op}@{c.label}]" for c in case.configs for a in case.args]
 
 
 def expectations_of(op) -> object:
-    """Where ``op``'s keys are declared: its entry's, or the module's (binary ops, reductions, seeds)."""
-    return ELEMENTWISE[op].expect if op in ELEMENTWISE else EXPECT
+    """Where ``op``'s keys are declared: its entry's, or the module's (reductions, seeds)."""
+    entry = ELEMENTWISE.get(op) or (BINARY[op].op if op in BINARY else None)
+    return EXPECT if entry is None else entry.expect
 
 
 # ---------------------------------------------------------------- observations
@@ -1073,17 +1054,18 @@ def test_binary_gradient_at_singular_point(subject, oracles, record, op, data):
     """pow, xlogy, xlog1py, xdivy, divide_no_nan, atan2: both arguments' gradients at each
     configuration (x = 0 with y = 0, y > 0, y < 0; y = 0; the origin) are the declared kinds;
     near them and away from them, the closed form, the oracles and central differences."""
-    case, static = BINARY[op], {"op": op}
+    case = BINARY[op]
+    entry, (grads_of,) = case.op, case.op.derivatives
     a, b, tags, w = data.draw(binary_inputs(case), label="a, b, tags, w")
     record.example(**{case.args[0]: a, case.args[1]: b, "w": w, "op": op})
-    if not spelled(Native, subject, static):
-        record.check(EXPECT, **{k: "unavailable" for k in binary_keys(op)})
+    if not entry.spelled(subject.framework):
+        record.check(entry.expect, **{k: "unavailable" for k in binary_keys(op)})
         return
-    out, grads = subject.vjp(Native.of(subject), a, b, cotangent=w, **static)
+    out, grads = subject.vjp(entry.program.of(subject), a, b, cotangent=w)
     named = {k: fn(b) for k, fn in case.named}
-    hold(record, oracles, op=op, program=Native, static=static, arrays=[a, b], w=w, tags=tags, out=out, grads=grads,
-         names=[f"d{arg}" for arg in case.args], f=case.f, named=named,
-         vjp=lambda a, b, w: [g * w for g in case.grads(a, b)])  # fmt: skip
+    hold(record, oracles, op=op, program=entry.program, static={}, arrays=[a, b], w=w, tags=tags, out=out,
+         grads=grads, names=[f"d{arg}" for arg in case.args], f=entry.reference, named=named,
+         vjp=lambda a, b, w: [g * w for g in grads_of(a, b)])  # fmt: skip
 
 
 @pytest.mark.parametrize("op", REDUCTIONS)
@@ -1170,7 +1152,7 @@ def edge_points(op) -> list[Edge]:
         (shape,) = PAIR_SHAPES
         padded = [np.full(shape, float(np.mean(r[-1]))) for r in case.regular]
         w = _one_hot(shape, first)
-        return [Edge(f"d{arg}[{op}@{c.label}]", Native, {"op": op}, list(c.representative()), i,
+        return [Edge(f"d{arg}[{op}@{c.label}]", case.op.program, {}, list(c.representative()), i,
                      {k: fn(c.representative()[1]) for k, fn in case.named} if i == 0 else {}, padded, first, w)
                 for c in case.configs for i, arg in enumerate(case.args)]  # fmt: skip
     rows = {"x=0": [0.0] * 4, "constant": [2.0] * 4, "one-element": [2.0]}  # row 0 of ROW_SHAPES
@@ -1234,8 +1216,12 @@ SEEDS = {  # issue: (program, static, the issue's own inputs)
     "tensorflow#12071": (Norm, {}, (np.array([[1.0], [0.0], [1e-16], [1e-19]], F32),)),
     "pytorch#2421": (Norm, {}, (np.zeros(1, F32),)),
     "tensorflow#56830": (ReduceStd, {}, (np.array([-0.83151082]),)),
-    "tensorflow#56873": (Native, {"op": "xlog1py"}, (np.zeros(1, F32), np.ones(1, F32))),
-    "tensorflow#60715": (Native, {"op": "divide_no_nan"}, (np.array([10.0, 20.0], F32), np.array([2.0, 0.0], F32))),
+    "tensorflow#56873": (BINARY["xlog1py"].op.program, {}, (np.zeros(1, F32), np.ones(1, F32))),
+    "tensorflow#60715": (
+        BINARY["divide_no_nan"].op.program,
+        {},
+        (np.array([10.0, 20.0], F32), np.array([2.0, 0.0], F32)),
+    ),
     "tensorflow#2295": (ClippedPow, {}, (np.array([-0.5, 0.0, 0.5, 2.0], F32),)),
     "tensorflow#4914": (SqrtProduct, {}, (np.array([0.0, 1.0], F32), np.array([2.0, 2.0], F32))),
 }
