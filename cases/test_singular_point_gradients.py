@@ -199,18 +199,6 @@ class Config:
         return tuple(np.array([v if isinstance(v, float) else sum(v[0]) / 2]) for v in (self.a, self.b))
 
 
-@dataclasses.dataclass(frozen=True)
-class Reduction:
-    """Over the last axis (or a row-wise normalisation); singular rows: the zero vector
-    (``x=0``), or a constant row and a one-element row (``constant``, ``one-element``)."""
-
-    program: type
-    configs: tuple
-    f: Callable
-    vjp: Callable  # (x, w) -> the w-weighted gradient, float64
-    terms: Callable = None  # (x, w) -> size of the terms that cancel in the gradient (its absolute floor)
-
-
 def _moments_vjp(std):
     def vjp(x, w):
         dev = x - x.mean(-1, keepdims=True)
@@ -247,43 +235,16 @@ def _moments_terms(std):
     return terms
 
 
-MOMENTS = ("constant", "one-element")
-REDUCTIONS = {
-    "norm": Reduction(Norm, ("x=0",), _np(lambda x: np.linalg.norm(x, axis=-1)),
-                      _np(lambda x, w: w[:, None] * x / np.linalg.norm(x, axis=-1, keepdims=True))),
-    # l2_normalize of a one-element row is sign(x): its gradient w/|x| - w/|x| cancels to 0, up to rounding
-    "l2_normalize": Reduction(L2Normalize, ("x=0",), _np(_l2n), _np(_l2n_vjp),
-                              _np(lambda x, w: np.abs(w) / np.linalg.norm(x, axis=-1, keepdims=True))),
-    "reduce_std": Reduction(ReduceStd, MOMENTS, _np(lambda x: x.std(-1)), _moments_vjp(True), _moments_terms(True)),
-    "reduce_variance": Reduction(ReduceVariance, MOMENTS, _np(lambda x: x.var(-1)), _moments_vjp(False),
-                                 _moments_terms(False)),
-    "moments": Reduction(Moments, MOMENTS, _np(lambda x: x.var(-1)), _moments_vjp(False)),
-}  # fmt: skip
-
-
 # ---------------------------------------------------------------- expectations
 def _label(p) -> str:
     return "-0" if p == 0 and np.signbit(p) else f"{p:g}"
 
 
-def reduction_keys(op, side=False):
-    return [f"{'side' if side else 'grad'}[{op}@{c}]" for c in REDUCTIONS[op].configs]
-
-
-# What the frameworks agree on at each singular row of the reductions (the elementwise and
-# binary entries carry their own): the gradient over the upstream gradient and which one-sided
-# difference quotient of the forward pass it equals (side). Declared divergences follow.
+# What the frameworks agree on for each issue's own input (the entries below carry their own
+# points' kinds: the gradient over the upstream gradient, and which one-sided difference
+# quotient of the forward pass it equals). Declared divergences follow, each reaching the
+# entry whose key it declares.
 AGREED = {
-    **{f"grad[{k}]": v for k, v in {
-        "norm@x=0": "nan", "l2_normalize@x=0": "1e+06", "reduce_std@constant": "nan",
-        "reduce_std@one-element": "nan", "reduce_variance@constant": "zero",
-        "reduce_variance@one-element": "zero", "moments@constant": "zero", "moments@one-element": "zero",
-    }.items()},
-    **{f"side[{k}]": v for k, v in {
-        "norm@x=0": "none", "l2_normalize@x=0": "both", "reduce_std@constant": "none",
-        "reduce_std@one-element": "none", "reduce_variance@constant": "both",
-        "reduce_variance@one-element": "both", "moments@constant": "both", "moments@one-element": "both",
-    }.items()},
     **{f"seed[{k}]": v for k, v in {
         "tensorflow#12071": "1,nan,1,1", "pytorch#2421": "nan", "tensorflow#56830": "nan",
         "tensorflow#56873": "0.693; zero", "tensorflow#60715": "0.5,zero; -2.5,zero",
@@ -593,14 +554,7 @@ DECLARED = [
     # (xdivy's and divide_no_nan's own keys: declared by their entries, from their absent spellings)
     *(expect("seed[tensorflow#60715]", "unavailable", framework=fw, reason=why, link=link)
       for fw, (why, link) in NO_XDIVY.items()),
-    *_declare(
-        [*reduction_keys("l2_normalize"), *reduction_keys("l2_normalize", side=True), *reduction_keys("moments"),
-         *reduction_keys("moments", side=True)],
-        "unavailable", framework="jax",
-        reason="JAX has no l2_normalize (jax.nn has standardize, not normalize) and no moments (mean and var are "
-        "separate calls)",
-        link="https://docs.jax.dev/en/latest/jax.nn.html",
-    ),
+    # (l2_normalize's and moments' own keys: declared by their entries, from their absent spellings)
     # appended last: a declaration's id is its place in this list, which the baselines record
     expect(
         "seed[tensorflow#12071:gradient-alone]", "1,nan,1,1", framework="jax", mode="eager", device="gpu",
@@ -617,8 +571,15 @@ POW = ("pow", "numpy.power", "pow")
 
 
 def _entry_name(key: str) -> str | None:
-    """The op a key is about (``grad2[x**0@-0]`` -> ``x**0``)."""
-    return key.partition("[")[2].partition("@")[0] or None
+    """The op a key is about (``grad2[x**0@-0]`` -> ``x**0``; None for a seed's key)."""
+    inner = key.partition("[")[2]
+    return inner.partition("@")[0] if "@" in inner else None
+
+
+def _unavailable(keys, absent):
+    """Every key declared ``unavailable`` for each framework the entry has no spelling in."""
+    return [expect(k, "unavailable", framework=fw, reason=why, link=link)
+            for fw, (why, link) in (absent or {}).items() for k in keys]  # fmt: skip
 
 
 def elementwise(name, spellings, f, df, d2f, domain, points):
@@ -665,70 +626,32 @@ def _pow(p):
     return dict(spellings=tuple(map(spelled, POW)), f=lambda x: x**p, df=df, d2f=d2f, domain=domain)
 
 
-elementwise(
-    "sqrt",
-    ("sqrt", "numpy.sqrt", "sqrt"),
-    f=np.sqrt,
-    df=lambda x: 0.5 / np.sqrt(x),
-    d2f=lambda x: -0.25 * x**-1.5,
-    domain=(0, 10),
-    points=((0.0, "+inf", "right", "-inf"), (-0.0, "-inf", "none", "+inf")),
-)
-elementwise(
-    "rsqrt",
-    ("math.rsqrt", "lax.rsqrt", "rsqrt"),
-    f=lambda x: x**-0.5,
-    df=lambda x: -0.5 * x**-1.5,
-    d2f=lambda x: 0.75 * x**-2.5,
-    domain=(0, 10),
-    points=((0.0, "-inf", "right", "+inf"), (-0.0, "+inf", "right", "-inf")),
-)
-elementwise(
-    "log",
-    ("math.log", "numpy.log", "log"),
-    f=np.log,
-    df=lambda x: 1 / x,
-    d2f=lambda x: -1 / x**2,
-    domain=(0, 10),
-    points=((0.0, "+inf", "right"), (-0.0, "-inf", "none")),
-)
-elementwise(
-    "log1p",
-    ("math.log1p", "numpy.log1p", "log1p"),
-    f=np.log1p,
-    df=lambda x: 1 / (1 + x),
-    d2f=lambda x: -1 / (1 + x) ** 2,
-    domain=(-1, 10),
-    points=((-1.0, "+inf", "right"),),
-)
-elementwise(
-    "acos",
-    ("math.acos", "numpy.arccos", "acos"),
-    f=np.arccos,
-    df=lambda x: -1 / np.sqrt(1 - x * x),
-    d2f=lambda x: -x / (1 - x * x) ** 1.5,
-    domain=(-1, 1),
-    points=((1.0, "-inf", "left"), (-1.0, "-inf", "right")),
-)
-elementwise(
-    "asin",
-    ("math.asin", "numpy.arcsin", "asin"),
-    f=np.arcsin,
-    df=lambda x: 1 / np.sqrt(1 - x * x),
-    d2f=lambda x: x / (1 - x * x) ** 1.5,
-    domain=(-1, 1),
-    points=((1.0, "+inf", "left"), (-1.0, "+inf", "right")),
-)
-# second derivatives where the brief asks for them: sqrt, rsqrt and x**p at 0 (x**2's is 2 everywhere)
-for _p, _points in (
+POWERS = (  # x**p at 0 and -0; the second derivative where the brief asks for it (x**2's is 2 everywhere)
     (0.0, ((0.0, "nan", "none", "nan"), (-0.0, "nan", "none", "nan"))),
     (0.5, ((0.0, "+inf", "right", "-inf"), (-0.0, "+inf", "right", "-inf"))),
     (1.0, ((0.0, "1", "both", "nan"), (-0.0, "1", "both", "nan"))),
     (1.5, ((0.0, "zero", "right", "+inf"), (-0.0, "zero", "right", "+inf"))),
     (2.0, ((0.0, "zero", "both"), (-0.0, "zero", "both"))),
-):
-    elementwise(f"x**{_p:g}", points=_points, **_pow(_p))
-ELEMENTWISE = {op.name: op for op in ops.entries("singular-point-gradients")}
+)
+ELEMENTWISE = {op.name: op for op in (
+    elementwise("sqrt", ("sqrt", "numpy.sqrt", "sqrt"), f=np.sqrt, df=lambda x: 0.5 / np.sqrt(x),
+                d2f=lambda x: -0.25 * x**-1.5, domain=(0, 10),
+                points=((0.0, "+inf", "right", "-inf"), (-0.0, "-inf", "none", "+inf"))),
+    elementwise("rsqrt", ("math.rsqrt", "lax.rsqrt", "rsqrt"), f=lambda x: x**-0.5, df=lambda x: -0.5 * x**-1.5,
+                d2f=lambda x: 0.75 * x**-2.5, domain=(0, 10),
+                points=((0.0, "-inf", "right", "+inf"), (-0.0, "+inf", "right", "-inf"))),
+    elementwise("log", ("math.log", "numpy.log", "log"), f=np.log, df=lambda x: 1 / x, d2f=lambda x: -1 / x**2,
+                domain=(0, 10), points=((0.0, "+inf", "right"), (-0.0, "-inf", "none"))),
+    elementwise("log1p", ("math.log1p", "numpy.log1p", "log1p"), f=np.log1p, df=lambda x: 1 / (1 + x),
+                d2f=lambda x: -1 / (1 + x) ** 2, domain=(-1, 10), points=((-1.0, "+inf", "right"),)),
+    elementwise("acos", ("math.acos", "numpy.arccos", "acos"), f=np.arccos, df=lambda x: -1 / np.sqrt(1 - x * x),
+                d2f=lambda x: -x / (1 - x * x) ** 1.5, domain=(-1, 1),
+                points=((1.0, "-inf", "left"), (-1.0, "-inf", "right"))),
+    elementwise("asin", ("math.asin", "numpy.arcsin", "asin"), f=np.arcsin, df=lambda x: 1 / np.sqrt(1 - x * x),
+                d2f=lambda x: x / (1 - x * x) ** 1.5, domain=(-1, 1),
+                points=((1.0, "+inf", "left"), (-1.0, "+inf", "right"))),
+    *(elementwise(f"x**{p:g}", points=points, **_pow(p)) for p, points in POWERS),
+)}  # fmt: skip
 SECOND_ORDER = [name for name, op in ELEMENTWISE.items() if op.has("grad2")]
 
 
@@ -761,9 +684,7 @@ def binary(name, spellings, args, f, grads, configs, regular, named=(), absent=N
     )  # fmt: skip
     keys = [k for c in configs for k in (f"d{a}[{name}@{c.label}]", f"d{b}[{name}@{c.label}]")]
     keys += [f"side_{k}" for k in keys]
-    declared = [e for e in DECLARED if _entry_name(e.key) == name]
-    declared += [expect(k, "unavailable", framework=fw, reason=why, link=link)
-                 for fw, (why, link) in (absent or {}).items() for k in keys]  # fmt: skip
+    declared = [e for e in DECLARED if _entry_name(e.key) == name] + _unavailable(keys, absent)
     tf, jax, torch = spellings
     op = ops.register(
         ops.Op(name, behaviour="singular-point-gradients", tensorflow=tf, jax=jax, torch=torch, arity=2,
@@ -806,8 +727,62 @@ BINARY = {b.op.name: b for b in (
            lambda y, x: (x / (x * x + y * y), -y / (x * x + y * y)),
            (Config("y=0,x=0", 0.0, 0.0, ((1, -1), (1, -1)), ("nan", "nan", "none", "none")),), (BOTH, BOTH)),
 )}  # fmt: skip
-ELEMENTWISE = {k: op for k, op in ELEMENTWISE.items() if op.arity == 1}
-EXPECT = expectations(AGREED, *(e for e in DECLARED if _entry_name(e.key) not in {*ELEMENTWISE, *BINARY}))
+
+
+# ---------------------------------------------------------------- the reduction entries
+@dataclasses.dataclass(frozen=True)
+class Reduction:
+    """A reduction entry and ``terms(x, w)``: the size of the terms that cancel in its gradient
+    (the absolute floor of its comparisons), where rounding sets one."""
+
+    op: ops.Op
+    terms: Callable = None
+
+    @property
+    def configs(self) -> tuple:
+        return tuple(p.name for p in self.op.points)
+
+
+#: Each singular row as it is checked alone (row 0 of ROW_SHAPES).
+ROWS = {"x=0": (0.0,) * 4, "constant": (2.0,) * 4, "one-element": (2.0,)}
+NO_NORMALIZE = (
+    "JAX has no l2_normalize (jax.nn has standardize, not normalize) and no moments (mean and var are separate calls)",
+    "https://docs.jax.dev/en/latest/jax.nn.html",
+)
+
+
+def reduction(name, program, f, vjp, kinds, terms=None, absent=None):
+    """A reduction over the last axis (or a row-wise normalisation) with singular rows, as an
+    op-table entry: ``program``'s spellings (None where it has none: ``absent`` says why, and
+    every key is declared ``unavailable`` there), float64 closed forms of f and of ``vjp(x,
+    w)``, and per singular row (``x=0``: the zero vector; ``constant``; ``one-element``) the
+    default kinds ``(grad, side)``. Keys: ``grad[<op>@<row>]``, ``side[<op>@<row>]``."""
+    points = tuple(ops.Point(c, (ROWS[c],), grad, also=(("side", side),)) for c, (grad, side) in kinds.items())
+    keys = [f"{k}[{name}@{c}]" for k in ("grad", "side") for c in kinds]
+    fw = {f: getattr(program, f, None) for f in ("tensorflow", "jax", "torch")}
+    op = ops.register(
+        ops.Op(name, behaviour="singular-point-gradients", **fw, reference=_np(f), derivatives=(_np(vjp),),
+               points=points, declared=[e for e in DECLARED if _entry_name(e.key) == name] + _unavailable(keys, absent),
+               absent=absent or {})
+    )  # fmt: skip
+    return Reduction(op, terms)
+
+
+MOMENTS = {"constant": ("zero", "both"), "one-element": ("zero", "both")}
+REDUCTIONS = {r.op.name: r for r in (
+    reduction("norm", Norm, lambda x: np.linalg.norm(x, axis=-1),
+              lambda x, w: w[:, None] * x / np.linalg.norm(x, axis=-1, keepdims=True), {"x=0": ("nan", "none")}),
+    # l2_normalize of a one-element row is sign(x): its gradient w/|x| - w/|x| cancels to 0, up to rounding
+    reduction("l2_normalize", L2Normalize, _l2n, _l2n_vjp, {"x=0": ("1e+06", "both")},
+              _np(lambda x, w: np.abs(w) / np.linalg.norm(x, axis=-1, keepdims=True)), {"jax": NO_NORMALIZE}),
+    reduction("reduce_std", ReduceStd, lambda x: x.std(-1), _moments_vjp(True),
+              {"constant": ("nan", "none"), "one-element": ("nan", "none")}, _moments_terms(True)),
+    reduction("reduce_variance", ReduceVariance, lambda x: x.var(-1), _moments_vjp(False), MOMENTS,
+              _moments_terms(False)),
+    reduction("moments", Moments, lambda x: x.var(-1), _moments_vjp(False), MOMENTS, absent={"jax": NO_NORMALIZE}),
+)}  # fmt: skip
+ENTRIES = {**ELEMENTWISE, **{k: b.op for k, b in BINARY.items()}, **{k: r.op for k, r in REDUCTIONS.items()}}
+EXPECT = expectations(AGREED, *(e for e in DECLARED if _entry_name(e.key) not in ENTRIES))
 
 
 def binary_keys(op):
@@ -817,9 +792,8 @@ def binary_keys(op):
 
 
 def expectations_of(op) -> object:
-    """Where ``op``'s keys are declared: its entry's, or the module's (reductions, seeds)."""
-    entry = ELEMENTWISE.get(op) or (BINARY[op].op if op in BINARY else None)
-    return EXPECT if entry is None else entry.expect
+    """Where ``op``'s keys are declared: its entry's."""
+    return ENTRIES[op].expect
 
 
 # ---------------------------------------------------------------- observations
@@ -1000,7 +974,7 @@ def reduction_inputs(draw, op):
     1e-2 for moments, whose deviations lose |c| * eps to the mean) or regular (0.5..4);
     ``tags`` per row."""
     d, (rows, n) = draw(ss.dtypes_and_shapes(shapes=ROW_SHAPES), label="dtype, shape")
-    moments = REDUCTIONS[op].configs == MOMENTS
+    moments = REDUCTIONS[op].configs == tuple(MOMENTS)
     x = np.zeros((rows, n))
     for r in range(rows):
         c = draw(ss.either(ZERO, _floats(-2.0, 2.0)), label="c") if moments and n > 1 else 0.0
@@ -1075,15 +1049,16 @@ def test_reduction_gradient_at_singular_row(subject, oracles, record, op, data):
     of a one-element row: the declared kind; near and away from them, the closed form, the
     oracles and central differences."""
     case = REDUCTIONS[op]
+    entry, (vjp,) = case.op, case.op.derivatives
     x, tags, w = data.draw(reduction_inputs(op), label="x, tags, w")
     record.example(x=x, w=w, op=op)
-    if not spelled(case.program, subject, {}):
-        record.check(EXPECT, **{k: "unavailable" for k in reduction_keys(op)})
+    if not entry.spelled(subject.framework):
+        record.check(entry.expect, **{entry.key(p): "unavailable" for p in entry.points})
         return
-    out, grads = subject.vjp(case.program.of(subject), x, cotangent=w)
+    out, grads = subject.vjp(entry.program.of(subject), x, cotangent=w)
     scale = None if case.terms is None else case.terms(x, w)
-    hold(record, oracles, op=op, program=case.program, static={}, arrays=[x], w=w, tags=tags, out=out, grads=grads,
-         names=["grad"], f=case.f, vjp=lambda x, w: [case.vjp(x, w)], scale=scale)  # fmt: skip
+    hold(record, oracles, op=op, program=entry.program, static={}, arrays=[x], w=w, tags=tags, out=out, grads=grads,
+         names=["grad"], f=entry.reference, vjp=lambda x, w: [vjp(x, w)], scale=scale)  # fmt: skip
 
 
 # ---------------------------------------------------------------- edge examples
@@ -1155,15 +1130,15 @@ def edge_points(op) -> list[Edge]:
         return [Edge(f"d{arg}[{op}@{c.label}]", case.op.program, {}, list(c.representative()), i,
                      {k: fn(c.representative()[1]) for k, fn in case.named} if i == 0 else {}, padded, first, w)
                 for c in case.configs for i, arg in enumerate(case.args)]  # fmt: skip
-    rows = {"x=0": [0.0] * 4, "constant": [2.0] * 4, "one-element": [2.0]}  # row 0 of ROW_SHAPES
+    entry = REDUCTIONS[op].op
     regular = {4: [1.0, -1.0, 0.5, 2.0], 1: [1.5]}  # rows 1 and 2
     edges = []
-    for c in REDUCTIONS[op].configs:
-        row = np.array([rows[c]])
+    for p in entry.points:
+        row = np.array(p.at)
         shape = next(s for s in ROW_SHAPES if s[1] == row.shape[1])
-        padded = [np.array([rows[c], *[regular[shape[1]]] * (shape[0] - 1)])]
+        padded = [np.array([p.at[0], *[regular[shape[1]]] * (shape[0] - 1)])]
         w = _one_hot(shape if op == "l2_normalize" else shape[:1], slice(0, 1))
-        edges.append(Edge(f"grad[{op}@{c}]", REDUCTIONS[op].program, {}, [row], 0, {}, padded, slice(0, 1), w))
+        edges.append(Edge(entry.key(p), entry.program, {}, [row], 0, {}, padded, slice(0, 1), w))
     return edges
 
 
