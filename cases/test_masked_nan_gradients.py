@@ -44,7 +44,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, example, given, strategies as st
 
-from suite import compare as cmp, finite_diff, strategies as ss
+from suite import compare as cmp, finite_diff, ops, strategies as ss
 from suite.behaviours import behaviour
 from suite.expectations import expect, expectations, raises
 from suite.program import Program
@@ -75,7 +75,7 @@ BEHAVIOUR = behaviour(
     ],
 )
 
-OPS = ("sqrt", "log", "reciprocal", "divide", "normalize", "x**0.5", "x**-1")
+OPS = ("sqrt", "log", "reciprocal", "divide", "normalize", "x**0.5", "x**-1")  # the entries below
 HALF_LINE = ("sqrt", "log", "x**0.5")  # guard x > 0: negative x is outside the domain and unselected
 CLIP_KINDS = ("zero", "tiny", "inside", "outside")
 GLOBAL_CASES = ("finite", "zero", "inf", "nan", "overflow")
@@ -316,56 +316,6 @@ def tensor_lists(draw):
 
 
 # ---------------------------------------------------------------- the programs
-class Elementwise(Program):
-    """``op`` (sqrt, log, reciprocal): the same name in every framework."""
-
-    def tensorflow(tf, x, *, op):
-        return getattr(tf.math, op)(x)
-
-    def jax(jax, x, *, op):
-        return getattr(jax.numpy, op)(x)
-
-    def torch(torch, x, *, op):
-        return getattr(torch, op)(x)
-
-
-class Divide(Program):
-    """1 / x as written (TF: RealDiv; PyTorch's __rtruediv__ is reciprocal(x) * 1)."""
-
-    def tensorflow(tf, x):
-        return 1 / x
-
-    def jax(jax, x):
-        return 1 / x
-
-    def torch(torch, x):
-        return 1 / x
-
-
-class Power(Program):
-    """x ** p as written (TF: Pow; JAX: lax.pow, lax.integer_pow for an integer p; PyTorch: pow)."""
-
-    def tensorflow(tf, x, *, p):
-        return x**p
-
-    def jax(jax, x, *, p):
-        return x**p
-
-    def torch(torch, x, *, p):
-        return x**p
-
-
-class Normalize(Program):
-    def tensorflow(tf, x):
-        return x / tf.norm(x, axis=-1, keepdims=True)
-
-    def jax(jax, x):
-        return x / jax.numpy.linalg.norm(x, axis=-1, keepdims=True)
-
-    def torch(torch, x):
-        return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
-
-
 class Positive(Program):
     def tensorflow(tf, x):
         return x > 0
@@ -399,39 +349,74 @@ class NonzeroRow(Program):
         return torch.linalg.vector_norm(x, dim=-1, keepdim=True) > 0
 
 
-# op -> (f, its static arguments, the guard a user writes for it)
-F = {
-    "sqrt": (Elementwise, {"op": "sqrt"}, Positive),
-    "log": (Elementwise, {"op": "log"}, Positive),
-    "reciprocal": (Elementwise, {"op": "reciprocal"}, Nonzero),
-    "divide": (Divide, {}, Nonzero),
-    "normalize": (Normalize, {}, NonzeroRow),
-    "x**0.5": (Power, {"p": 0.5}, Positive),
-    "x**-1": (Power, {"p": -1}, Nonzero),
-}
+# ---------------------------------------------------------------- the op-table entries
+@dataclasses.dataclass(frozen=True)
+class Guarded:
+    """An op-table entry and the guard a user writes for it: ``Positive`` (x > 0: the op is real
+    on the half line only), ``Nonzero`` or ``NonzeroRow`` (x / |x|)."""
+
+    op: ops.Op
+    guard: type
+
+
+def guarded(name, spellings, guard, f, df=None):
+    """An op a user hides behind tf.where, as an entry of this behaviour: ``spellings``
+    (TensorFlow, JAX, PyTorch: dotted paths under each module, or ``fn(module, x)``: ``1 / x``
+    and ``x ** p`` as written, so each framework picks its own kernel: RealDiv, Pow, integer_pow),
+    float64 closed forms of f and (elementwise) f'."""
+    tf, jax, torch = spellings
+    op = ops.Op(name, behaviour="masked-nan-gradients", tensorflow=tf, jax=jax, torch=torch, reference=f,
+                derivatives=() if df is None else (df,))  # fmt: skip
+    return Guarded(ops.register(op), guard)
+
+
+def _as_written(expression):
+    """The same Python expression in every framework: ``fn(module, x)``."""
+    return (expression,) * 3
+
+
+def _rows_normalized(x):
+    return x / np.sqrt(np.sum(x**2, axis=-1, keepdims=True))
+
+
+GUARDED = {g.op.name: g for g in (
+    guarded("sqrt", ("math.sqrt", "numpy.sqrt", "sqrt"), Positive, np.sqrt, lambda x: 0.5 / np.sqrt(x)),
+    guarded("log", ("math.log", "numpy.log", "log"), Positive, np.log, np.reciprocal),
+    guarded("reciprocal", ("math.reciprocal", "numpy.reciprocal", "reciprocal"), Nonzero, np.reciprocal,
+            lambda x: -1 / x**2),
+    guarded("divide", _as_written(lambda m, x: 1 / x), Nonzero, np.reciprocal, lambda x: -1 / x**2),
+    guarded("normalize", (lambda tf, x: x / tf.norm(x, axis=-1, keepdims=True),
+                          lambda jax, x: x / jax.numpy.linalg.norm(x, axis=-1, keepdims=True),
+                          lambda torch, x: x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)),
+            NonzeroRow, _rows_normalized),
+    guarded("x**0.5", _as_written(lambda m, x: x**0.5), Positive, np.sqrt, lambda x: 0.5 / np.sqrt(x)),
+    guarded("x**-1", _as_written(lambda m, x: x**-1), Nonzero, np.reciprocal, lambda x: -1 / x**2),
+)}  # fmt: skip
+if tuple(GUARDED) != OPS or HALF_LINE != tuple(k for k, g in GUARDED.items() if g.guard is Positive):
+    raise ValueError("OPS and HALF_LINE (the expectations' keys) must name GUARDED's entries and its x > 0 guards")
 
 
 class Masked(Program):
     """where(ok & keep, f(x), 0), ok = guard(x); ``double``: f gets where(ok, x, 1) instead of x."""
 
     def tensorflow(tf, x, keep, *, op, double):
-        f, static, guard = F[op]
+        f, guard = GUARDED[op].op.program, GUARDED[op].guard
         ok = guard.tensorflow(tf, x)
         arg = tf.where(ok, x, tf.ones_like(x)) if double else x
-        return tf.where(ok & keep, f.tensorflow(tf, arg, **static), tf.zeros_like(x))
+        return tf.where(ok & keep, f.tensorflow(tf, arg), tf.zeros_like(x))
 
     def jax(jax, x, keep, *, op, double):
         jnp = jax.numpy
-        f, static, guard = F[op]
+        f, guard = GUARDED[op].op.program, GUARDED[op].guard
         ok = guard.jax(jax, x)
         arg = jnp.where(ok, x, jnp.ones_like(x)) if double else x
-        return jnp.where(ok & keep, f.jax(jax, arg, **static), jnp.zeros_like(x))
+        return jnp.where(ok & keep, f.jax(jax, arg), jnp.zeros_like(x))
 
     def torch(torch, x, keep, *, op, double):
-        f, static, guard = F[op]
+        f, guard = GUARDED[op].op.program, GUARDED[op].guard
         ok = guard.torch(torch, x)
         arg = torch.where(ok, x, torch.ones_like(x)) if double else x
-        return torch.where(ok & keep, f.torch(torch, arg, **static), torch.zeros_like(x))
+        return torch.where(ok & keep, f.torch(torch, arg), torch.zeros_like(x))
 
 
 class ClipByNorm(Program):
@@ -535,11 +520,6 @@ class SqrtOrIdentity(Program):
 
 
 # ---------------------------------------------------------------- closed forms (float64)
-F64 = {"sqrt": np.sqrt, "log": np.log, "reciprocal": np.reciprocal, "divide": np.reciprocal}
-DF64 = {"sqrt": lambda x: 0.5 / np.sqrt(x), "log": np.reciprocal, "reciprocal": lambda x: -1 / x**2}
-F64["x**0.5"], DF64["x**0.5"] = F64["sqrt"], DF64["sqrt"]
-F64["divide"] = F64["x**-1"] = F64["reciprocal"]
-DF64["divide"] = DF64["x**-1"] = DF64["reciprocal"]
 
 
 def guarded_closed(op, x, keep, w):
@@ -555,8 +535,9 @@ def guarded_closed(op, x, keep, w):
     else:
         ok = x64 > 0 if op in HALF_LINE else x64 != 0
         safe = np.where(ok, x64, 1.0)
-        value = np.where(ok & keep, F64[op](safe), 0.0)
-        grad = np.where(ok & keep, w64 * DF64[op](safe), 0.0)
+        entry = GUARDED[op].op
+        value = np.where(ok & keep, entry.reference(safe), 0.0)
+        grad = np.where(ok & keep, w64 * entry.derivatives[0](safe), 0.0)
     return value.astype(x.dtype), grad.astype(x.dtype), ok
 
 
