@@ -103,8 +103,9 @@ class Op:
     tol: cmp.Tolerance = cmp.GRAD
     pairs: tuple = ()
     sides: bool = False
-    #: float64 closed forms of the first, second, ... derivatives of a one-argument op, where a
-    #: behaviour compares with them (near a singular point differences lose their accuracy)
+    #: float64 closed forms a behaviour compares with near its points (where differences lose
+    #: their accuracy): f', f'' of a one-argument op; a binary op's ``(a, b) -> (df/da, df/db)``;
+    #: a reduction's ``vjp(x, w)``
     derivatives: tuple = ()
 
     def __post_init__(self):
