@@ -576,10 +576,12 @@ def _entry_name(key: str) -> str | None:
     return inner.partition("@")[0] if "@" in inner else None
 
 
-def _unavailable(keys, absent):
-    """Every key declared ``unavailable`` for each framework the entry has no spelling in."""
-    return [expect(k, "unavailable", framework=fw, reason=why, link=link)
-            for fw, (why, link) in (absent or {}).items() for k in keys]  # fmt: skip
+def _declared(name, keys=(), absent=None):
+    """The entry ``name``'s declarations: DECLARED's under its keys, and every key declared
+    ``unavailable`` for each framework the entry has no spelling in (``absent``: reason, link)."""
+    own = [e for e in DECLARED if _entry_name(e.key) == name]
+    return own + [expect(k, "unavailable", framework=fw, reason=why, link=link)
+                  for fw, (why, link) in (absent or {}).items() for k in keys]  # fmt: skip
 
 
 def elementwise(name, spellings, f, df, d2f, domain, points):
@@ -604,7 +606,7 @@ def elementwise(name, spellings, f, df, d2f, domain, points):
                 ops.Point(_label(at), (at,), grad, also=(("side", side), *(("grad2", k) for k in grad2)))
                 for at, grad, side, *grad2 in points
             ),
-            declared=[e for e in DECLARED if _entry_name(e.key) == name],
+            declared=_declared(name),
         )
     )
 
@@ -684,7 +686,7 @@ def binary(name, spellings, args, f, grads, configs, regular, named=(), absent=N
     )  # fmt: skip
     keys = [k for c in configs for k in (f"d{a}[{name}@{c.label}]", f"d{b}[{name}@{c.label}]")]
     keys += [f"side_{k}" for k in keys]
-    declared = [e for e in DECLARED if _entry_name(e.key) == name] + _unavailable(keys, absent)
+    declared = _declared(name, keys, absent)
     tf, jax, torch = spellings
     op = ops.register(
         ops.Op(name, behaviour="singular-point-gradients", tensorflow=tf, jax=jax, torch=torch, arity=2,
@@ -762,7 +764,7 @@ def reduction(name, program, f, vjp, kinds, terms=None, absent=None):
     fw = {f: getattr(program, f, None) for f in ("tensorflow", "jax", "torch")}
     op = ops.register(
         ops.Op(name, behaviour="singular-point-gradients", **fw, reference=_np(f), derivatives=(_np(vjp),),
-               points=points, declared=[e for e in DECLARED if _entry_name(e.key) == name] + _unavailable(keys, absent),
+               points=points, declared=_declared(name, keys, absent),
                absent=absent or {})
     )  # fmt: skip
     return Reduction(op, terms)
