@@ -26,7 +26,6 @@ op (py_func, py_function, numpy_function) fails to compile (InvalidArgumentError
 "Detected unsupported operations": no XLA kernel for PyFunc/EagerPyFunc).
 """
 
-import concurrent.futures
 import itertools
 
 import numpy as np
@@ -509,34 +508,21 @@ CUSTOM_ADD_RUNS = {
 
 
 # ---------------------------------------------------------------- properties
-_SHALLOW = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-_XLA_ERRORS = {}
+def recall(subject, method, program, *args, **static):
+    """``subject.<method>(program, *args, **static)``; XLA's refusal (a Python op has no XLA
+    kernel) is remembered per program, input dtypes and arguments (``Runner.recall``)."""
+    return subject.recall(method, program.of(subject), *args, remember=cmp.xla_refusal, **static)
 
 
-def attempt(subject, key, run):
-    """``run()``; under XLA from a fresh thread, and a compile failure is measured once per
-    ``key`` (it depends on the ops, not on the values). Why: XLA's error quotes every
-    op's definition stack and TF parses it with a regex quadratic in its length
-    (error_interpolation.parse_message), 0.6 s a call from a pytest+hypothesis stack."""
-    if subject.mode != "xla":
-        return run()
-    key = (subject.id, *key)
-    if key in _XLA_ERRORS:
-        raise _XLA_ERRORS[key]
-    try:
-        return _SHALLOW.submit(run).result()
-    except Exception as e:
-        _XLA_ERRORS[key] = e.with_traceback(None)
-        raise
-
-
-def _observe(record, key, run, xs, *, default, refs=()):
-    """Run one mechanism, check its observation, and (when applied) its numbers against the
-    closed form and ``refs``: (oracle id, gradients) pairs."""
+def _observe(record, key, call, xs, *, default, refs=()):
+    """Run one mechanism (``call``: method, program, arguments, static arguments), check its
+    observation, and (when applied) its numbers against the closed form and ``refs``: (oracle
+    id, gradients) pairs."""
     __tracebackhide__ = True
     c, k, d, w = xs
+    method, program, args, static = call
     try:
-        e, grads = attempt(record.subject, (key, c.dtype.str), run)
+        e, grads = recall(record.subject, method, program, *args, **static)
     except Exception as err:  # XLA cannot compile Python ops; tf.gradients refuses eagerly
         record.check(EXPECT, **{key: observe_error(err, key)})
         return None
@@ -559,14 +545,14 @@ def test_custom_gradient_backward_is_applied(subject, oracles, record, xs):
     c, k, d, w = xs
     record.example(c=c, k=k, d=d, w=w)
 
-    def run(static):
+    def call(static):
         if subject.framework == "tensorflow":  # the gradients by tape or tf.gradients, inside the program
-            return subject.run(CustomAddGradients.of(subject), c, k, d, w, **static)
-        return subject.vjp(CustomAdd.of(subject), c, k, d, cotangent=w, **static)
+            return "run", CustomAddGradients, (c, k, d, w), static
+        return "vjp", CustomAdd, (c, k, d), {"cotangent": w, **static}
 
     refs = [(o.id, o.vjp(CustomAdd.of(o), c, k, d, cotangent=w, **ORACLE_STATIC[o.framework])[1]) for o in oracles]
     for key, static in CUSTOM_ADD_RUNS[subject.framework].items():
-        _observe(record, key, lambda static=static: run(static), xs, default=(w, w, None), refs=refs)
+        _observe(record, key, call(static), xs, default=(w, w, None), refs=refs)
 
 
 @on("tensorflow")
@@ -582,7 +568,7 @@ def test_custom_gradient_with_variables_backward_is_applied(subject, record, xs)
         _observe(
             record,
             f"custom_gradient_variables/{a}",
-            lambda a=a: subject.run(CustomGradientVariables.of(subject), c, k, d, w, api=a, var_ref=ref),
+            ("run", CustomGradientVariables, (c, k, d, w), {"api": a, "var_ref": ref}),
             xs,
             default=(w, w, None),
         )
@@ -600,11 +586,7 @@ def test_python_op_backward_per_mechanism(subject, record, op, xs):
     own = (w, w, None) if op == "py_function" else (None, None, None)
     for a in APIS:
         try:
-            e, grads = attempt(
-                subject,
-                (op, a, c.dtype.str),
-                lambda a=a: subject.run(CustomAddGradients.of(subject), c, k, d, w, op=op, how="default", api=a),
-            )
+            e, grads = recall(subject, "run", CustomAddGradients, c, k, d, w, op=op, how="default", api=a)
         except Exception as err:
             record.check(EXPECT, **{f"{op}_default/{a}": observe_error(err, f"{op}_default/{a}")})
         else:
@@ -626,7 +608,7 @@ def test_python_op_backward_per_mechanism(subject, record, op, xs):
             _observe(
                 record,
                 f"{how}_{op}/{a}",
-                lambda a=a, how=how: subject.run(CustomAddGradients.of(subject), c, k, d, w, op=op, how=how, api=a),
+                ("run", CustomAddGradients, (c, k, d, w), {"op": op, "how": how, "api": a}),
                 xs,
                 default=own,
             )

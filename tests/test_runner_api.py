@@ -2,10 +2,12 @@
 ``second_order`` (reverse over reverse), in every mode of every installed framework, against
 closed forms. Cases call these instead of writing per-framework helpers."""
 
+import threading
+
 import numpy as np
 import pytest
 
-from suite import frameworks
+from suite import compare as cmp, frameworks
 from suite.program import Program
 
 SPECS = frameworks.specs(devices=("cpu",))
@@ -78,3 +80,36 @@ def test_attempt_observes_a_refusal_and_remembers_the_ones_asked_to():
     assert len(calls) == 1  # remembered after the first refusal
     r.attempt("run", refuses, X)
     assert len(calls) == 2  # not remembered unless asked
+
+
+def test_calls_that_may_be_refused_under_xla_are_traced_from_a_short_stack():
+    """XLA's refusal quotes each op's definition stack and TensorFlow parses it at a cost
+    quadratic in its length: under XLA a call with ``remember=`` is traced from a thread of its
+    own; one without, and every call in the other modes, from the caller's. Results and the
+    refusal's observation are the same either way."""
+    xla, eager = (_runner(frameworks.Spec("tensorflow", m, "cpu")) for m in ("xla", "eager"))
+    traced = []
+
+    def double(tf, x):
+        traced.append(threading.current_thread().name)
+        return x * 2
+
+    def half(tf, x):
+        traced.append(threading.current_thread().name)
+        return x / 2
+
+    def python_op(tf, x):
+        traced.append(threading.current_thread().name)
+        return tf.py_function(lambda v: v, [x], x.dtype)
+
+    out, err = xla.attempt("run", double, X, remember=cmp.xla_refusal)
+    assert err is None and np.allclose(out, 2 * X)
+    out, err = xla.attempt("run", half, X)
+    assert err is None and np.allclose(out, X / 2)
+    assert traced[0].startswith("shallow") and traced[1] == threading.current_thread().name
+    for _ in range(2):
+        out, err = xla.attempt("run", python_op, X, remember=cmp.xla_refusal)
+        assert out is None and err == "raises:InvalidArgumentError" and cmp.xla_refusal(err.exc)
+    assert traced[2:] == [traced[0]]  # refused once, then remembered
+    out, err = eager.attempt("run", double, X, remember=cmp.xla_refusal)
+    assert err is None and np.allclose(out, 2 * X) and traced[-1] == threading.current_thread().name

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import copy
+import functools
 
 import numpy as np
+
+_SHALLOW: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _shallow(call):
+    """``call()`` from a thread of its own, whose Python stack is short (one per process)."""
+    global _SHALLOW
+    if _SHALLOW is None:
+        _SHALLOW = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="shallow")
+    return _SHALLOW.submit(call).result()
 
 
 def is_float(a) -> bool:
@@ -32,6 +44,9 @@ class Runner:
     device: str
     module: object
     version: str
+    #: :meth:`recall` runs the calls whose refusal it remembers from a thread with a short
+    #: stack (see TFRunner)
+    shallow_recall: bool = False
 
     def __init__(self, fw, spec):
         self.framework, self.mode, self.device = spec.framework, spec.mode, spec.device
@@ -156,15 +171,18 @@ class Runner:
         """``self.<method>(fn, *arrays, **kwargs)``; an error for which ``remember(error)`` is
         true (a compilation the mode cannot do, which the framework does not cache: XLA's
         refusal costs a compile and a quadratic parse of its message each time) is raised again
-        without running, for this runner, program, input dtypes and keyword arguments."""
+        without running, for this runner, program, input dtypes and keyword arguments. With
+        ``remember`` on a runner whose ``shallow_recall`` is set, the call runs from a thread of
+        its own (everything it does happens inside the call, so nothing else sees the thread)."""
         key = None
         if remember is not None:
             dtypes = tuple(getattr(a, "dtype", type(a)).__str__() for a in arrays)
             key = (method, fn, dtypes, tuple(sorted((k, repr(v)) for k, v in kwargs.items() if k != "cotangent")))
             if key in self._refused:
                 raise self._refused[key].with_traceback(None)
+        call = functools.partial(getattr(self, method), fn, *arrays, **kwargs)
         try:
-            return getattr(self, method)(fn, *arrays, **kwargs)
+            return _shallow(call) if key is not None and self.shallow_recall else call()
         except Exception as e:
             if key is not None and remember(e):
                 self._refused[key] = e

@@ -39,6 +39,11 @@ class TFRunner(Runner):
         super().__init__(fw, spec)
         self.tf = fw.module
         self.device_name = "/GPU:0" if spec.device == "gpu" else "/CPU:0"
+        # XLA's refusal quotes every op's definition stack, and TensorFlow parses the message
+        # with a regex quadratic in its length (error_interpolation.parse_message): 0.6 s a
+        # call traced from a pytest+Hypothesis stack (measured in custom-backward), so the
+        # calls that may be refused (recall) are traced from a thread with a short stack
+        self.shallow_recall = spec.mode == "xla"
 
     def _to_tf(self, a) -> np.ndarray:
         """``a`` as an array TensorFlow takes: ml_dtypes' bfloat16 becomes TensorFlow's own
