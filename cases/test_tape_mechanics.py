@@ -85,12 +85,13 @@ https://docs.pytorch.org/docs/stable/checkpoint.html
 """
 
 import functools
+import os
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from suite import compare as cmp, finite_diff, peers, strategies as ss
+from suite import compare as cmp, finite_diff, frameworks, peers, strategies as ss
 from suite.behaviours import behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import Variables, in_v1_graph
@@ -849,11 +850,12 @@ def _judge_mask(record, key, out, g, x, w):
 def _compile_a_random_op_first():
     """Compile one random op under XLA in this process (once): on TF 2.18/2.19 the first such compilation
     reproduces a recomputed stateful dropout's mask and later ones do not, so without this the xla row
-    would say what ran before it (that first compilation is measured in a peer, below)."""
+    would say what ran before it (that first compilation is measured in a peer, below). The program holds
+    this process's id, so TensorFlow's persistent XLA cache never has it: it is compiled, not loaded."""
     import tensorflow as tf
 
     with tf.init_scope(), tf.device("/CPU:0"):
-        tf.function(lambda: tf.random.uniform([1]), jit_compile=True)()
+        tf.function(lambda: tf.random.uniform([1]) + float(os.getpid()), jit_compile=True)()
 
 
 @pytest.fixture(scope="module")
@@ -861,7 +863,11 @@ def first_compile_peer():
     """One TensorFlow peer per device, started on first use: its first XLA compilation is the program."""
     with peers.lazy_groups(
         lambda device: peers.PeerGroup(
-            f"xla-rng-{device}", "cases._xla_rng_peer:first_compile", configs={"rate": RATE, "device": device}
+            f"xla-rng-{device}",
+            "cases._xla_rng_peer:first_compile",
+            configs={"rate": RATE, "device": device},
+            # a compilation, not an executable loaded from the persistent XLA cache
+            env={"TF_XLA_FLAGS": frameworks.without_tf_xla_cache(os.environ.get("TF_XLA_FLAGS", ""))},
         )
     ) as get:
         yield lambda subject: get(subject.device)

@@ -77,18 +77,24 @@ print("hit" if hits else "miss")
 """
 
 
-def _compile_once(cache: str, tmp_path):
+def _in_a_process(script: str, cache: str, tmp_path, *, unset: str, framework: str):
+    """``script``'s output lines in a fresh process with the compile cache root ``cache`` and
+    the framework's own cache setting ``unset``; skipped where the framework is not installed."""
     import subprocess
     import sys
 
     root = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, frameworks.COMPILE_CACHE_ENV: cache, "PYTHONPATH": root, "TMPDIR": str(tmp_path)}
-    env.pop("JAX_COMPILATION_CACHE_DIR", None)
-    p = subprocess.run([sys.executable, "-c", _COMPILE_ONCE], capture_output=True, text=True, env=env, timeout=120)
+    env.pop(unset, None)
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=180)
     if p.returncode == 3:
-        pytest.skip("JAX is not installed")
+        pytest.skip(f"{framework} is not installed")
     assert p.returncode == 0, p.stderr[-2000:]
     return p.stdout.split("\n")
+
+
+def _compile_once(cache: str, tmp_path):
+    return _in_a_process(_COMPILE_ONCE, cache, tmp_path, unset="JAX_COMPILATION_CACHE_DIR", framework="JAX")
 
 
 def test_the_shared_jax_cache_serves_a_later_process_and_off_keeps_it_to_one(tmp_path):
@@ -104,3 +110,52 @@ def test_the_shared_jax_cache_serves_a_later_process_and_off_keeps_it_to_one(tmp
     own = _compile_once("off", tmp_path)
     assert own[0].endswith("(this process's own)") and own[1] == "miss"
     assert not list(tmp_path.glob(f"{frameworks.JAX_CACHE_PREFIX}*")), "the own cache outlived its process"
+
+
+_TF_XLA_ONCE = """
+import os, sys
+from suite import frameworks
+tf = frameworks.load("tensorflow").module
+if tf is None:
+    sys.exit(3)
+print(frameworks.tf_xla_cache_used())
+f = tf.function(lambda x: tf.tanh(x) * 3.0 + 1.0, jit_compile=True)
+print(f(tf.range(5.0)).numpy().tolist())
+"""
+
+
+def _tf_xla_once(cache: str, tmp_path):
+    return _in_a_process(_TF_XLA_ONCE, cache, tmp_path, unset="TF_XLA_FLAGS", framework="TensorFlow")
+
+
+def test_tensorflow_xla_programs_are_cached_per_version_and_off_sets_no_cache(tmp_path):
+    """A jit_compile program TensorFlow compiled in one process is written to the shared XLA cache
+    (one directory per TensorFlow version) and loaded, not written again, by the next, with the same
+    result; ``off`` names no cache, so nothing is written."""
+    root = tmp_path / "caches"
+    first = _tf_xla_once(str(root), tmp_path)
+    where = frameworks.tf_xla_cache_dir({frameworks.COMPILE_CACHE_ENV: str(root)}, frameworks.tf_distribution_version())
+    assert first[0] == f"{where} (empty)"
+    entries = sorted(p.name for p in where.glob("xla_compile_cache__*"))
+    assert entries, "the first process wrote no XLA executable"
+    second = _tf_xla_once(str(root), tmp_path)
+    assert second[0] == f"{where} ({len(entries)} programs in it)"
+    assert second[1] == first[1]
+    assert sorted(p.name for p in where.glob("xla_compile_cache__*")) == entries, "a loaded program was written again"
+    off = _tf_xla_once("off", tmp_path)
+    assert off[0] == "none" and off[1] == first[1]
+
+
+def test_a_peer_measuring_a_first_compilation_gets_no_xla_cache(tmp_path):
+    """The flags a fresh-compilation peer gets keep the user's other flags and drop only the cache;
+    a cache the user named in TF_XLA_FLAGS is left as it is."""
+    flags = f"--tf_xla_auto_jit=2 {frameworks.TF_XLA_CACHE_FLAG}=/c"
+    assert frameworks.without_tf_xla_cache(flags) == "--tf_xla_auto_jit=2"
+    if not frameworks.tf_distribution_version():
+        pytest.skip("TensorFlow is not installed")
+    env = {frameworks.COMPILE_CACHE_ENV: str(tmp_path), "TF_XLA_FLAGS": "--tf_xla_auto_jit=2"}
+    frameworks._tf_xla_cache(env)
+    assert env["TF_XLA_FLAGS"].startswith(f"--tf_xla_auto_jit=2 {frameworks.TF_XLA_CACHE_FLAG}={tmp_path}/tf-xla/")
+    mine = {frameworks.COMPILE_CACHE_ENV: str(tmp_path), "TF_XLA_FLAGS": f"{frameworks.TF_XLA_CACHE_FLAG}=/mine"}
+    frameworks._tf_xla_cache(mine)
+    assert mine["TF_XLA_FLAGS"] == f"{frameworks.TF_XLA_CACHE_FLAG}=/mine"

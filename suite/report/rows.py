@@ -203,6 +203,8 @@ def measured_environment(config) -> dict:
     return {
         "frameworks": frameworks.environment(),
         "packages": frameworks.package_versions(),
+        # the shared caches compiled programs were loaded from (a warm run's timings are not a cold one's)
+        "compile_caches": {"jax": frameworks.compile_cache_used(), "tensorflow-xla": frameworks.tf_xla_cache_used()},
         "missing": frameworks.missing(frameworks=config.getoption("frameworks"), devices=config.getoption("devices")),
     }
 

@@ -206,6 +206,8 @@ class ReportWriter:
         measured = self._worker_environment or measured_environment(self.config)
         env["frameworks"] = measured["frameworks"]
         env["packages"] = measured.get("packages") or {}
+        if measured.get("compile_caches"):
+            env["compile_caches"] = measured["compile_caches"]
         env["hypothesis"] = {
             "profile": settings.get_current_profile_name(),
             "seed": self.config.getoption("hypothesis_seed", None),
