@@ -528,6 +528,13 @@ def gather_cases(draw) -> GatherCase:
     return GatherCase(params, indices, w)
 
 
+#: Explicit examples: each dtype's signature with every out-of-range category among its ids.
+GATHER_EXAMPLES = [
+    GatherCase(oor.distinct(d, s, 0.25, 10.0), oor.every_category(s[0], K), oor.positive(d, (K,) + s[1:]))
+    for d, s in ss.one_per_dtype(ss.paired(PARAM_SHAPES))
+]
+
+
 # ---------------------------------------------------------------- the programs
 class Gather(Program):
     """The spelling shared across frameworks: tf.gather along axis 0, ``x[idx]`` in JAX and PyTorch."""
@@ -663,6 +670,7 @@ def _observe_grad(subject, record, case, apis):
 
 
 # ---------------------------------------------------------------- properties
+@ss.explicit("case", GATHER_EXAMPLES)
 @given(case=gather_cases())
 def test_gather_forward_out_of_range_is_declared(subject, record, case):
     """Each API's forward per out-of-range category: raises, zero-fill, clamp, wrap, nan-fill or garbage."""
@@ -671,6 +679,7 @@ def test_gather_forward_out_of_range_is_declared(subject, record, case):
     _observe_forward(subject, record, case, GATHER_APIS[subject.framework])
 
 
+@ss.explicit("case", GATHER_EXAMPLES)
 @given(case=gather_cases())
 def test_gather_gradient_rows_are_declared(subject, record, case):
     """Which params row each out-of-range cotangent of sum(w * gather) reaches, or the refusal."""
@@ -680,6 +689,7 @@ def test_gather_gradient_rows_are_declared(subject, record, case):
 
 
 @on("tensorflow")  # TF APIs: the oracles' own spellings are observed in the gather tests
+@ss.explicit("case", GATHER_EXAMPLES)
 @given(case=gather_cases())
 def test_gather_nd_and_bad_indices_policy_are_declared(subject, record, case):
     """tf.gather_nd ([k, 1] and [k, 2] vectors) with each bad_indices_policy, forward and gradient."""

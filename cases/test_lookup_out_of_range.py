@@ -400,6 +400,13 @@ def lookup_cases(draw, *, in_range_only=False) -> LookupCase:
     return LookupCase(table, ids, w)
 
 
+#: Explicit examples: each dtype's table signature with every out-of-range category among its ids.
+LOOKUP_EXAMPLES = [
+    LookupCase(oor.distinct(d, s, 0.25, 10.0), oor.every_category(s[0], K), oor.positive(d, (K, s[1])))
+    for d, s in ss.one_per_dtype(ss.paired(TABLE_SHAPES))
+]
+
+
 # ---------------------------------------------------------------- the table of APIs
 class _Keras:
     """One Keras Embedding layer per (device, dtype, shape), built eagerly by the test (Keras 3
@@ -676,6 +683,7 @@ def grad_form(rows, values, ids, w) -> str:
 
 # ---------------------------------------------------------------- helpers
 # ---------------------------------------------------------------- properties
+@ss.explicit("case", LOOKUP_EXAMPLES)
 @given(case=lookup_cases())
 def test_lookup_forward_out_of_range_is_declared(subject, record, case):
     """Each lookup API's forward per out-of-range category: raises, zero-fill, clamp, wrap or nan-fill."""
@@ -696,6 +704,7 @@ def test_lookup_forward_out_of_range_is_declared(subject, record, case):
     oor.observe(subject, record, EXPECT, case.ids, n, tuple(static), "forward", run, judge)
 
 
+@ss.explicit("case", LOOKUP_EXAMPLES)
 @given(case=lookup_cases())
 def test_lookup_gradient_rows_are_declared(subject, record, case):
     """Which table row each out-of-range cotangent of sum(w * lookup) reaches, or the refusal."""
@@ -747,6 +756,7 @@ def test_in_range_lookup_and_sparse_gradient(subject, oracles, record, case):
             )
 
 
+@ss.explicit("case", LOOKUP_EXAMPLES)
 @given(case=lookup_cases())
 def test_one_hot_out_of_range_is_declared(subject, record, case):
     """one_hot of ids out of [0, n): a zero row, a hot entry at the clamped or wrapped id, or a refusal."""

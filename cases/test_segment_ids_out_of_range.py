@@ -402,6 +402,13 @@ def segment_cases(draw, *, in_range_only=False) -> SegmentCase:
     return SegmentCase(data, np.array(ids, np.int32), n, w)
 
 
+#: Explicit examples: each dtype's data signature with every out-of-range category among its ids.
+SEGMENT_EXAMPLES = [
+    SegmentCase(oor.distinct(d, s), oor.every_category(N_OF[s], s[0]), N_OF[s], oor.positive(d, (N_OF[s], s[1])))
+    for d, s in ss.one_per_dtype(ss.paired(tuple(N_OF)))
+]
+
+
 # ---------------------------------------------------------------- closed forms and classifiers
 def closed_form(api, data, ids, n):
     """Float64 ``(out, nonempty)``: ``api``'s reduction of each segment in [0, n) (ids outside it
@@ -536,6 +543,7 @@ def _attempt_grad(runner, case, ids, api, **static):
 
 
 # ---------------------------------------------------------------- properties: unsorted_segment_*
+@ss.explicit("case", SEGMENT_EXAMPLES)
 @given(case=segment_cases())
 def test_unsorted_forward_out_of_range_is_declared(subject, record, case):
     """Each unsorted_segment_* op per out-of-range category: dropped, clamped, wrapped, or refused."""
@@ -553,6 +561,7 @@ def test_unsorted_forward_out_of_range_is_declared(subject, record, case):
     oor.observe(subject, record, EXPECT, case.ids, case.n, names, "forward", run, judge)
 
 
+@ss.explicit("case", SEGMENT_EXAMPLES)
 @given(case=segment_cases())
 def test_unsorted_gradient_out_of_range_is_declared(subject, record, case):
     """The gradient of sum(w * out): zero at dropped elements, and the closed form at the in-range ones."""
@@ -858,6 +867,13 @@ def sparse_cases(draw, *, in_range_only=False) -> SparseCase:
     return SparseCase(case.data, np.array(indices, np.int32), np.sort(case.ids), case.n, case.w)
 
 
+#: Explicit examples: rows indexed with every out-of-range category, sorted in-range segment ids.
+SPARSE_EXAMPLES = [
+    SparseCase(c.data, oor.every_category(len(c.data), len(c.ids)), np.sort(np.arange(len(c.ids)) % c.n), c.n, c.w)
+    for c in SEGMENT_EXAMPLES
+]
+
+
 def sparse_closed_form(api, data, indices, segment_ids, n, *, drop=()):
     """Float64 ``(value, gradient of sum(w * value) as a function of w)``; positions in ``drop`` take no part."""
     keep = [p for p in range(len(indices)) if p not in drop]
@@ -939,6 +955,7 @@ def test_sparse_segments_in_range_and_empty(subject, oracles, record, case):
 
 
 @on("tensorflow", "torch")  # JAX has no sparse segment op (its spelling gathers first)
+@ss.explicit("case", SPARSE_EXAMPLES)
 @given(case=sparse_cases())
 def test_sparse_segments_out_of_range_are_declared(subject, record, case):
     """Row indices out of [0, R) per category, and segment ids >= n, negative or unsorted (TensorFlow): the

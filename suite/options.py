@@ -17,10 +17,14 @@ import difflib
 FRAMEWORKS = ("tensorflow", "jax", "torch")
 TF_MODES = ("eager", "function", "xla", "graph")
 DEVICES = ("cpu", "gpu")
-#: Hypothesis profiles (registered by the plugin): examples per test 20, 25 derandomized, 300.
-#: Hypothesis profiles and their examples per test (every subject row alike)
-PROFILE_EXAMPLES = {"dev": 20, "ci": 25, "thorough": 300}
+#: Hypothesis profiles (registered by the plugin) and their drawn examples per row, beyond the
+#: row's explicit ``@example``s (every subject row alike). quick and ci are derandomized and
+#: draw one input signature per dtype (``suite.strategies.SIGNATURES``); dev and thorough draw
+#: the whole (dtype, shape) menu.
+PROFILE_EXAMPLES = {"quick": 1, "dev": 20, "ci": 10, "thorough": 300}
 PROFILES = tuple(PROFILE_EXAMPLES)
+#: The profiles that draw one signature per dtype (the largest shape).
+ONE_SIGNATURE_PER_DTYPE = ("quick", "ci")
 #: What ``--allow-missing`` can name.
 MISSABLE = (*FRAMEWORKS, "gpu")
 
@@ -96,8 +100,11 @@ RUN_OPTIONS = (
     Option(
         "--profile",
         "dev",
-        f"Hypothesis profile: dev ({PROFILE_EXAMPLES['dev']} examples), ci ({PROFILE_EXAMPLES['ci']}, "
-        f"derandomized) or thorough ({PROFILE_EXAMPLES['thorough']}) (default: dev)",
+        f"Hypothesis profile: quick ({PROFILE_EXAMPLES['quick']} drawn example a row beside the explicit "
+        f"ones, derandomized, one shape per dtype: a first run or a PR check, comparable with a ci baseline "
+        f"on every key it observes), dev ({PROFILE_EXAMPLES['dev']} examples), ci ({PROFILE_EXAMPLES['ci']}, "
+        f"derandomized, one shape per dtype) or thorough ({PROFILE_EXAMPLES['thorough']}, every shape) "
+        f"(default: dev)",
         "NAME",
         choices=PROFILES,
         item="profile",

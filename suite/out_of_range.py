@@ -43,6 +43,37 @@ def ids(n, *, in_range_only=False):
     return st.one_of(inside, edges, far)
 
 
+def every_category(n: int, k: int) -> np.ndarray:
+    """``k`` (at least 4) int32 ids into ``n`` rows with each category at least once, for a case
+    module's explicit examples: one row's observations never wait for a random draw to reach
+    a category.
+
+    >>> every_category(3, 5).tolist(), categories(every_category(1, 4), 1).tolist()
+    ([1, 3, -1, -4, 5], ['in-range', 'above', 'negative', 'below'])
+    """
+    if k < 4:
+        raise ValueError(f"{k} ids cannot hold the four categories")
+    base = [n // 2, n, -1, -n - 1]
+    extra = [n + 2, 0, -n - 3, n - 1]
+    return np.array((base + extra * k)[:k], np.int32)
+
+
+def distinct(dtype, shape, lo=0.5, hi=4.0) -> np.ndarray:
+    """Distinct nonzero values of both signs with magnitudes in [lo, hi] (no two rules coincide).
+
+    >>> distinct(np.float32, (3,)).tolist()
+    [0.5, -2.25, 4.0]
+    """
+    n = int(np.prod(shape))
+    mags = np.linspace(lo, hi, n) if n > 1 else np.array([lo])
+    return (mags * np.where(np.arange(n) % 2 == 0, 1.0, -1.0)).astype(dtype).reshape(shape)
+
+
+def positive(dtype, shape, lo=0.5, hi=4.0) -> np.ndarray:
+    """Distinct positive values in [lo, hi] (cotangents), last first."""
+    return np.abs(distinct(dtype, shape, lo, hi)).ravel()[::-1].reshape(shape).copy()
+
+
 def isolate(indices, n, category) -> np.ndarray:
     """The indices with every out-of-range position not in ``category`` replaced by 0."""
     indices = np.asarray(indices)

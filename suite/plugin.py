@@ -72,10 +72,14 @@ def pytest_configure(config):
     if cases or explicit:
         plugin.register_profiles()
         plugin.pin_constant_pool()  # the same examples in any selection, worker or shard
-        if profile == "ci" and config.getoption("hypothesis_seed", None) is not None:
-            # ci is derandomized; an explicit --hypothesis-seed asks for that seed instead
-            settings.register_profile("ci-seeded", parent=settings.get_profile("ci"), derandomize=False)
-            profile = "ci-seeded"
+        from suite import strategies as ss
+
+        # one input signature per dtype where the profile says so (issue 46: first calls cost a row most)
+        ss.use_signatures("largest" if profile in options.ONE_SIGNATURE_PER_DTYPE else "all")
+        if profile in ("quick", "ci") and config.getoption("hypothesis_seed", None) is not None:
+            # quick and ci are derandomized; an explicit --hypothesis-seed asks for that seed instead
+            settings.register_profile(f"{profile}-seeded", parent=settings.get_profile(profile), derandomize=False)
+            profile = f"{profile}-seeded"
         settings.load_profile(profile)
     # rows are built where the cases run: here, or in each pytest-xdist worker (run --jobs N)
     config.pluginmanager.register(plugin.RowMaker(config), "adsem-rows")
@@ -181,6 +185,8 @@ def pytest_report_header(config):
                 lines.append(f"{name}: {info.get('error')}")
         if "jax" in frameworks.environment():
             lines.append(f"jax compilation cache: {frameworks.compile_cache_used()}")
+        if "tensorflow" in frameworks.environment():
+            lines.append(f"tensorflow xla cache: {frameworks.tf_xla_cache_used()}")
     from hypothesis import settings
 
     lines.append(f"hypothesis profile={settings.get_current_profile_name()} max_examples={settings().max_examples}")

@@ -100,24 +100,65 @@ def paired(shapes, dtypes=FLOAT_DTYPES) -> tuple:
     return tuple((dtypes[i % len(dtypes)], shapes[i % len(shapes)]) for i in range(n))
 
 
+#: How many input signatures a row draws from its menu: ``all`` of them, or ``largest`` (one
+#: per dtype, the largest: :func:`one_per_dtype`). The plugin sets it from the profile (the ci
+#: and quick profiles draw ``largest``, dev and thorough ``all``): every signature is one more
+#: trace and compilation per program and compiled mode, the first calls that cost a row most
+#: of its time (issue 46), while the largest shape keeps the element coverage.
+SIGNATURES = {"policy": "all"}
+POLICIES = ("all", "largest")
+
+
+def use_signatures(policy: str) -> None:
+    """Draw ``policy``'s signatures (:data:`POLICIES`) from now on."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown signature policy {policy!r}; choose from {POLICIES}")
+    SIGNATURES["policy"] = policy
+
+
+def one_per_dtype(menu) -> tuple:
+    """Of a (dtype, shape) menu, each dtype's largest shape (most elements; of equal sizes, one
+    without a size-1 axis, then the lower rank), in the menu's order.
+
+    >>> [(d.name, s) for d, s in one_per_dtype(PAIR_MENU)]
+    [('float64', (5,)), ('float32', (2, 3))]
+    >>> [(d.name, s) for d, s in one_per_dtype(paired(((), (3,))))]
+    [('float32', ()), ('float64', (3,))]
+    """
+    menu = [(np.dtype(d), tuple(s)) for d, s in menu]
+    best = {}
+    for d, s in menu:
+        rank = (math.prod(s), 1 not in s, -len(s))
+        if d not in best or rank > best[d][0]:
+            best[d] = (rank, s)
+    return tuple((d, s) for d, s in menu if best[d][1] == s)
+
+
+def signature_menu(menu) -> tuple:
+    """``menu`` under the current policy (:data:`SIGNATURES`)."""
+    return one_per_dtype(menu) if SIGNATURES["policy"] == "largest" else tuple(menu)
+
+
 def dtypes_and_shapes(*, shapes=None, dtypes=FLOAT_DTYPES, dtype=None, min_dims=0) -> st.SearchStrategy[tuple]:
     """A (dtype, shape) pair: from :data:`PAIR_MENU` by default, from :func:`paired`
     ``(shapes, dtypes)`` when shapes are given; ``dtype=`` keeps that dtype's pairs,
-    ``min_dims`` the shapes of at least that rank. Composites call it on every draw, so one
-    strategy object per argument set is kept (see :func:`_arrays`)."""
+    ``min_dims`` the shapes of at least that rank; then the current signature policy
+    (:data:`SIGNATURES`). Composites call it on every draw, so one strategy object per
+    argument set is kept (see :func:`_arrays`)."""
     shapes = None if shapes is None else tuple(tuple(s) for s in shapes)
-    return _pairs(shapes, tuple(np.dtype(d) for d in dtypes), None if dtype is None else np.dtype(dtype), min_dims)
+    dtype = None if dtype is None else np.dtype(dtype)
+    return _pairs(shapes, tuple(np.dtype(d) for d in dtypes), dtype, min_dims, SIGNATURES["policy"])
 
 
 @cached
-def _pairs(shapes, dtypes, dtype, min_dims) -> st.SearchStrategy[tuple]:
+def _pairs(shapes, dtypes, dtype, min_dims, policy) -> st.SearchStrategy[tuple]:
     menu = PAIR_MENU if shapes is None else paired(shapes, dtypes)
     menu = [(np.dtype(d), s) for d, s in menu if len(s) >= min_dims]
     if dtype is not None:
         menu = [(d, s) for d, s in menu if d == dtype]
     if not menu:
         raise ValueError(f"no (dtype, shape) pair with dtype={dtype} and min_dims={min_dims}")
-    return st.sampled_from(menu)
+    return st.sampled_from(one_per_dtype(menu) if policy == "largest" else menu)
 
 
 #: Edge values a strategy can mix in (``edges=``): signed zeros, tiny normal magnitudes
@@ -280,3 +321,25 @@ def scalars(*, dtype=np.float64, min_value=-5.0, max_value=5.0, nonzero=False) -
     if nonzero:
         f = f.filter(lambda v: abs(v) > 1e-3)
     return f.map(lambda v: np.asarray(v, dtype=dtype))
+
+
+def explicit(argname: str, values):
+    """``@example(argname=v)`` for each of ``values``, in order: a row's explicit examples (run in
+    every profile, before the drawn ones).
+
+    >>> from hypothesis import given
+    >>> seen = []
+    >>> @explicit("v", [7, 8])
+    ... @given(v=st.integers(0, 3))
+    ... def t(v): seen.append(v)
+    >>> t(); seen[:2]
+    [7, 8]
+    """
+    from hypothesis import example
+
+    def apply(test):
+        for v in reversed(list(values)):
+            test = example(**{argname: v})(test)
+        return test
+
+    return apply

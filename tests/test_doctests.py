@@ -14,6 +14,7 @@ MODULES = [
     "suite.report.html",
     "suite.report.diff",
     "suite.ops",
+    "suite.ops.properties",
     "suite.strategies",
 ]
 

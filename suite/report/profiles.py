@@ -17,15 +17,16 @@ def register_profiles() -> None:
     from suite.options import PROFILE_EXAMPLES as N
 
     settings.register_profile("dev", max_examples=N["dev"], deadline=None, suppress_health_check=_SUPPRESS)
-    settings.register_profile(
-        "ci",
-        max_examples=N["ci"],
-        deadline=None,
-        derandomize=True,
-        print_blob=True,
-        suppress_health_check=_SUPPRESS,
-        database=None,
-    )
+    for name in ("quick", "ci"):
+        settings.register_profile(
+            name,
+            max_examples=N[name],
+            deadline=None,
+            derandomize=True,
+            print_blob=True,
+            suppress_health_check=_SUPPRESS,
+            database=None,
+        )
     settings.register_profile("thorough", max_examples=N["thorough"], deadline=None, suppress_health_check=_SUPPRESS)
 
 
