@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import sys
 from pathlib import Path
 
@@ -104,11 +105,14 @@ def cmd_run(args, pytest_args) -> int:
     ]
     if not args.verbose:
         argv += ["-q"]
-    argv += _parallel_args(args.jobs) + _shard_args(args.shard, args.durations_from, Path(args.report_dir))
+    modules = len(ids) or (_selected_modules(pytest_args) if _has_paths(pytest_args) else len(found))
+    jobs = resolve_jobs(args.jobs, modules)
+    argv += _parallel_args(jobs) + _shard_args(args.shard, args.durations_from, Path(args.report_dir))
     argv += pytest_args
+    workers = "one process" if jobs == "1" else f"{jobs} workers"
     print(
         f"autodiff-semantics: running {len(ids) or len(found)} behaviour(s), profile {args.profile}, "
-        f"report in {args.report_dir}/",
+        f"{workers}, report in {args.report_dir}/",
         file=sys.stderr,
     )
     rc = supervise(argv, Path(args.report_dir))
@@ -123,6 +127,28 @@ def cmd_run(args, pytest_args) -> int:
 
 #: Workers a case may kill before a parallel run gives up (the serial supervisor's limit).
 MAX_CRASHES = 25
+
+
+def resolve_jobs(jobs: str | None, modules: int, cpus: int | None = None) -> str:
+    """The workers a run gets. ``auto`` (the default): one per CPU, but no more than the case
+    modules selected, and one process for a single module: workers split a run by module
+    (``loadfile``), so a second worker on one module only pays its own start (importing three
+    frameworks, about 10 s here). A number is taken as it is.
+
+    >>> resolve_jobs("auto", 36, cpus=2), resolve_jobs(None, 1, cpus=2), resolve_jobs("auto", 3, cpus=8)
+    ('2', '1', '3')
+    >>> resolve_jobs("4", 1, cpus=2)
+    '4'
+    """
+    if jobs not in (None, "auto"):
+        return str(jobs)
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return str(max(1, min(cpus, modules)))
+
+
+def _selected_modules(pytest_args) -> int:
+    return len({a.split("::", 1)[0] for a in pytest_args if "::" in a or a.endswith(".py")})
 
 
 def _parallel_args(jobs) -> list[str]:
@@ -171,13 +197,25 @@ def cmd_merge(args) -> int:
     from suite.report import merge, render, schema
 
     paths = [Path(p) for p in args.reports]
-    _refuse_overwriting_an_input(args.output, paths)
+    if not args.update:
+        _refuse_overwriting_an_input(args.output, paths)
+    elif len(paths) < 2:
+        raise CliError("merge --update needs the baseline and at least one report to take behaviours from")
+    elif any(Path(args.output).resolve() == p.resolve() for p in paths[1:]):
+        raise CliError(f"the output {args.output} is one of the reports taken from: write it elsewhere")
     reports = [schema.load(p) for p in paths]
-    merged = merge.merge(reports, [str(p) for p in paths])  # MergeError -> exit 2
+    names = [str(p) for p in paths]
+    if args.update:  # MergeError -> exit 2
+        merged = merge.update(reports[0], reports[1:], names)
+        taken = sorted({r["behaviour"] for rep in reports[1:] for r in rep["results"]})
+        what = f"{paths[0]} with {len(taken)} behaviour(s) of {len(paths) - 1} report(s) ({', '.join(taken)})"
+    else:
+        merged = merge.merge(reports, names)
+        what = f"{len(paths)} reports"
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    schema.write_json(merged, out)
-    print(f"merged {len(paths)} reports: {len(merged['results'])} rows -> {out}")
+    schema.write_json(merged, out)  # atomic: the baseline itself may be the output
+    print(f"merged {what}: {len(merged['results'])} rows -> {out}")
     if merged.get("incomplete"):
         print(f"  behaviours that did not run whole in any of them: {', '.join(merged['incomplete'])}")
     stale = [d for d in merged.get("declared", []) if d["status"] == "stale"]
@@ -468,7 +506,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-j",
         type=_jobs,
         metavar="N",
-        help="run the cases on N pytest-xdist workers, or 'auto' (one per CPU) (default: 1, one process)",
+        help="run the cases on N pytest-xdist workers (1: one process), or 'auto': one per CPU, at most one per "
+        "behaviour selected, one process for a single behaviour (default: auto)",
     )
     r.add_argument(
         "--shard",
@@ -575,6 +614,13 @@ def build_parser() -> argparse.ArgumentParser:
     mg.add_argument("reports", nargs="+", metavar="REPORT", help="report .json or .jsonl")
     mg.add_argument(
         "--out", "-o", "--output", dest="output", required=True, metavar="FILE", help="the merged report (.json)"
+    )
+    mg.add_argument(
+        "--update",
+        action="store_true",
+        help="incremental baseline: the first report is a baseline, and the rows, declarations and deprecations "
+        "of each behaviour the later reports ran replace its own (same TensorFlow, profile and options; the "
+        "output may be the baseline itself; environment.behaviour_runs records which suite revision ran each)",
     )
     pr = sub.add_parser(
         "progress",

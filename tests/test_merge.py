@@ -150,3 +150,74 @@ def test_the_cli_exits_1_on_a_failed_row_and_2_on_bad_input(tmp_path, capsys):
     (tmp_path / "c.json").write_text('{"schema_version": 1, "results": [')
     assert main(["merge", str(a), str(tmp_path / "c.json"), "-o", str(tmp_path / "m.json")]) == 2
     assert main(["merge", str(a), "-o", str(tmp_path / "m.json")]) == 2  # one report is no merge
+
+
+def whole(rows, tf="2.21.0", revision="abc", jax="0.10.2", declared=(), deprecations=None):
+    e = env(tf)
+    e["suite_revision"], e["frameworks"]["jax"]["version"] = revision, jax
+    r = {
+        "schema_version": schema.SCHEMA_VERSION,
+        "created": f"2026-11-2{len(revision)}T12:00:00",
+        "environment": e,
+        "results": rows,
+        "declared": [dict(d) for d in declared],
+    }
+    if deprecations:
+        r["deprecations"] = deprecations
+    return r
+
+
+def other_row(test):
+    return {**row(test), "behaviour": "other", "test": f"cases/test_other.py::{test}", "observed": {"k": "a"}}
+
+
+def test_update_replaces_one_behaviours_rows_and_declarations_and_records_which_revision_ran_it(tmp_path, capsys):
+    """An incremental baseline: the demo behaviour re-run at a new revision (with a newer JAX) replaces
+    the baseline's demo rows, declaration and deprecations; the other behaviour's rows stay, and
+    ``behaviour_runs`` says which revision, date and frameworks ran each."""
+    stale_decl = {**DECL, "id": "cases.test_demo:round_grad:old", "observed": "zeros"}
+    base = whole(
+        [row("t1", held=False), other_row("u1")],
+        declared=[stale_decl],
+        deprecations={"demo": ["old warning"], "other": ["kept"]},
+    )
+    new = whole([row("t1", held=True), row("t3", held=True)], revision="def0", jax="0.11.0", declared=[DECL])
+    m = merge.update(base, [new], ["base.json", "new.json"])
+    assert sorted(r["test"] for r in m["results"]) == [
+        "cases/test_demo.py::t1",
+        "cases/test_demo.py::t3",
+        "cases/test_other.py::u1",
+    ]
+    assert [(d["id"], d["status"], d["matched"]) for d in m["declared"]] == [(DECL["id"], "matched", 2)]
+    assert m["deprecations"] == {"other": ["kept"]}
+    runs = m["environment"]["behaviour_runs"]
+    assert runs["other"]["suite_revision"] == "abc" and runs["other"]["frameworks"]["jax"] == "0.10.2"
+    assert runs["demo"]["suite_revision"] == "def0" and runs["demo"]["frameworks"]["jax"] == "0.11.0"
+    # the CLI writes it over the baseline itself, and a later update keeps what the first recorded
+    (tmp_path / "b.json").write_text(json.dumps(base))
+    (tmp_path / "n.json").write_text(json.dumps(new))
+    b = str(tmp_path / "b.json")
+    assert main(["merge", "--update", b, str(tmp_path / "n.json"), "-o", b]) == 0
+    assert "with 1 behaviour(s) of 1 report(s) (demo)" in capsys.readouterr().out
+    again = merge.update(schema.load(tmp_path / "b.json"), [whole([other_row("u2")], revision="ghi")], ["b", "o"])
+    assert again["environment"]["behaviour_runs"]["demo"]["suite_revision"] == "def0"
+    assert again["environment"]["behaviour_runs"]["other"]["suite_revision"] == "ghi"
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda r: r["environment"]["frameworks"]["tensorflow"].update(version="2.20.0"), "TensorFlow 2.21.0"),
+        (lambda r: r["environment"].update(hypothesis={"profile": "quick"}), "differ in hypothesis"),
+        (lambda r: r.update(partial=True), "did not run its behaviours whole"),
+    ],
+)
+def test_update_refuses_rows_of_another_release_profile_or_an_unfinished_run(tmp_path, capsys, change, message):
+    base, new = whole([row("t1"), other_row("u1")]), whole([row("t1")], revision="def0")
+    change(new)
+    with pytest.raises(merge.MergeError, match=message):
+        merge.update(base, [new], ["base.json", "new.json"])
+    (tmp_path / "b.json").write_text(json.dumps(base))
+    (tmp_path / "n.json").write_text(json.dumps(new))
+    assert main(["merge", "--update", str(tmp_path / "b.json"), str(tmp_path / "n.json"), "-o", "x.json"]) == 2
+    assert main(["merge", "--update", str(tmp_path / "b.json"), "-o", str(tmp_path / "x.json")]) == 2

@@ -158,3 +158,76 @@ def merge(reports: list[dict], names: list[str]) -> dict:
         partial = bool(out.get("partial"))
         out["declared"] = schema.declaration_statuses(list(declared.values()), rows, env, incomplete, partial)
     return out
+
+
+def _behaviour_runs(report: dict) -> dict:
+    """Which suite revision (and when, with which frameworks) ran each behaviour of ``report``:
+    recorded by :func:`update`, else the report's own run for all its behaviours."""
+    env = report["environment"]
+    known = dict(env.get("behaviour_runs") or {})
+    run = {
+        "suite_revision": env.get("suite_revision"),
+        "created": report.get("created"),
+        "frameworks": {n: (i or {}).get("version") for n, i in (env.get("frameworks") or {}).items()},
+    }
+    for row in report["results"]:
+        known.setdefault(row["behaviour"], run)
+    return known
+
+
+def update(baseline: dict, partials: list[dict], names: list[str]) -> dict:
+    """``baseline`` with the rows, declarations and deprecations of the behaviours the
+    ``partials`` ran replaced by theirs (an incremental baseline: one behaviour re-run in every
+    release env, not the whole suite). The partials must be of the baseline's TensorFlow,
+    profile, options and fault set (other frameworks may have moved: each behaviour's run is
+    recorded in ``environment.behaviour_runs``, with its suite revision, date and versions)."""
+    env = dict(baseline["environment"])
+    for p, n in zip(partials, names[1:]):
+        other = p["environment"]
+        for key in ("hypothesis", "options", "faults", "allowed_missing"):
+            if env.get(key) != other.get(key):
+                raise MergeError(
+                    f"{names[0]} and {n} differ in {key}: {_describe(env.get(key))} and {_describe(other.get(key))}"
+                )
+        tf_a = ((env.get("frameworks") or {}).get("tensorflow") or {}).get("version")
+        tf_b = ((other.get("frameworks") or {}).get("tensorflow") or {}).get("version")
+        if tf_a != tf_b:
+            raise MergeError(
+                f"{names[0]} is TensorFlow {tf_a} and {n} is {tf_b}: a baseline takes rows of its own release"
+            )
+        if p.get("partial") or p.get("incomplete"):
+            raise MergeError(f"{n} did not run its behaviours whole (interrupted or deselected rows)")
+    runs = _behaviour_runs(baseline)
+    rows = list(baseline["results"])
+    declared = list(baseline.get("declared") or ())
+    deprecations = dict(baseline.get("deprecations") or {})
+    for p in partials:
+        new = {r["behaviour"] for r in p["results"]}
+        rows = [r for r in rows if r["behaviour"] not in new] + list(p["results"])
+        declared = [d for d in declared if schema._behaviour_of_module(d.get("module", "")) not in new]
+        declared += [{k: v for k, v in d.items() if k not in ("matched", "status")} for d in p.get("declared") or ()]
+        deprecations = {b: m for b, m in deprecations.items() if b not in new}
+        deprecations.update({b: m for b, m in (p.get("deprecations") or {}).items() if b in new})
+        this = _behaviour_runs(p)
+        runs.update({b: this[b] for b in new})
+    env["behaviour_runs"] = dict(sorted(runs.items()))
+    out = {
+        "schema_version": schema.SCHEMA_VERSION,
+        "created": baseline.get("created"),
+        "environment": env,
+        "results": rows,
+    }
+    if deprecations:
+        out["deprecations"] = dict(sorted(deprecations.items()))
+    for key in ("finished", "wall_s"):
+        if baseline.get(key) is not None:
+            out[key] = baseline[key]
+    incomplete = sorted(
+        set(baseline.get("incomplete") or ()) - {r["behaviour"] for p in partials for r in p["results"]}
+    )
+    if incomplete:
+        out["incomplete"] = incomplete
+    if declared:
+        declared = [{k: v for k, v in d.items() if k not in ("matched", "status")} for d in declared]
+        out["declared"] = schema.declaration_statuses(declared, rows, env, incomplete, False)
+    return out
