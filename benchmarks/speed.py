@@ -3,6 +3,13 @@
 
     python benchmarks/speed.py                       # whole ci suite on CPU, serial vs --jobs 2
     python benchmarks/speed.py -b partial-stop-gradient --out /tmp/speed.json
+    python benchmarks/speed.py --against a261e36 --out reports/benchmarks/speed-against-a261e36.json
+
+``--against REV`` measures issue 46's budget instead: the ci profile with ``--jobs`` on empty
+caches at REV (a worktree) and then at HEAD, then HEAD's ci and quick profiles again on the
+caches its first run filled; HEAD's walls must be at most 0.5, 0.35 and 0.2 of REV's. The
+result also counts the observations that differ between REV's and HEAD's ci rows of the same
+tests (the draws changed) and checks that HEAD's cold and warm rows are identical.
 
 Writes ``reports/benchmarks/speed.json``: both wall times, their ratio, the budget and
 whether it was met, examples per second per framework-mode column of each run, and whether
@@ -39,14 +46,15 @@ BUDGET_WALL_S = 330.0
 SAME = ("framework", "mode", "device", "outcome", "observed", "expected", "examples")
 
 
-def timed_run(args: list[str], report_dir: Path, cache: Path | None = None) -> tuple[float, dict, int]:
+def timed_run(args: list[str], report_dir: Path, cache: Path | None = None, cwd: Path = ROOT) -> tuple:
     cmd = [sys.executable, "-m", "suite", "run", *args, "--report-dir", str(report_dir)]
-    print("speed:", " ".join(cmd[2:]), file=sys.stderr, flush=True)
+    print("speed:", " ".join(cmd[2:]), f"(in {cwd})" if cwd != ROOT else "", file=sys.stderr, flush=True)
     env = dict(os.environ)
-    if cache is not None:  # an empty compilation cache of this run's own
+    if cache is not None:  # a compilation cache of these runs' own (empty for the first)
         env["AUTODIFF_SEMANTICS_COMPILE_CACHE"] = str(cache)
+    env.pop("TF_XLA_FLAGS", None)  # the suite names TensorFlow's XLA cache under the root above
     t0 = time.perf_counter()
-    rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode
+    rc = subprocess.run(cmd, cwd=cwd, env=env).returncode
     wall = time.perf_counter() - t0
     try:
         report = json.loads((report_dir / "latest.json").read_text(encoding="utf-8"))
@@ -59,6 +67,99 @@ def columns(report) -> dict:
     from suite.report import render
 
     return {s["column"]: {k: s[k] for k in ("examples", "test_s", "examples_per_s")} for s in render.speed(report)}
+
+
+#: issue 46: HEAD's ci wall against the older revision's, cold and warm, and the quick profile's (warm)
+AGAINST_BUDGET = {"ci-cold": 0.5, "ci-warm": 0.35, "quick-warm": 0.2}
+
+
+def observation_changes(old: dict, new: dict) -> dict:
+    """Between two reports' rows of the same tests: outcomes that differ, and observed keys
+    whose values differ (a key one row did not observe is not counted)."""
+    a = {r["test"]: r for r in old["results"]}
+    b = {r["test"]: r for r in new["results"]}
+    common = sorted(set(a) & set(b))
+    outcomes = [t for t in common if a[t]["outcome"] != b[t]["outcome"]]
+    keys = []
+    for t in common:
+        oa, ob = a[t].get("observed") or {}, b[t].get("observed") or {}
+        keys += [f"{t} {k}: {oa[k]!r} -> {ob[k]!r}" for k in sorted(set(oa) & set(ob)) if oa[k] != ob[k]]
+    return {
+        "common_tests": len(common),
+        "only_old": len(set(a) - set(b)),
+        "only_new": len(set(b) - set(a)),
+        "outcomes_changed": outcomes,
+        "observations_changed": len(keys),
+        "observations_changed_first": keys[:60],
+    }
+
+
+def outcomes(report) -> dict:
+    out: dict = {}
+    for r in report["results"]:
+        out[r["outcome"]] = out.get(r["outcome"], 0) + 1
+    return out
+
+
+def against(rev: str, a) -> int:
+    """HEAD (this checkout, as it is) against ``rev``: the ci profile with ``--jobs`` on empty
+    caches at ``rev`` and at HEAD, then HEAD's ci and quick again on the caches HEAD's first run
+    filled, one after the other."""
+    common = [*[x for b in a.behaviour for x in ("--behaviour", b)], "--devices", "cpu", "--jobs", a.jobs]
+    runs = {}
+    with tempfile.TemporaryDirectory(prefix="adsem-speed-") as tmp:
+        tmp = Path(tmp)
+        where = Path(a.keep) if a.keep else tmp
+        src = tmp / "src"
+        subprocess.run(["git", "worktree", "add", "-q", "--detach", str(src), rev], cwd=ROOT, check=True)
+        try:
+            plan = [
+                ("old-ci-cold", ["--profile", "ci"], tmp / "cache-old", src),
+                ("ci-cold", ["--profile", "ci"], tmp / "cache-head", ROOT),
+                ("ci-warm", ["--profile", "ci"], tmp / "cache-head", ROOT),
+                ("quick-warm", ["--profile", "quick"], tmp / "cache-head", ROOT),
+            ]
+            for name, args, cache, cwd in plan:
+                wall, report, rc = timed_run([*common, *args], where / name, cache, cwd)
+                runs[name] = {"wall_s": round(wall, 1), "exit": rc, "rows": len(report["results"]),
+                              "outcomes": outcomes(report), "columns": columns(report), "report": report}  # fmt: skip
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(src)], cwd=ROOT)
+    base = runs["old-ci-cold"]["wall_s"]
+    ratios = {k: round(runs[k]["wall_s"] / base, 3) for k in AGAINST_BUDGET}
+    met = all(ratios[k] <= b for k, b in AGAINST_BUDGET.items())
+    cold, warm = runs["ci-cold"]["report"], runs["ci-warm"]["report"]
+    same = {r["test"]: {k: r[k] for k in SAME} for r in cold["results"]} == {
+        r["test"]: {k: r[k] for k in SAME} for r in warm["results"]
+    }
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    out = {
+        "machine": this_machine(),
+        "frameworks": {n: (i or {}).get("version") for n, i in cold["environment"]["frameworks"].items()},
+        "selection": a.behaviour or "all",
+        "old": rev,
+        "new": head.stdout.strip() + ("+dirty" if _dirty() else ""),
+        "jobs": a.jobs,
+        "runs": {k: {f: v for f, v in r.items() if f != "report"} for k, r in runs.items()},
+        "ratios": ratios,
+        "budget": {**AGAINST_BUDGET, "met": met},
+        "cold_warm_rows_identical": same,
+        "old_vs_new_ci": observation_changes(runs["old-ci-cold"]["report"], cold),
+        "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    path = write_result(a.out, out)
+    print(
+        "speed: "
+        + ", ".join(f"{k} {runs[k]['wall_s']:.0f} s" for k in runs)
+        + f"; ratios {ratios} (budget {AGAINST_BUDGET}: {'met' if met else 'NOT met'}); "
+        f"cold and warm rows identical: {same} -> {path}"
+    )
+    return 0 if met and same else 1
+
+
+def _dirty() -> bool:
+    return bool(subprocess.run(["git", "status", "--porcelain", "--", "suite", "cases"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip())  # fmt: skip
 
 
 def main(argv=None) -> int:
@@ -74,7 +175,15 @@ def main(argv=None) -> int:
         help="JAX compilation cache: an empty one per run (default) or the shared one as it is",
     )
     ap.add_argument("--keep", metavar="DIR", help="keep both runs' reports under DIR/serial and DIR/parallel")
+    ap.add_argument(
+        "--against",
+        metavar="REV",
+        help="instead: HEAD against REV with --jobs (ci cold at REV and HEAD, then HEAD's ci and quick warm); "
+        f"budget: HEAD's walls at most {AGAINST_BUDGET} of REV's",
+    )
     a = ap.parse_args(argv)
+    if a.against:
+        return against(a.against, a)
     common = [*[x for b in a.behaviour for x in ("--behaviour", b)], "--profile", a.profile, "--devices", "cpu"]
     with tempfile.TemporaryDirectory(prefix="adsem-speed-") as tmp:
         where = Path(a.keep) if a.keep else Path(tmp)
