@@ -77,3 +77,18 @@ def test_the_nightly_job_runs_the_tox_nightly_env_and_diffs_it(workflow):
     assert any(r.startswith("autodiff-semantics upgrade --no-run 2.21 nightly") for r in _runs(job))
     assert job["continue-on-error"] is True  # news about TensorFlow, not a broken build
     assert workflow.get("on", workflow.get(True)).get("schedule"), "a nightly job needs a schedule"
+
+
+def test_the_suite_jobs_restore_and_save_the_compile_caches(workflow):
+    """JAX's and TensorFlow's XLA caches live under one root (suite.frameworks.compile_cache_root):
+    each tox job restores it before the run and saves it after, keyed per env."""
+    from suite import frameworks
+
+    root = frameworks.compile_cache_root({"XDG_CACHE_HOME": "~/.cache"})
+    for name in ("release", "nightly"):
+        steps = workflow["jobs"][name]["steps"]
+        cache = [s for s in steps if s.get("uses", "").startswith("actions/cache@")]
+        assert len(cache) == 1, f"{name}: no compile cache step"
+        assert cache[0]["with"]["path"] == str(root)
+        tox = next(i for i, s in enumerate(steps) if s.get("run", "").startswith("tox -e"))
+        assert steps.index(cache[0]) < tox, f"{name}: the cache is restored after the run"
