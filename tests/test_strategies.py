@@ -176,3 +176,67 @@ def test_cached_strategies_draw_what_fresh_ones_draw():
 
     fresh = draws(composite(lambda d, s, elements: hnp.arrays(d, s, elements=elements), st.sampled_from))
     assert draws(composite(ss.arrays, ss.choice)) == fresh
+
+
+def test_the_largest_policy_draws_one_signature_per_dtype_and_all_draws_the_menu():
+    """``largest`` (the quick and ci profiles): each dtype's largest shape of a row's menu, also
+    for a menu a case gives; ``all``: the whole menu, as before."""
+    try:
+        ss.use_signatures("largest")
+        drawn = {(x.dtype, x.shape) for x in _many(ss.float_arrays())}
+        assert drawn == {(np.dtype(np.float32), (2, 3)), (np.dtype(np.float64), (5,))}
+        pairs = {p for p in _many(ss.dtypes_and_shapes(shapes=((1,), (3,), (2, 3), (2, 1))))}
+        assert pairs == {(np.dtype(np.float32), (2, 3)), (np.dtype(np.float64), (3,))}
+        ss.use_signatures("all")
+        assert len({(x.dtype, x.shape) for x in _many(ss.float_arrays())}) > 2
+    finally:
+        ss.use_signatures("all")
+    with pytest.raises(ValueError, match="unknown signature policy"):
+        ss.use_signatures("smallest")
+
+
+def _many(strategy, n=150):
+    out = []
+
+    @settings(max_examples=n, database=None)
+    @given(v=strategy)
+    def collect(v):
+        out.append(v)
+
+    collect()
+    return out
+
+
+_PROFILE_PROBE = """
+import numpy as np
+from hypothesis import given, settings
+from suite import strategies as ss
+
+@given(x=ss.float_arrays())
+def test_probe(x):
+    print(f"PROBE {settings().max_examples} {ss.SIGNATURES['policy']}")
+"""
+
+
+@pytest.mark.parametrize("profile, examples, policy", [("quick", 1, "largest"), ("ci", 10, "largest"),
+                                                      ("dev", 20, "all"), ("thorough", 300, "all")])  # fmt: skip
+def test_each_profile_sets_its_examples_and_signature_policy(tmp_path, profile, examples, policy):
+    """The plugin loads the profile's examples and signature policy before the cases are collected."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "test_probe.py").write_text(_PROFILE_PROBE)
+    root = Path(__file__).resolve().parents[1]
+    args = ["-p", "suite.plugin", "--profile", profile, "-s", "-q", "-p", "no:cacheprovider"]
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, str(tmp_path / "test_probe.py")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert f"PROBE {examples} {policy}" in p.stdout
