@@ -16,6 +16,8 @@ MODULES = [
     "suite.ops",
     "suite.ops.properties",
     "suite.strategies",
+    "suite.cli",
+    "suite.out_of_range",
 ]
 
 

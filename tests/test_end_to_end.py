@@ -31,7 +31,7 @@ def behaviours_args(ids):
 @pytest.fixture(scope="module")
 def main_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("main")
-    p = run_cli(["run", *behaviours_args(FIRST), "--profile", "ci", "--report-dir", str(d)], d)
+    p = run_cli(["run", *behaviours_args(FIRST), "--profile", "ci", "--jobs", "1", "--report-dir", str(d)], d)
     return p, json.loads((d / "latest.json").read_text()), d
 
 
@@ -232,7 +232,8 @@ def _run_until_rows_stream(tmp_path):
     ``kill -INT <pid>`` does), returned once two rows have streamed."""
     import time
 
-    args = ["run", *behaviours_args(FIRST[:2]), "--profile", "ci", "--devices", "cpu", "--report-dir", str(tmp_path)]
+    args = ["run", *behaviours_args(FIRST[:2]), "--profile", "ci", "--devices", "cpu", "--jobs", "1"]
+    args += ["--report-dir", str(tmp_path)]
     code = f"import sys; from suite.cli import main; sys.exit(main({args!r}))"
     proc = subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
@@ -396,6 +397,8 @@ def test_the_run_exits_soon_after_its_report_is_written(tmp_path):
     args = [
         "run",
         *behaviours_args(SESSIONS_AND_PIPELINES),
+        "--jobs",
+        "1",
         "--profile",
         "ci",
         "--frameworks",
@@ -482,7 +485,7 @@ def test_a_green_run_fails_on_compared_nothing_silent_skips_and_stale_declaratio
     cases.mkdir()
     (cases / "test_green_demo.py").write_text(GREEN_DEMO)
     (cases / "test_stale_demo.py").write_text(STALE_DEMO)
-    args = ["run", "--cases", str(cases), "--frameworks", "jax", "--devices", "cpu", "--report-dir"]
+    args = ["run", "--cases", str(cases), "--frameworks", "jax", "--devices", "cpu", "--jobs", "1", "--report-dir"]
     p = run_cli([*args, str(tmp_path / "all"), "--profile", "ci"], tmp_path)
     assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
     report = json.loads((tmp_path / "all" / "latest.json").read_text())

@@ -33,7 +33,7 @@ def statuses(report):
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory):
     d = tmp_path_factory.mktemp("serial")
-    p = run_cli(["run", *SELECTION, "--report-dir", str(d)], d)
+    p = run_cli(["run", *SELECTION, "--jobs", "1", "--report-dir", str(d)], d)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     return json.loads((d / "latest.json").read_text())
 
@@ -61,7 +61,7 @@ def test_two_shards_merged_give_the_rows_of_the_unsharded_run(serial, tmp_path):
     shards = []
     for i in (1, 2):
         d = tmp_path / f"shard{i}"
-        p = run_cli(["run", *SELECTION, "--shard", f"{i}/2", "--report-dir", str(d)], tmp_path)
+        p = run_cli(["run", *SELECTION, "--jobs", "1", "--shard", f"{i}/2", "--report-dir", str(d)], tmp_path)
         assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
         shard = json.loads((d / "latest.json").read_text())
         assert shard["environment"]["shard"] == f"{i}/2" and 0 < len(shard["results"]) < 32
