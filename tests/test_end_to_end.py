@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from suite import options
+
 pytestmark = pytest.mark.slow
 
 FIRST = ["straight-through-estimator", "partial-stop-gradient", "per-occurrence-gradients"]
@@ -80,7 +82,8 @@ def test_ci_gives_every_subject_row_the_full_budget(main_run):
     _, report, _ = main_run
     rows = [r for r in report["results"] if "round_alone" in r["test"] and r["outcome"] == "passed"]
     got = {r["framework"]: r["examples"] for r in rows}
-    assert got == {"tensorflow": 25, "jax": 25, "torch": 25}
+    n = options.PROFILE_EXAMPLES["ci"]
+    assert got == {"tensorflow": n, "jax": n, "torch": n}
 
 
 def test_report_shows_examples_per_second(main_run):
