@@ -74,8 +74,8 @@ def anchored(op, dtype) -> tuple:
     """(args, cotangent, tangents, second cotangent) of ``dtype`` on its largest signature (of the
     entry's first dtype where it has no ``dtype``):
     points spread over the middle of the entry's domain (clipped to [-3, 3]), the arguments in
-    opposite orders, moved off every excluded point by a fixed step; cotangents and tangents of
-    both signs between 0.25 and 1.75.
+    opposite orders, moved off every excluded point (and off ties between them) by fixed steps;
+    cotangents and tangents of both signs between 0.25 and 1.75.
 
     >>> relu = ops.Op("relu", "demo", "nn.relu", "nn.relu", "relu", excluded=(0.0,))
     >>> anchored(relu, "float64")[0][0].round(3).tolist()
@@ -93,7 +93,8 @@ def anchored(op, dtype) -> tuple:
         cast = tuple(np.asarray(a, dtype).reshape(shape) for a in args)
         if not _near_excluded(op, cast):
             break
-        args = [np.clip(a + 0.0371 * step * (-1) ** step, lo, hi) for a in args]
+        # each argument by its own step, so a tie between arguments (maximum's) is undone too
+        args = [np.clip(a + 0.0371 * step * (i + 1) * (-1) ** step, lo, hi) for i, a in enumerate(args)]
     else:
         raise ValueError(f"no anchor of {op.name} away from its excluded points in {dtype.name}")
     signs = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
