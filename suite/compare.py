@@ -32,6 +32,9 @@ Against a float64 finite difference (``FINITE_DIFF``): float32 1e-4 with the sam
 float64 1e-6 with a floor of 2^22 ulp (the difference quotient's own error); one-sided
 differences (``ONE_SIDED``) are first order and looser still.
 
+The op table's elementwise entries pass ``scale`` per element instead (:mod:`suite.ops.error`):
+each element's floor is the rounding of its own computation, not the array's largest element.
+
 Tolerances are data (``tolerance(float32=...)``); no literal belongs inside an assert.
 """
 
@@ -119,13 +122,21 @@ FLUSHED = 16
 TINY = {"float16": 2.0**-14, "bfloat16": 2.0**-126, "float32": 2.0**-126, "float64": 2.0**-1022}
 
 
-def floor(dtype, rtol: float, scale: float, ulps: float = FLOOR_ULPS) -> float:
+def floor(dtype, rtol: float, scale, ulps: float = FLOOR_ULPS):
     """Magnitude below which an element's error is measured absolutely (see the module rule):
-    ``ulps`` units of rounding at ``scale``, and never below ``FLUSHED`` smallest normals."""
+    ``ulps`` units of rounding at ``scale``, and never below ``FLUSHED`` smallest normals.
+    ``scale`` is one number (an array-level floor) or an array, one per element (an error
+    model per element: :func:`suite.ops.error.scales`).
+
+    >>> floor("float32", 2.0**-19, np.array([1.0, 0.0]), ulps=16).tolist()   # 16 ulp: rtol = 16 eps
+    [1.0, 9.860761315262648e-32]
+    """
     name = real_name(dtype)
     eps = EPS.get(name)
     if eps is None or rtol <= 0:
         return 0.0
+    if np.ndim(scale):
+        return np.maximum(ulps * eps * np.asarray(scale, np.float64), FLUSHED * TINY[name]) / rtol
     return max(ulps * eps * scale, FLUSHED * TINY[name]) / rtol
 
 
@@ -154,6 +165,8 @@ def rel_err(out, ref, *, rtol: float | None = None, scale: float | None = None, 
     finite = np.isfinite(mag)
     if scale is None:
         scale = float(np.max(mag[finite])) if finite.any() else 0.0
+    elif np.ndim(scale):  # one per element, as ``ref`` is laid out
+        scale = np.broadcast_to(np.asarray(scale, np.float64), ref.shape)
     dtype = np.dtype(dtype) if dtype is not None else ref.dtype if is_inexact(ref.dtype) else out.dtype
     if rtol is None:
         rtol = GRAD.of(dtype) if is_inexact(dtype) and real_name(dtype) in GRAD.table else 0.0

@@ -15,6 +15,7 @@ MODULES = [
     "suite.report.diff",
     "suite.ops",
     "suite.ops.properties",
+    "suite.ops.error",
     "suite.strategies",
     "suite.cli",
     "suite.out_of_range",

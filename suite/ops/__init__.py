@@ -38,6 +38,7 @@ from typing import Callable
 import numpy as np
 
 from suite import compare as cmp
+from suite.ops.error import ULPS, Terms  # noqa: F401  (the entries' vocabulary)
 from suite.program import Program
 
 #: What an entry can be asked for; an op that lacks one says so and the property is not run.
@@ -103,6 +104,18 @@ class Op:
     tol: cmp.Tolerance = cmp.GRAD
     pairs: tuple = ()
     sides: bool = False
+    #: element i depends on element i of each argument only: held per element by the error
+    #: model (:mod:`suite.ops.error`); False for a mixing op (a reduction, softmax), held at an
+    #: array-level floor with ``tol``
+    elementwise: bool = True
+    #: where the frameworks' formulas cancel, the magnitude of their terms (:class:`Terms`)
+    terms: "Terms | None" = None
+    #: units of rounding per dtype, where the entry's formulas round more than :data:`ULPS`
+    ulps: dict | None = None
+    #: the regimes of its range where float runs out, {name: (low, high)} (``saturated``,
+    #: ``underflow``, ``cancelling``): every example puts an element in each one the dtype's
+    #: domain reaches (:func:`regime_values`), so a regression confined to a tail is drawn
+    regimes: dict = dataclasses.field(default_factory=dict)
     #: float64 closed forms a behaviour compares with near its points (where differences lose
     #: their accuracy): f', f'' of a one-argument op; a binary op's ``(a, b) -> (df/da, df/db)``;
     #: a reduction's ``vjp(x, w)``
@@ -142,6 +155,38 @@ class Op:
     def has(self, prefix: str) -> bool:
         """Does any special point observe ``prefix`` (``grad2``: the entry's second derivative)?"""
         return any(k == prefix for p in self.points for k, _ in p.also)
+
+
+def regime_values(op, dtype: str) -> list[tuple[str, float, float]]:
+    """The entry's regimes as (name, low, high) clipped to its ``dtype`` domain; those the domain
+    does not reach are left out.
+
+    >>> op = Op("tanh", "demo", "tanh", "tanh", "tanh", domain={"float32": (-20.0, 20.0)},
+    ...         regimes={"saturated": (4.1, 9.0), "saturated-": (-9.0, -4.1), "far": (30.0, 40.0)})
+    >>> regime_values(op, "float32")
+    [('saturated', 4.1, 9.0), ('saturated-', -9.0, -4.1)]
+    """
+    lo, hi = op.domain[dtype]
+    out = []
+    for name, (a, b) in op.regimes.items():
+        a, b = max(a, lo), min(b, hi)
+        if a <= b:
+            out.append((name, a, b))
+    return out
+
+
+def regime_grid(op, dtype: str, n: int) -> np.ndarray:
+    """About ``n`` float64 values over the entry's ``dtype`` domain: a uniform spread, magnitudes
+    on a log scale of both signs, and a spread over each regime (:func:`regime_values`)."""
+    lo, hi = op.domain[dtype]
+    lo, hi = max(lo, -1e300), min(hi, 1e300)
+    regimes = regime_values(op, dtype)
+    k = n // (3 + len(regimes))
+    big = max(abs(lo), abs(hi))
+    mags = np.geomspace(min(1e-6, big / 2), big, k) if big > 0 else np.zeros(1)
+    parts = [np.linspace(lo, hi, k), mags, -mags, *(np.linspace(a, b, k) for _, a, b in regimes)]
+    grid = np.concatenate(parts)
+    return np.unique(grid[(grid >= lo) & (grid <= hi)])
 
 
 def resolve(module, path: str):

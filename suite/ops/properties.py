@@ -27,6 +27,7 @@ from hypothesis import example, given, strategies as st
 
 from suite import compare as cmp, finite_diff, ops, strategies as ss
 from suite.behaviours import declared_skip
+from suite.ops import error
 
 #: (dtype, shape) pairs: each dtype with a scalar, a vector and a matrix.
 PAIRS = ((np.float32, ()), (np.float64, (3,)), (np.float32, (2, 3)), (np.float64, ()), (np.float32, (3,)))
@@ -97,6 +98,12 @@ def anchored(op, dtype) -> tuple:
         args = [np.clip(a + 0.0371 * step * (i + 1) * (-1) ** step, lo, hi) for i, a in enumerate(args)]
     else:
         raise ValueError(f"no anchor of {op.name} away from its excluded points in {dtype.name}")
+    # the middle of each regime the entry names, in the first elements of the first argument
+    regimes = ops.regime_values(op, dtype.name)[:n]
+    if regimes:
+        first = cast[0].copy().ravel()
+        first[: len(regimes)] = [(a + b) / 2 for _, a, b in regimes]
+        cast = (first.reshape(shape).astype(dtype), *cast[1:])
     signs = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
     like = (signs * np.linspace(0.25, 1.75, n)).astype(dtype).reshape(shape)
     w, v = like, -like[::-1].reshape(shape) if shape else -like
@@ -123,7 +130,30 @@ def operands(draw, op):
     like = st.one_of(st.just(0.0), ss.floats(dtype, 2.0**-10, 2.0), ss.floats(dtype, -2.0, -(2.0**-10)))
     w, v = (draw(ss.arrays(dtype, shape, elements=like), label=n) for n in ("w", "v"))
     tangents = tuple(draw(ss.arrays(dtype, shape, elements=like), label=f"t{i}") for i in range(op.arity))
-    return args, w, tangents, v
+    return _in_regimes(draw, op, dtype, shape, args, (w, v, *tangents))
+
+
+def _in_regimes(draw, op, dtype, shape, args, weights):
+    """Put one element of the first argument in each regime the entry names (issue 47: a regression
+    confined to a tail must be drawn), with nonzero cotangents and tangents there; a signature with
+    fewer elements than regimes takes as many as fit, a scalar one of them."""
+    regimes = ops.regime_values(op, np.dtype(dtype).name)
+    n = max(1, int(np.prod(shape)))
+    if not regimes:
+        return args, weights[0], tuple(weights[2:]), weights[1]
+    if len(regimes) > n:
+        regimes = [draw(ss.choice(regimes), label="regime")] if n == 1 else regimes[:n]
+    x = np.array(args[0], dtype).reshape(-1)
+    ws = [np.array(a, dtype).reshape(-1) for a in weights]
+    nonzero = st.one_of(ss.floats(dtype, 0.25, 2.0), ss.floats(dtype, -2.0, -0.25))
+    for k, (name, lo, hi) in enumerate(regimes):
+        x[k] = draw(ss.floats(dtype, lo, hi), label=f"x0 in {name}")
+        for a in ws:
+            if a[k] == 0:
+                a[k] = draw(nonzero, label="nonzero weight")
+    args = (x.reshape(shape), *args[1:])
+    w, v, *tangents = (a.reshape(shape) for a in ws)
+    return args, w, tuple(tangents), v
 
 
 def _near_mask(op, args):
@@ -168,13 +198,17 @@ def reverse_mode(subject, oracles, record, op, data):
     y, grads = subject.vjp(op.program.of(subject), *args, cotangent=w)
     ref = np.asarray(op.reference(*(np.asarray(a, np.float64) for a in args)))
     clear = ~_near_mask(op, args)  # values near an excluded point are the special points' to judge
+    tol, at = _model(op, args, w=w)
+    value_at = None if at["value"] is None else np.broadcast_to(at["value"], clear.shape)[clear]
+    value_tol = error.tolerance(op, "value") if tol else cmp.VALUE
     record.close(name="value", out=np.asarray(y)[clear], ref=ref.astype(args[0].dtype)[clear], oracle="closed-form",
-                 tol=cmp.VALUE)  # fmt: skip
+                 tol=value_tol, scale=value_at)  # fmt: skip
     for i, (g, a) in enumerate(zip(grads, args)):
         cmp.check_dtype_and_shape(name=f"grad{i}", out=g, ref=a, who=subject.id, oracle="its input")
     away = not _near_excluded(op, args)  # at a kink the frameworks pick sides: see special points
     got = {"value": y if away else ..., **{f"grad{i}": g if away else ... for i, g in enumerate(grads)}}
-    record.against(_oracles(op, oracles), op.program, *args, cotangent=w, got=got, tol=op.tol)
+    tols = {"value": value_tol if tol else op.tol, **{f"grad{i}": tol or op.tol for i in range(op.arity)}}
+    record.against(_oracles(op, oracles), op.program, *args, cotangent=w, got=got, tol=tols, scale=at)
     if args[0].dtype == np.float64 and away:
         refs = finite_diff.vjp(op.reference, *args, cotangent=w)
         record.against_differences({f"grad{i}": g for i, g in enumerate(grads)}, refs, label="central")
@@ -211,9 +245,11 @@ def forward_mode(subject, oracles, record, op, data):
     if finite:  # an overflowed gradient (cosh(89) * 2) times a zero tangent has no inner product
         record.close(name="<w, J t> = <J^T w, t>", out=np.asarray(lhs, dt), ref=np.asarray(rhs, dt),
                      oracle="closed-form", tol=op.tol, scale=scale)  # fmt: skip
+    tol, at = _model(op, args, tangents=tangents)
     for o in _oracles(op, oracles) if not _near_excluded(op, args) else ():
         _, ref = o.jvp(op.program.of(o), *args, tangents=tangents)
-        record.close(name="J t", out=jt, ref=np.zeros_like(args[0]) if ref is None else ref, oracle=o.id, tol=op.tol)
+        record.close(name="J t", out=jt, ref=np.zeros_like(args[0]) if ref is None else ref, oracle=o.id,
+                     tol=tol or op.tol, scale=at["jt"])  # fmt: skip
 
 
 def second_order(subject, oracles, record, op, data):
@@ -229,12 +265,29 @@ def second_order(subject, oracles, record, op, data):
     _, grads, second = _zeros_for_none(args, *ran)
     for i, (h, a) in enumerate(zip(second, args)):
         cmp.check_dtype_and_shape(name=f"second{i}", out=h, ref=a, who=subject.id, oracle="its input")
+    tol, at = _model(op, args, w=w, v=v)
     for o in _oracles(op, oracles) if not _near_excluded(op, args) else ():
         _, rg, rs = _zeros_for_none(args, *o.second_order(op.program.of(o), *args, cotangent=w, cotangent2=v))
         for i, (g, r) in enumerate(zip(grads, rg)):
-            record.close(name=f"grad{i}", out=g, ref=r, oracle=o.id, tol=op.tol)
+            record.close(name=f"grad{i}", out=g, ref=r, oracle=o.id, tol=tol or op.tol, scale=at[f"grad{i}"])
         for i, (h, r) in enumerate(zip(second, rs)):
-            record.close(name=f"second{i}", out=h, ref=r, oracle=o.id, tol=op.tol)
+            record.close(name=f"second{i}", out=h, ref=r, oracle=o.id, tol=tol or op.tol, scale=at[f"second{i}"])
+
+
+def _model(op, args, *, w=None, v=None, tangents=None):
+    """(tolerance, {quantity: per-element magnitudes}) of the error model (:mod:`suite.ops.error`)
+    for an elementwise entry; ``(None, {quantity: None})`` for a mixing one (array-level floor)."""
+    names = ["value", "jt", *(f"grad{i}" for i in range(op.arity)), *(f"second{i}" for i in range(op.arity))]
+    if not op.elementwise:
+        return None, dict.fromkeys(names)
+    at = {"value": error.scales(op, "value", args)}
+    if w is not None:
+        at.update({f"grad{i}": error.scales(op, f"grad{i}", args, weights=w) for i in range(op.arity)})
+    if tangents is not None:
+        at["jt"] = error.scales(op, "jt", args, weights=tangents)
+    if v is not None:
+        at.update({f"second{i}": error.scales(op, f"second{i}", args, weights=w, weights2=v) for i in range(op.arity)})
+    return error.tolerance(op), at
 
 
 def _zeros_for_none(args, y, grads, second):

@@ -170,7 +170,7 @@ class Record:
         key = _oracle_key(oracle)
         if scale is None:
             scale = self.scale
-        if scale == "inputs":
+        if isinstance(scale, str) and scale == "inputs":
             scale = max(self.input_scale(), float(np.max(np.abs(ref))) if ref is not None and np.size(ref) else 0.0)
         try:
             err = cmp.assert_close(
@@ -219,7 +219,8 @@ class Record:
         dict by name; ``derived_from``, as for :meth:`close`: the dtype whose tolerance and
         floor apply (a float64 result held at float32's precision); ``scale``, as for
         :meth:`close` (``"inputs"``: the floor at the inputs' magnitude where the exact
-        answer cancels to 0). Returns each oracle's raw result, for checks of their own.
+        answer cancels to 0; a dict by name, e.g. one array per element for each output:
+        :func:`suite.ops.error.scales`). Returns each oracle's raw result, for checks of their own.
 
         >>> record.against(oracles, RoundThrough, x, cotangent=w, got={"value": out, "grad": grad},
         ...                tol=cmp.EXACT)   # doctest: +SKIP
@@ -247,7 +248,8 @@ class Record:
                 if out is ...:
                     continue
                 t = tol.get(name, cmp.GRAD) if isinstance(tol, dict) else tol
-                self.close(name=name, out=out, ref=ref, oracle=o.id, tol=t, derived_from=derived_from, scale=scale)
+                at = scale.get(name) if isinstance(scale, dict) else scale
+                self.close(name=name, out=out, ref=ref, oracle=o.id, tol=t, derived_from=derived_from, scale=at)
             results.append(raw)
         return results
 

@@ -1,0 +1,169 @@
+"""Measure the op table's error model: how far apart the frameworks really are, per element,
+in units of the model's rounding (issue 47).
+
+    python -m suite.ops.headroom [--ops tanh,elu] [--points 2000] [-o reports/headroom/tf-2.21.0.json]
+
+For every elementwise entry of the table, dtype and quantity (value, each gradient, J t, each
+second derivative), every subject (TensorFlow in each mode, JAX, PyTorch) runs one array of
+``--points`` elements spread over the entry's domain and its tails (:func:`suite.ops.regimes`:
+a uniform spread, magnitudes on a log scale, and every regime the entry names), and is compared
+element by element with each other framework's reference runner. ``observed`` is the largest
+``|out_i - ref_i| / (eps x T_i)`` (:mod:`suite.ops.error`), in units of rounding; ``tolerance``
+the model's; ``headroom`` their ratio. A quantity whose headroom is above :data:`SLACK` is
+``slack`` (its tolerance could hide a regression), one below 1 ``exceeded`` (a bug in the model,
+not a reason to widen it); the exit status is 1 when any tolerance is exceeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+#: A tolerance more than this many times what any framework pair was observed to need is slack.
+SLACK = 10.0
+BEHAVIOURS = {
+    "elementwise-gradients": "cases.test_elementwise_gradients",
+    "kink-subgradients": "cases.test_kink_subgradients",
+}
+
+
+def inputs(op, dtype, points: int, rng) -> tuple:
+    """The arguments: ``points`` elements per argument over the entry's domain and regimes,
+    off its excluded points."""
+    from suite import ops
+    from suite.ops import properties
+
+    name = np.dtype(dtype).name
+    cols = [rng.permutation(ops.regime_grid(op, name, points)) for _ in range(op.arity)]
+    n = min(len(c) for c in cols)
+    args = tuple(np.asarray(c[:n], dtype) for c in cols)
+    keep = ~properties._near_mask(op, args)
+    return tuple(a[keep] for a in args)
+
+
+def _run(subject, op, args, w, v):
+    fn = op.program.of(subject)
+    out = {}
+    y, grads = subject.vjp(fn, *args, cotangent=w)
+    out["value"] = np.asarray(y)
+    out.update({f"grad{i}": g for i, g in enumerate(grads) if g is not None})
+    for name, call in (("jt", lambda: subject.jvp(fn, *args, tangents=tuple(w for _ in args))[1]),
+                       ("second", lambda: subject.second_order(fn, *args, cotangent=w, cotangent2=v)[2])):  # fmt: skip
+        try:
+            got = call()
+        except Exception:  # declared where it matters (softsign's second order in TensorFlow)
+            continue
+        if name == "jt":
+            out["jt"] = got
+        else:
+            out.update({f"second{i}": h for i, h in enumerate(got) if h is not None})
+    return {k: np.asarray(a) for k, a in out.items() if a is not None}
+
+
+def measure(op, dtype, subjects, oracles, points: int, rng) -> list[dict]:
+    """One record per quantity: the worst element over every subject and oracle of another framework."""
+    from suite import compare as cmp
+    from suite.ops import error
+
+    args = inputs(op, dtype, points, rng)
+    shape = args[0].shape
+    w = (rng.choice([-1.0, 1.0], shape) * rng.uniform(0.25, 2.0, shape)).astype(dtype)
+    v = (rng.choice([-1.0, 1.0], shape) * rng.uniform(0.25, 2.0, shape)).astype(dtype)
+    name = np.dtype(dtype).name
+    eps = cmp.EPS[name]
+    results = {}
+    for r in [*subjects, *oracles.values()]:
+        if op.spelled(r.framework) and r.id not in results:
+            try:
+                results[r.id] = _run(r, op, args, w, v)
+            except Exception as e:  # the subject's own row records it
+                results[r.id] = {"error": f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"}
+    worst: dict[str, dict] = {}
+    for s in subjects:
+        got = results.get(s.id, {})
+        for fw, o in oracles.items():
+            ref = results.get(o.id, {})
+            if fw == s.framework or "error" in got or "error" in ref:
+                continue
+            for q in sorted(set(got) & set(ref)):
+                a, b = got[q].astype(np.float64), ref[q].astype(np.float64)
+                if a.shape != b.shape:
+                    continue
+                kw = {"weights": w} if q.startswith("grad") else {}
+                kw = {"weights": tuple(w for _ in args)} if q == "jt" else kw
+                kw = {"weights": w, "weights2": v} if q.startswith("second") else kw
+                t = np.maximum(np.abs(b), error.scales(op, q, args, **kw))
+                with np.errstate(all="ignore"):
+                    e = np.where((a == b) | (np.isnan(a) & np.isnan(b)), 0.0, np.abs(a - b) / (eps * t))
+                e = np.where(np.isnan(e), np.inf, e)
+                i = int(np.argmax(e)) if e.size else 0
+                seen = float(e.flat[i]) if e.size else 0.0
+                if q not in worst or seen > worst[q]["observed"]:
+                    at = [float(x.flat[i]) for x in args]
+                    worst[q] = {"observed": seen, "subject": s.id, "oracle": o.id, "at": at,
+                                "out": float(a.flat[i]), "ref": float(b.flat[i])}  # fmt: skip
+    rows = []
+    for q, r in sorted(worst.items()):
+        tol = error.ulps(op, q)[name]
+        head = tol / r["observed"] if r["observed"] > 0 else float("inf")
+        verdict = "exceeded" if head < 1 else "slack" if head > SLACK and r["observed"] > 0 else "ok"
+        verdict = "exact" if r["observed"] == 0 else verdict
+        rows.append({"behaviour": op.behaviour, "op": op.name, "dtype": name, "quantity": q, "tolerance": tol,
+                     "headroom": head, "verdict": verdict, **r})  # fmt: skip
+    return rows
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m suite.ops.headroom", description=__doc__.split("\n\n")[0])
+    p.add_argument("--ops", help="comma-separated entry names (default: every elementwise entry)")
+    p.add_argument("--points", type=int, default=2000, help="elements per argument (default 2000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--output", type=Path, help="write the table as JSON here")
+    a = p.parse_args(argv)
+    if a.points < 16:
+        p.error("--points: at least 16")
+    from suite import frameworks, ops
+
+    frameworks.hygiene()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    for module in BEHAVIOURS.values():
+        importlib.import_module(module)
+    chosen = [op for b in BEHAVIOURS for op in ops.entries(b) if op.elementwise]
+    if a.ops:
+        want = a.ops.split(",")
+        unknown = sorted(set(want) - {op.name for op in chosen})
+        if unknown:
+            p.error(f"--ops: no elementwise entry named {', '.join(unknown)}")
+        chosen = [op for op in chosen if op.name in want]
+    subjects = frameworks.runners(devices=("cpu",))
+    oracles = {o.framework: o for o in frameworks.reference_oracles()}
+    if len({s.framework for s in subjects}) < 2:
+        p.error("at least two frameworks must be installed to measure how far apart they are")
+    rng = np.random.default_rng(a.seed)
+    rows, start = [], time.monotonic()
+    for k, op in enumerate(chosen, 1):
+        for dtype in (np.float32, np.float64):
+            if np.dtype(dtype).name in op.domain and (not op.pairs or any(np.dtype(d) == dtype for d, _ in op.pairs)):
+                rows += measure(op, dtype, subjects, oracles, a.points, rng)
+        print(f"[{k}/{len(chosen)}] {op.name} ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
+    for r in rows:
+        if r["verdict"] in ("exceeded", "slack"):
+            where = f"{r['subject']} vs {r['oracle']} at {r['at']}: {r['out']:.4g} vs {r['ref']:.4g}"
+            print(f"{r['verdict']:9s} {r['op']:14s} {r['dtype']:8s} {r['quantity']:8s} "
+                  f"observed {r['observed']:9.3g} ulp of {r['tolerance']:g} ({where})")  # fmt: skip
+    if a.output:
+        a.output.parent.mkdir(parents=True, exist_ok=True)
+        env = {"versions": frameworks.package_versions(), "points": a.points, "seed": a.seed, "slack": SLACK}
+        a.output.write_text(json.dumps({"environment": env, "rows": rows}, indent=1) + "\n")
+    return 1 if any(r["verdict"] == "exceeded" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

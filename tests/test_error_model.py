@@ -1,0 +1,112 @@
+"""The op table's error model (issue 47): each element is held to the rounding of its own
+computation, the tails are drawn, and a 1% error in tanh's saturated tail fails where the old
+array-level floor forgave it."""
+
+import importlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from suite import compare as cmp, ops
+from suite.ops import error, properties
+
+importlib.import_module("cases.test_elementwise_gradients")
+TANH = next(op for op in ops.entries("elementwise-gradients") if op.name == "tanh")
+EXP = next(op for op in ops.entries("elementwise-gradients") if op.name == "exp")
+
+
+def _grad_err(op, x, out, ref, w):
+    x, w = np.float32(x), np.float32(w)
+    tol = error.tolerance(op)
+    scale = error.scales(op, "grad0", (x,), weights=w)
+    return cmp.rel_err(out, ref, rtol=tol.of(np.float32), scale=scale, ulps=tol.ulps(np.float32)), tol.of(np.float32)
+
+
+def test_tanh_in_its_tail_a_one_percent_error_fails_and_rounding_passes():
+    """The README's worked example: T = |w| (terms 1 and y^2 of 1 - y^2), 16 ulp of 1 = 1.9e-6, which
+    is 1.05% of the gradient at x = 5 and 0.4% at x = 4.5, inside the regime every example draws."""
+    x = np.float32([0.5, 4.5])
+    w = np.float32([1.0, 1.0])
+    true = (1 - np.tanh(x.astype(np.float64)) ** 2).astype(np.float32)
+    off = true.copy()
+    off[1] *= np.float32(1.01)  # 4.9e-6 absolute
+    err, tol = _grad_err(TANH, x, off, true, w)
+    assert err > tol
+    rounded = true.copy()
+    rounded[1] += np.float32(4 * 2.0**-23)  # four units of rounding of 1: within the model
+    err, tol = _grad_err(TANH, x, rounded, true, w)
+    assert err <= tol
+    # the old rule (32 ulp at the inputs' magnitude, GRAD's 2e-5) let the 1% error pass
+    assert cmp.rel_err(off, true, rtol=2e-5, scale=4.5) <= 2e-5
+
+
+def test_a_small_element_beside_large_ones_is_held_relatively():
+    """A mixed-magnitude array: 0.1% off in its smallest element fails per element (exp's terms
+    are its own magnitude) though the array-level floor at the largest element forgave it."""
+    x = np.float32([-20.0, 10.0])
+    ref = np.exp(x.astype(np.float64)).astype(np.float32)
+    out = ref.copy()
+    out[0] *= np.float32(1.001)
+    err, tol = _grad_err(EXP, x, out, ref, np.float32([1.0, 1.0]))
+    assert err > tol
+    assert cmp.rel_err(out, ref, rtol=2e-5) <= 2e-5  # the array-level floor
+
+
+def test_a_flushed_subnormal_costs_its_cofactor_only_where_the_entry_says():
+    silu = next(op for op in ops.entries("elementwise-gradients") if op.name == "silu")
+    x = np.float32([-88.0])
+    with_cofactor = error.scales(silu, "value", (x,))
+    without = error.scales(TANH, "value", (x,))
+    assert with_cofactor[0] == pytest.approx(88 * without[0])
+
+
+def test_mixing_entries_keep_an_array_level_floor():
+    softmax = next(op for op in ops.entries("elementwise-gradients") if op.name == "softmax")
+    assert error.scales(softmax, "grad0", (np.float32([[1.0, 2.0, 3.0]]),), weights=np.float32([[1, 1, 1]])) is None
+
+
+def test_entry_ulps_split_derivatives_and_values():
+    cosh = next(op for op in ops.entries("elementwise-gradients") if op.name == "cosh")
+    assert error.ulps(cosh)["float32"] == 64.0 and error.ulps(cosh, "value")["float32"] == 64.0
+    expm1 = next(op for op in ops.entries("elementwise-gradients") if op.name == "expm1")
+    assert error.ulps(expm1)["float32"] == error.ULPS["float32"] and error.ulps(expm1, "value")["float32"] == 16.0
+    with pytest.raises(ValueError, match="quantity"):
+        error.scales(TANH, "hessian", (np.float32([1.0]),))
+
+
+@settings(max_examples=30, deadline=None, database=None)
+@given(data=st.data())
+def test_every_drawn_example_puts_an_element_in_each_regime(data):
+    args, w, tangents, v = data.draw(properties.operands(TANH))
+    x = np.asarray(args[0]).ravel()
+    regimes = ops.regime_values(TANH, x.dtype.name)
+    if x.size == 1:  # a scalar takes one regime
+        assert any(lo <= x[0] <= hi for _, lo, hi in regimes)
+        return
+    for k, (name, lo, hi) in enumerate(regimes[: x.size]):
+        assert lo <= x[k] <= hi, (name, x)
+        assert np.asarray(w).ravel()[k] != 0 and np.asarray(v).ravel()[k] != 0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_anchors_reach_each_regime(dtype):
+    args, *_ = properties.anchored(TANH, dtype)
+    x = np.asarray(args[0], np.float64).ravel()
+    for name, lo, hi in ops.regime_values(TANH, dtype)[: x.size]:
+        assert np.any((x >= lo) & (x <= hi)), name
+
+
+def test_regime_grid_spans_domain_and_regimes():
+    grid = ops.regime_grid(TANH, "float32", 400)
+    assert grid.min() == -20.0 and grid.max() == 20.0
+    assert np.sum((grid > 4.1) & (grid < 5.0)) >= 50
+
+
+def test_headroom_names_an_unknown_entry(capsys):
+    from suite.ops import headroom
+
+    with pytest.raises(SystemExit) as e:
+        headroom.main(["--ops", "tanhh"])
+    assert e.value.code == 2
+    assert "no elementwise entry named tanhh" in capsys.readouterr().err
