@@ -80,6 +80,9 @@ class Tolerance:
 
     table: dict
     floor_ulps: dict = dataclasses.field(default_factory=dict)
+    #: set by the op table's error model (:func:`suite.ops.error.tolerance`): its comparisons'
+    #: errors are kept per dtype for the report's headroom table
+    model: bool = False
 
     def ulps(self, dtype) -> float:
         return self.floor_ulps.get(real_name(dtype), FLOOR_ULPS)

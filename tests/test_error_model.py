@@ -110,3 +110,36 @@ def test_headroom_names_an_unknown_entry(capsys):
         headroom.main(["--ops", "tanhh"])
     assert e.value.code == 2
     assert "no elementwise entry named tanhh" in capsys.readouterr().err
+
+
+def test_the_report_tabulates_observed_error_beside_the_tolerance():
+    from suite.report import model, render
+
+    errors = {"float32": {"jax": [5.0, 16.0], "torch": [0.5, 16.0]}, "float64": {"jax": [0.0, 32.0]}}
+    row = {"behaviour": "elementwise-gradients", "framework": "tensorflow", "mode": "xla", "device": "cpu",
+           "test": "cases/test_elementwise_gradients.py::test_op_reverse_mode[tensorflow-xla-cpu-tanh]",
+           "errors": errors}  # fmt: skip
+    other = {**row, "test": "cases/test_tape_mechanics.py::test_x[tensorflow-xla-cpu]"}
+    entries = render.headroom({"results": [row, other]})
+    assert [(e["op"], e["dtype"], e["oracle"], e["verdict"]) for e in entries] == [
+        ("tanh", "float32", "jax", "ok"),
+        ("tanh", "float32", "torch", "slack"),
+        ("tanh", "float64", "jax", "exact"),
+    ]
+    by_op = render.headroom_by_op(entries)
+    assert [(e["dtype"], e["headroom"], e["slack"]) for e in by_op] == [("float32", 3.2, 1), ("float64", None, 0)]
+    assert model._headroom({"results": [row]})["slack"] == render.SLACK
+
+
+def test_a_record_keeps_the_model_comparison_nearest_its_tolerance():
+    from suite.report.record import Record
+
+    class Subject:
+        id = "tensorflow-eager-cpu"
+
+    record = Record(Subject())
+    tol = error.tolerance(TANH)
+    ref = np.float32([1.0, 2.0])
+    record.close(name="grad0", out=ref * np.float32(1 + 2**-22), ref=ref, oracle="jax-jit-cpu", tol=tol)
+    record.close(name="grad0", out=ref, ref=ref, oracle="torch-eager-cpu", tol=cmp.GRAD)  # not the model's
+    assert record.row_fields()["errors"] == {"float32": {"jax": [pytest.approx(2.0), 16.0]}}

@@ -81,7 +81,7 @@ def tolerance(op, quantity: str = "grad") -> cmp.Tolerance:
     """The entry's tolerance for ``quantity`` (:func:`ulps` units of rounding), relative to
     :func:`scales`' magnitudes (``floor_ulps`` equal to them, so the floor is the terms)."""
     u = ulps(op, quantity)
-    return cmp.Tolerance({k: v * cmp.EPS[k] for k, v in u.items()}, floor_ulps=dict(u))
+    return cmp.Tolerance({k: v * cmp.EPS[k] for k, v in u.items()}, floor_ulps=dict(u), model=True)
 
 
 def _per_arg(f, i):

@@ -168,7 +168,13 @@ def run_model(report) -> dict:
             "test_time": render.test_time(report),
             "slowest": render.slowest(report),
         },
+        "headroom": _headroom(report),
     }
+
+
+def _headroom(report) -> dict:
+    entries = render.headroom(report)
+    return {"by_op": render.headroom_by_op(entries), "entries": entries, "slack": render.SLACK}
 
 
 @functools.lru_cache(maxsize=2)

@@ -51,6 +51,9 @@ class Record:
         self.expected: dict[str, object] = {}
         self.declared: dict[str, dict] = {}
         self.max_rel_err: dict[str, float] = {}
+        #: per dtype and oracle, [observed, tolerance] in units of rounding of the comparison
+        #: nearest its tolerance (the report's error-model table: how much headroom is left)
+        self.errors: dict[str, dict[str, list]] = {}
         self.examples = 0
         self.last_inputs: dict | None = None
         self.notes: list[str] = []
@@ -190,11 +193,32 @@ class Record:
             except (TypeError, ValueError):
                 err = float("inf")
             self.max_rel_err[key] = max(self.max_rel_err.get(key, 0.0), err)
+            self._headroom(key, out, ref, dtype, derived_from, tol, err)
             self._mismatch(str(e))
             return err
         self.max_rel_err[key] = max(self.max_rel_err.get(key, 0.0), err)
+        self._headroom(key, out, ref, dtype, derived_from, tol, err)
         self.compared += 1
         return err
+
+    def _headroom(self, key, out, ref, dtype, derived_from, tol, err) -> None:
+        """Keep, per dtype and oracle, the error-model comparison (``tol.model``) whose error came
+        nearest its tolerance, both in units of rounding of that dtype."""
+        if not getattr(tol, "model", False):
+            return
+        kind = derived_from or dtype or (np.asarray(ref).dtype if ref is not None else None)
+        if kind is None or not cmp.is_inexact(kind):
+            kind = np.asarray(out).dtype if out is not None else None
+        if kind is None or not cmp.is_inexact(kind) or cmp.real_name(kind) not in cmp.EPS:
+            return
+        name = cmp.real_name(kind)
+        t = tol.of(kind)
+        if t <= 0:
+            return
+        eps = cmp.EPS[name]
+        seen = self.errors.setdefault(name, {}).get(key)
+        if seen is None or err / t > seen[0] / seen[1]:
+            self.errors[name][key] = [err / eps, t / eps]
 
     def against(
         self,
@@ -377,6 +401,8 @@ class Record:
         }
         if self.declared:
             out["declared"] = dict(self.declared)
+        if self.errors:
+            out["errors"] = {d: dict(v) for d, v in self.errors.items()}
         notes = list(self.notes) + [
             f"racy (recorded, not compared): {k} = {', '.join(map(str, sorted(v, key=_order)))}"
             for k, v in self.racy.items()

@@ -87,6 +87,44 @@ def speed(report) -> list[dict]:
     ]
 
 
+#: A tolerance more than this many times the largest error its comparisons saw is slack.
+SLACK = 10.0
+
+
+def headroom(report) -> list[dict]:
+    """The op table's error model as the report saw it: per behaviour, op, dtype and subject, the
+    largest error over its comparisons and the tolerance, in units of rounding, nearest first
+    (``slack``: more than :data:`SLACK` times what was seen; ``exact``: no error at all)."""
+    out = []
+    for r in report["results"]:
+        test = r.get("test", "")
+        if not test.split("::")[-1].startswith("test_op_") or not r.get("errors"):
+            continue
+        op = test.rsplit("-", 1)[-1].rstrip("]") if "[" in test else test
+        prop = test.split("::")[-1].split("[")[0].removeprefix("test_op_")
+        for dtype, by_oracle in sorted(r["errors"].items()):
+            for oracle, (seen, tol) in sorted(by_oracle.items()):
+                room = tol / seen if seen else None
+                verdict = "exact" if not seen else "exceeded" if room < 1 else "slack" if room > SLACK else "ok"
+                out.append({"behaviour": r["behaviour"], "op": op, "property": prop, "dtype": dtype,
+                            "subject": f"{r['framework']}-{r['mode']}-{r['device']}", "oracle": oracle,
+                            "observed": seen, "tolerance": tol, "headroom": room, "verdict": verdict})  # fmt: skip
+    return sorted(out, key=lambda e: (e["headroom"] is None, e["headroom"] or 0.0))
+
+
+def headroom_by_op(entries) -> list[dict]:
+    """One line per behaviour, op and dtype: the least headroom over subjects, properties and
+    oracles, and how many of its comparisons were slack."""
+    groups: dict[tuple, list] = {}
+    for e in entries:
+        groups.setdefault((e["behaviour"], e["op"], e["dtype"]), []).append(e)
+    out = []
+    for (b, op, dtype), es in groups.items():
+        worst = min(es, key=lambda e: e["headroom"] if e["headroom"] is not None else float("inf"))
+        out.append({**worst, "slack": sum(e["verdict"] == "slack" for e in es), "comparisons": len(es)})
+    return sorted(out, key=lambda e: (e["behaviour"], e["op"], e["dtype"]))
+
+
 def slowest(report, n=5) -> list[dict]:
     rows = sorted(report["results"], key=lambda r: -(r.get("duration_s") or 0))
     return rows[:n]

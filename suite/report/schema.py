@@ -213,6 +213,7 @@ FIELD_TYPES = (
     ("expected", dict, "an object"),
     ("max_rel_err", dict, "an object"),
     ("declared", dict, "an object"),
+    ("errors", dict, "an object"),
     ("duration_s", (int, float), "a number"),
     ("examples", int, "an integer"),
     ("error", str, "a string"),
