@@ -56,6 +56,11 @@ JAX_MAX_CONVENTION = "https://github.com/jax-ml/jax/pull/2342"
 TORCH_MAXIMUM_TIES = "https://github.com/pytorch/pytorch/issues/56734"
 TORCH_DERIVATIVES = "https://github.com/pytorch/pytorch/blob/main/tools/autograd/derivatives.yaml"
 TORCH_TOPK = "https://docs.pytorch.org/docs/stable/generated/torch.topk.html"
+XLA_TOTAL_ORDER = (
+    "XLA's sort and TopK compare floats with comparator type TOTALORDER, where -0.0 < 0.0: signed zeros are not "
+    "tied but ordered by sign (jnp.sort and TensorFlow's own kernels treat them as equal and keep input order)"
+)
+XLA_TOTAL_ORDER_LINK = "https://github.com/openxla/xla/issues/48119"
 TF_RELU_KERNELS = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/core/kernels/relu_op_functor.h"
 TF_CLIP = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/clip_ops.py"
 
@@ -139,6 +144,7 @@ EXPECT = expectations(
         **{k: "split-evenly" for k in ("reduce_max", "reduce_min", "max(dim)")},
         "max_pool": "first-occurrence",
         **{k: "stable" for k in ("top_k[k=1]", "top_k[k=3]", "sort[ascending]", "sort[descending]")},
+        **{f"{k}[signed zeros]": "stable" for k in ("top_k[k=1]", "top_k[k=3]", "sort[ascending]", "sort[descending]")},
         **{k: "split-evenly" for k in ("segment_max", "unsorted_segment_max", "unsorted_segment_min")},
     },
     *_each(
@@ -186,6 +192,30 @@ EXPECT = expectations(
             "torch.sort(stable=True) keeps the order of equivalent elements",
             "https://docs.pytorch.org/docs/stable/generated/torch.sort.html",
         ),
+    ),
+    # -0.0 and 0.0 are equal, so by value they are ties; XLA's sort and top_k compare floats in
+    # IEEE total order (-0.0 < 0.0), so under XLA they are not (measured: TF's XLA mode, JAX's top_k)
+    *(
+        expect(
+            f"{k}[signed zeros]",
+            "total-order",
+            framework="tensorflow",
+            mode="xla",
+            reason=XLA_TOTAL_ORDER,
+            link=XLA_TOTAL_ORDER_LINK,
+        )  # fmt: skip
+        for k in ("top_k[k=1]", "top_k[k=3]", "sort[ascending]", "sort[descending]")
+    ),
+    *(
+        expect(f"{k}[signed zeros]", "total-order", framework="jax", reason=XLA_TOTAL_ORDER, link=XLA_TOTAL_ORDER_LINK)
+        for k in ("top_k[k=1]", "top_k[k=3]")
+    ),
+    expect(
+        "sort[descending][signed zeros]",
+        "reversed",
+        framework="jax",
+        reason="jnp.sort(descending=True) reverses the stable ascending sort, which treats -0.0 and 0.0 as equal",
+        link="https://github.com/jax-ml/jax/blob/main/jax/_src/numpy/sorting.py",
     ),
     expect(
         "segment_max",
@@ -584,14 +614,18 @@ def window_groups(n, k, s):
 
 def order_candidates(x, w, *, m, descending) -> tuple[dict, bool]:
     """Gradient of sum(w * sorted(x)[..., :m]) with tied elements taken in input order
-    (``stable``) or in reverse, and whether the two differ (the order of ties matters)."""
+    (``stable``), in reverse, or in IEEE total order (``total-order``: -0.0 before 0.0, then input
+    order), and whether the first two differ (the order of ties matters)."""
     rows = np.asarray(x, np.float64).reshape(-1, x.shape[-1])
     wr = np.asarray(w, np.float64).reshape(rows.shape[0], -1)
     out = {}
-    for name, sign in (("stable", 1), ("reversed", -1)):
+    # total-order: IEEE totalOrder, where -0.0 < 0.0 (XLA's comparator), then input order
+    for name, sign, by_sign in (("stable", 1, False), ("reversed", -1, False), ("total-order", 1, True)):
         g = np.zeros(rows.shape)
         for r, (row, wrow) in enumerate(zip(rows, wr)):
-            perm = np.lexsort((sign * np.arange(row.size), -row if descending else row))[:m]
+            negative_zero = (np.signbit(row) & (row == 0)).astype(float) if by_sign else np.zeros(row.size)
+            key = -negative_zero if not descending else negative_zero  # -0.0 first ascending, last descending
+            perm = np.lexsort((sign * np.arange(row.size), key, -row if descending else row))[:m]
             g[r, perm] = wrow
         out[name] = g.reshape(x.shape).astype(x.dtype)
     return out, not np.array_equal(out["stable"], out["reversed"])
@@ -743,6 +777,7 @@ def test_max_pool_sends_a_tied_window_to_one_element(subject, oracles, record, p
 
 @given(x=tied_arrays(shape=ORDERED))
 @example(x=np.array([[3, 1, 3, 2, 3], [0, 0, 0, 0, 0]], np.float32))
+@example(x=np.array([[-0.0, 0.0, -1.0, 0.0, -0.0], [0.0, 2.0, -0.0, 0.0, -0.0]], np.float32))
 def test_top_k_and_sort_route_ties_by_position(subject, oracles, record, x):
     """top_k and sort: tied elements receive the cotangents of their output positions in input
     order (stable) or in reverse (observed; torch.topk's order is unspecified: recorded, not
@@ -762,6 +797,9 @@ def test_top_k_and_sort_route_ties_by_position(subject, oracles, record, x):
             tol=cmp.EXACT,
         )
         candidates, order_matters = order_candidates(x, w, m=m, descending=descending)
+        # signed zeros that a total order would separate: observed under their own key
+        if not np.array_equal(candidates["stable"], candidates["total-order"]):
+            name, order_matters = f"{name}[signed zeros]", True
         stable_sums = tie_group_sums(x, candidates["stable"])
         record.close(name=f"d{name} per tie group", out=tie_group_sums(x, g), ref=stable_sums, oracle="closed-form")
         seen = kind(g, candidates, x.dtype).replace("other", "other-order")
