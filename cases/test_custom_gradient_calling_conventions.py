@@ -644,11 +644,12 @@ def test_custom_gradient_applies_per_calling_convention(subject, oracles, record
         kind = classify(got, candidates, x.dtype)
         record.check(EXPECT, **{f"call[{call}]": kind})
         for name, g, r in zip(("dx", "dy"), got, candidates[kind] if kind in candidates else ()):
-            # dtype=: the subject must return x's dtype whatever precision the closed form has
-            record.close(name=f"{name}[{call}]", out=g, ref=r, oracle="closed-form", dtype=x.dtype)
+            # dtype=: the subject must return x's dtype whatever precision the closed form has;
+            # scale=0: products, each element relative to itself (a tiny w beside a large one)
+            record.close(name=f"{name}[{call}]", out=g, ref=r, oracle="closed-form", dtype=x.dtype, scale=0.0)
         if kind == "applied":
             got_named = {"value": out, "dx": gx, "dy": ... if same else gy}
-            record.against(oracles, Call, x, y, cotangent=w, call=call, got=got_named)
+            record.against(oracles, Call, x, y, cotangent=w, call=call, got=got_named, scale=0.0)
 
 
 @given(xyw=operands().filter(distinguishable), where=st.sampled_from(["captured", "argument"]))
@@ -664,9 +665,10 @@ def test_custom_gradient_variables_get_their_declared_gradient(subject, oracles,
     record.close(name="value", out=out, ref=x * v, oracle="closed-form", tol=cmp.EXACT)
     kind = classify((dx, dv), {"applied": (w * v, -w * x), "autodiff": (w * v, w * x)}, x.dtype)
     record.check(EXPECT, **{f"variables[{where}]": kind})
-    record.close(name="dx", out=dx, ref=w * v, oracle="closed-form")
-    record.close(name="dv", out=dv, ref=-w * x, oracle="closed-form")
-    record.against(oracles, VariableGrads, x, v, w, via="run", where=where, got={"value": out, "dx": dx, "dv": dv})
+    record.close(name="dx", out=dx, ref=w * v, oracle="closed-form", scale=0.0)  # products: per element
+    record.close(name="dv", out=dv, ref=-w * x, oracle="closed-form", scale=0.0)
+    got = {"value": out, "dx": dx, "dv": dv}
+    record.against(oracles, VariableGrads, x, v, w, via="run", where=where, got=got, scale=0.0)
 
 
 @on("tensorflow")
@@ -716,9 +718,10 @@ def test_nested_custom_gradients_outer_replaces_chain_composes(subject, oracles,
     value = x * y if how == "nested" else (x.astype(np.float64) * y * y).astype(x.dtype)
     record.close(name=f"value[{how}]", out=out, ref=value, oracle="closed-form", tol=cmp.VALUE)
     want = next(iter(forms.values()))
-    record.close(name=f"dx[{how}]", out=gx, ref=want[0], oracle="closed-form")
-    record.close(name=f"dy[{how}]", out=gy, ref=want[1], oracle="closed-form")
-    record.against(oracles, Nesting, x, y, cotangent=w, how=how, got={"value": out, "dx": gx, "dy": gy})
+    record.close(name=f"dx[{how}]", out=gx, ref=want[0], oracle="closed-form", scale=0.0)  # products: per element
+    record.close(name=f"dy[{how}]", out=gy, ref=want[1], oracle="closed-form", scale=0.0)
+    got = {"value": out, "dx": gx, "dy": gy}
+    record.against(oracles, Nesting, x, y, cotangent=w, how=how, got=got, scale=0.0)
 
 
 def silu(a):

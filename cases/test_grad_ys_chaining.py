@@ -698,9 +698,10 @@ def test_cotangent_chains_through_saturating_functions(subject, oracles, record,
     record.example(a=a, x=x, w=w)
     ref_h = w.astype(np.float64) * a.astype(np.float64)
     ref_x = ref_h * saturating_derivatives(x)
-    # per row: sigmoid's w * y * (1 - y) is absolute near y = 1 (see the docstring), at the
-    # scale of w * a; softplus and exp are relative down to the dtype's smallest normal
-    scales = (float(np.max(np.abs(ref_h[0]))), 0.0, 0.0)
+    # per element: sigmoid's w * y * (1 - y) is absolute near y = 1 (see the docstring), at the
+    # scale of its own w * a (suite.ops.error's model: the terms of 1 - y are 1 and y, times the
+    # cotangent), not the row's largest; softplus and exp are relative down to the smallest normal
+    scales = (np.abs(ref_h[0]), 0.0, 0.0)
     t = TOL.of(x.dtype)
 
     def near(out, ref, i):
@@ -731,11 +732,16 @@ def test_cotangent_chains_through_saturating_functions(subject, oracles, record,
             for name, pos in (("chained", 1), ("one-call", 2)):
                 g = (g_h, chained, whole)[pos][i]
                 keep = ~lin[i]  # PyTorch's linear tail: declared, observed above
-                args = dict(name=f"{name} dL/dx[{f},{api}]", dtype=x.dtype, scale=scales[i])
-                record.close(**args, out=g[keep], ref=ref_x[i][keep], oracle="closed-form")
+                args = dict(name=f"{name} dL/dx[{f},{api}]", dtype=x.dtype)
+                record.close(**args, out=g[keep], ref=ref_x[i][keep], oracle="closed-form", scale=_at(scales[i], keep))
                 for o, r in refs:
                     keep = ~(lin[i] | above_threshold(o, x)[i])
-                    record.close(**args, out=g[keep], ref=r[pos][i][keep], oracle=o.id)
+                    record.close(**args, out=g[keep], ref=r[pos][i][keep], oracle=o.id, scale=_at(scales[i], keep))
+
+
+def _at(scale, keep):
+    """A per-element scale (an array) where ``keep`` holds; a number as it is."""
+    return scale[keep] if np.ndim(scale) else scale
 
 
 # ---------------------------------------------------------------- seed examples
