@@ -144,12 +144,14 @@ def scales(op, quantity: str, args, *, weights=None, weights2=None) -> np.ndarra
         i = int(quantity[4:] or 0)
         t = np.abs(np.asarray(weights, np.float64)) * _eval(_per_arg(terms.grad, i), a64, shape)
     elif quantity == "jt":
-        # J t sums each argument's term: a binary op's two terms may cancel
-        d = derivatives(op, args) if op.arity > 1 else [np.zeros(shape)]
-        t = sum(
-            np.abs(np.asarray(tj, np.float64)) * (d[j] + _eval(_per_arg(terms.grad, j), a64, shape))
-            for j, tj in enumerate(weights)
-        )
+        # J t sums each argument's term, and a framework may mix the tangents before it masks
+        # them (PyTorch's maximum: t_y + mask (t_x - t_y)): every tangent at the largest partial
+        if op.arity == 1:
+            t = np.abs(np.asarray(weights[0], np.float64)) * _eval(_per_arg(terms.grad, 0), a64, shape)
+        else:
+            d = derivatives(op, args)
+            biggest = np.maximum.reduce([d[j] + _eval(_per_arg(terms.grad, j), a64, shape) for j in range(op.arity)])
+            t = sum(np.abs(np.asarray(tj, np.float64)) for tj in weights) * biggest
     elif quantity.startswith("second"):
         i = int(quantity[6:] or 0)
         wv = np.abs(np.asarray(weights, np.float64) * np.asarray(weights2, np.float64))
