@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from .base import Runner, nest_map, of_floats
+from .base import Runner, nest_map, of_floats, split_orders
 
 
 def make(fw, spec):
@@ -23,6 +23,7 @@ class JaxRunner(Runner):
         jax = fw.module
         self.jax = jax
         self.jax_device = jax.devices("gpu" if spec.device == "gpu" else "cpu")[0]
+        self.traced = spec.mode == "jit"
 
     def numpy(self, x):
         if isinstance(x, (bool, int, float, str)):
@@ -56,6 +57,9 @@ class JaxRunner(Runner):
 
     def second_order_builder(self):
         return jax_second_order
+
+    def orders_builder(self):
+        return jax_orders
 
     def sync(self, out):
         return self.jax.block_until_ready(out)
@@ -94,3 +98,12 @@ def jax_second_order(jax, *args, fn, diff, static):
     h = pullback(v)
     it_g, it_h = iter(g), iter(h)
     return y, tuple(next(it_g) if d else None for d in diff), tuple(next(it_h) if d else None for d in diff)
+
+
+def jax_orders(jax, *args, fn, diff, static):
+    """Every order of ``fn`` in one program (``Runner.orders``): :func:`jax_second_order`'s value,
+    gradients and second derivatives, and :func:`jax_jvp`'s ``J t``."""
+    args, w, ts, v = split_orders(args, diff)
+    y, grads, second = jax_second_order(jax, *args, w, v, fn=fn, diff=diff, static=static)
+    _, jt = jax_jvp(jax, *args, *ts, fn=fn, diff=diff, static=static)
+    return y, grads, jt, second

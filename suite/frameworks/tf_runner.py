@@ -20,7 +20,7 @@ import functools
 import numpy as np
 
 from . import resources
-from .base import Runner, nest_flatten, nest_map, nest_pack
+from .base import Runner, nest_flatten, nest_map, nest_pack, split_orders
 
 _V1_GRAPH = [False]
 
@@ -44,6 +44,7 @@ class TFRunner(Runner):
         # call traced from a pytest+Hypothesis stack (measured in custom-backward), so the
         # calls that may be refused (recall) are traced from a thread with a short stack
         self.shallow_recall = spec.mode == "xla"
+        self.traced = spec.mode != "eager"
 
     def _to_tf(self, a) -> np.ndarray:
         """``a`` as an array TensorFlow takes: ml_dtypes' bfloat16 becomes TensorFlow's own
@@ -175,6 +176,9 @@ class TFRunner(Runner):
     def second_order_builder(self):
         return tf_second_order
 
+    def orders_builder(self):
+        return tf_orders
+
     def sync(self, out):
         return nest_map(self.numpy, out)
 
@@ -240,6 +244,16 @@ def tf_second_order(tf, *args, fn, diff, static):
         g = inner.gradient(y, xs, output_gradients=w)
     h = outer.gradient(g[0], xs, output_gradients=v) if g[0] is not None else [None] * len(xs)
     return y, _per_input(diff, g), _per_input(diff, h)
+
+
+def tf_orders(tf, *args, fn, diff, static):
+    """Every order of ``fn`` in one program (``Runner.orders``): the value and gradients of the
+    second-order program (the inner tape's gradients are :func:`tf_vjp`'s), and a
+    ForwardAccumulator's ``J t`` of another call of ``fn``."""
+    args, w, ts, v = split_orders(args, diff)
+    y, grads, second = tf_second_order(tf, *args, w, v, fn=fn, diff=diff, static=static)
+    _, jt = tf_jvp(tf, *args, *ts, fn=fn, diff=diff, static=static)
+    return y, grads, jt, second
 
 
 class Variables:

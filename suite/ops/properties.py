@@ -192,10 +192,10 @@ def _attempt(op, record, prop, call):
 
 def reverse_mode(subject, oracles, record, op, data):
     _usable(op, subject)
-    args, w, _, _ = _operands(op, data)
+    args, w, tangents, v = _operands(op, data)
     record.example(**{f"x{i}": a for i, a in enumerate(args)}, w=w)
     record.scale = "inputs"  # saturated and underflowing outputs are compared at the inputs' magnitude
-    y, grads = subject.vjp(op.program.of(subject), *args, cotangent=w)
+    y, grads, _, _ = _orders(subject, op, args, w, tangents, v, "vjp")
     ref = np.asarray(op.reference(*(np.asarray(a, np.float64) for a in args)))
     clear = ~_near_mask(op, args)  # values near an excluded point are the special points' to judge
     tol, at = _model(op, args, w=w)
@@ -208,7 +208,8 @@ def reverse_mode(subject, oracles, record, op, data):
     away = not _near_excluded(op, args)  # at a kink the frameworks pick sides: see special points
     got = {"value": y if away else ..., **{f"grad{i}": g if away else ... for i, g in enumerate(grads)}}
     tols = {"value": value_tol if tol else op.tol, **{f"grad{i}": tol or op.tol for i in range(op.arity)}}
-    record.against(_oracles(op, oracles), op.program, *args, cotangent=w, got=got, tol=tols, scale=at)
+    record.against(_oracles(op, oracles), op.program, *args, via="orders", cotangent=w, tangents=tangents,
+                   cotangent2=v, got=got, tol=tols, scale=at)  # fmt: skip
     if args[0].dtype == np.float64 and away:
         refs = finite_diff.vjp(op.reference, *args, cotangent=w)
         record.against_differences({f"grad{i}": g for i, g in enumerate(grads)}, refs, label="central")
@@ -217,17 +218,17 @@ def reverse_mode(subject, oracles, record, op, data):
 def forward_mode(subject, oracles, record, op, data):
     _usable(op, subject)
     _capable(op, "forward")
-    args, w, tangents, _ = _operands(op, data)
+    args, w, tangents, v = _operands(op, data)
     record.example(**{f"x{i}": a for i, a in enumerate(args)}, w=w, **{f"t{i}": t for i, t in enumerate(tangents)})
     record.scale = "inputs"
-    fn = op.program.of(subject)
-    ran = _attempt(op, record, "forward", lambda: subject.jvp(fn, *args, tangents=tangents))
+    ran = _attempt(op, record, "forward", lambda: _orders(subject, op, args, w, tangents, v, "jvp"))
     if ran is None:
         return
-    y, jt = ran
+    y, grads, jt, _ = ran
     # a tangent no input reaches (TensorFlow's JVP of sign is None, JAX's zeros): compared as zeros
     jt = np.zeros_like(args[0]) if jt is None else jt
-    _, grads = subject.vjp(fn, *args, cotangent=w)
+    if grads is None:  # not computed with J t (an eager mode)
+        _, grads, _, _ = _orders(subject, op, args, w, tangents, v, "vjp")
     lhs = np.sum(np.asarray(w, np.float64) * np.asarray(jt, np.float64))
     rhs = sum(np.sum(np.asarray(g, np.float64) * np.asarray(t, np.float64)) for g, t in zip(grads, tangents))
     # the floor: the terms' size as if every tangent were the largest, since a framework may mix
@@ -247,7 +248,7 @@ def forward_mode(subject, oracles, record, op, data):
                      oracle="closed-form", tol=op.tol, scale=scale)  # fmt: skip
     tol, at = _model(op, args, tangents=tangents)
     for o in _oracles(op, oracles) if not _near_excluded(op, args) else ():
-        _, ref = o.jvp(op.program.of(o), *args, tangents=tangents)
+        ref = _orders(o, op, args, w, tangents, v, "jvp").jt
         record.close(name="J t", out=jt, ref=np.zeros_like(args[0]) if ref is None else ref, oracle=o.id,
                      tol=tol or op.tol, scale=at["jt"])  # fmt: skip
 
@@ -255,23 +256,29 @@ def forward_mode(subject, oracles, record, op, data):
 def second_order(subject, oracles, record, op, data):
     _usable(op, subject)
     _capable(op, "second")
-    args, w, _, v = _operands(op, data)
+    args, w, tangents, v = _operands(op, data)
     record.example(**{f"x{i}": a for i, a in enumerate(args)}, w=w, v=v)
     record.scale = "inputs"
-    fn = op.program.of(subject)
-    ran = _attempt(op, record, "second", lambda: subject.second_order(fn, *args, cotangent=w, cotangent2=v))
+    ran = _attempt(op, record, "second", lambda: _orders(subject, op, args, w, tangents, v, "second"))
     if ran is None:
         return
-    _, grads, second = _zeros_for_none(args, *ran)
+    _, grads, second = _zeros_for_none(args, ran.value, ran.grads, ran.second)
     for i, (h, a) in enumerate(zip(second, args)):
         cmp.check_dtype_and_shape(name=f"second{i}", out=h, ref=a, who=subject.id, oracle="its input")
     tol, at = _model(op, args, w=w, v=v)
     for o in _oracles(op, oracles) if not _near_excluded(op, args) else ():
-        _, rg, rs = _zeros_for_none(args, *o.second_order(op.program.of(o), *args, cotangent=w, cotangent2=v))
+        r = _orders(o, op, args, w, tangents, v, "second")
+        _, rg, rs = _zeros_for_none(args, r.value, r.grads, r.second)
         for i, (g, r) in enumerate(zip(grads, rg)):
             record.close(name=f"grad{i}", out=g, ref=r, oracle=o.id, tol=tol or op.tol, scale=at[f"grad{i}"])
         for i, (h, r) in enumerate(zip(second, rs)):
             record.close(name=f"second{i}", out=h, ref=r, oracle=o.id, tol=tol or op.tol, scale=at[f"second{i}"])
+
+
+def _orders(runner, op, args, w, tangents, v, need):
+    """``runner.orders`` of the entry's program: its reverse, forward and second-order rows (and
+    the oracles) run one program per mode and dtype where the mode traces (issue 46)."""
+    return runner.orders(op.program.of(runner), *args, cotangent=w, tangents=tangents, cotangent2=v, need=need)
 
 
 def _model(op, args, *, w=None, v=None, tangents=None):
@@ -306,7 +313,8 @@ def special_points(subject, oracles, record, op, data):
         if np.dtype(dtype).name not in p.dtypes:
             continue
         args = tuple(np.broadcast_to(np.asarray(v, dtype), (3,)).copy() for v in p.at)
-        y, grads = subject.vjp(op.program.of(subject), *args, cotangent=np.ones((3,), dtype))
+        zeros = np.zeros((3,), dtype)
+        y, grads, _, _ = _orders(subject, op, args, np.ones((3,), dtype), (zeros,) * op.arity, zeros, "vjp")
         record.check(op.expect, **{op.key(p): _kind(op, args, grads[0])})
         if p.value:
             ref = op.reference(*(np.asarray(a, np.float64) for a in args))

@@ -228,6 +228,8 @@ class Record:
         got: dict,
         via: str = "vjp",
         cotangent=None,
+        tangents=None,
+        cotangent2=None,
         tol=cmp.GRAD,
         derived_from=None,
         scale=None,
@@ -237,21 +239,23 @@ class Record:
 
         ``via="vjp"``: each oracle computes ``(value, grads)`` with its native reverse mode
         (``cotangent`` as for ``Runner.vjp``); its outputs, in order, are the value then each
-        gradient. ``via="run"``: its outputs are what the program returns (a tuple is
-        spread). ``got`` maps a name to the subject's result for the output in the same
-        position; a name mapped to ``...`` is not compared. ``tol`` is one tolerance or a
-        dict by name; ``derived_from``, as for :meth:`close`: the dtype whose tolerance and
-        floor apply (a float64 result held at float32's precision); ``scale``, as for
-        :meth:`close` (``"inputs"``: the floor at the inputs' magnitude where the exact
-        answer cancels to 0; a dict by name, e.g. one array per element for each output:
-        :func:`suite.ops.error.scales`). Returns each oracle's raw result, for checks of their own.
+        gradient. ``via="orders"``: the same, from ``Runner.orders`` (with ``tangents`` and
+        ``cotangent2``: one program for every order where the oracle's mode traces). ``via="run"``:
+        its outputs are what the program returns (a tuple is spread). ``got`` maps a name to the
+        subject's result for the output in the same position; a name mapped to ``...`` is not
+        compared. ``tol`` is one tolerance or a dict by name; ``derived_from``, as for
+        :meth:`close`: the dtype whose tolerance and floor apply (a float64 result held at float32's
+        precision); ``scale``, as for :meth:`close` (``"inputs"``: the floor at the inputs'
+        magnitude where the exact answer cancels to 0; a dict by name, e.g. one array per element
+        for each output: :func:`suite.ops.error.scales`). Returns each oracle's raw result, for
+        checks of their own.
 
         >>> record.against(oracles, RoundThrough, x, cotangent=w, got={"value": out, "grad": grad},
         ...                tol=cmp.EXACT)   # doctest: +SKIP
         """
         __tracebackhide__ = True
-        if via not in ("vjp", "run"):
-            raise ValueError(f"via={via!r}: 'vjp' or 'run'")
+        if via not in ("vjp", "orders", "run"):
+            raise ValueError(f"via={via!r}: 'vjp', 'orders' or 'run'")
         results = []
         for o in oracles:
             fn = program.of(o) if hasattr(program, "of") else program[o.framework]
@@ -259,6 +263,10 @@ class Record:
                 if via == "vjp":
                     raw = o.vjp(fn, *arrays, cotangent=cotangent, **static)
                     refs = [raw[0], *raw[1]]
+                elif via == "orders":
+                    raw = o.orders(fn, *arrays, cotangent=cotangent, tangents=tangents, cotangent2=cotangent2,
+                                   need="vjp", **static)  # fmt: skip
+                    refs = [raw.value, *raw.grads]
                 else:
                     raw = o.run(fn, *arrays, **static)
                     refs = list(raw) if isinstance(raw, (tuple, list)) and len(got) > 1 else [raw]
