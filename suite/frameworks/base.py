@@ -48,8 +48,8 @@ class Runner:
     #: :meth:`recall` runs the calls whose refusal it remembers from a thread with a short
     #: stack (see TFRunner)
     shallow_recall: bool = False
-    #: the mode traces a program once and calls it after (TensorFlow's function, xla and graph,
-    #: JAX's jit): :meth:`orders` computes every order of a row from one program there
+    #: the mode traces and compiles a program once and calls it after (TensorFlow's function and
+    #: xla, JAX's jit): :meth:`orders` computes every order of a row from one program there
     traced: bool = False
 
     def __init__(self, fw, spec):
