@@ -61,6 +61,56 @@ def test_second_order_is_the_gradient_of_the_first_inputs_gradient(spec):
     np.testing.assert_allclose(h[1], 3 * X**2 * W * V, rtol=1e-12)  # d <v, dx> / da
 
 
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.id)
+@pytest.mark.parametrize("need", ["vjp", "jvp", "second"])
+def test_orders_agree_with_the_program_of_each_order(spec, need):
+    """Runner.orders (issue 46: one program for every order where the mode traces) gives what
+    vjp, jvp and second_order give, and in a traced mode all of them from one compiled program."""
+    r = _runner(spec)
+    fn = Cubic.of(r)
+    ts = (np.array([1.0, 0.5, -1.0]), np.array([0.0, 2.0, 1.0]))
+    o = r.orders(fn, X, A, K, cotangent=W, tangents=ts, cotangent2=V, need=need)
+    np.testing.assert_allclose(o.value, A * X**3, rtol=1e-12)
+    if need != "jvp" or r.traced:
+        np.testing.assert_allclose(o.grads[0], 3 * A * X**2 * W, rtol=1e-12)
+        np.testing.assert_allclose(o.grads[1], X**3 * W, rtol=1e-12)
+        assert o.grads[2] is None
+    if need == "jvp" or r.traced:
+        np.testing.assert_allclose(o.jt, 3 * A * X**2 * ts[0] + X**3 * ts[1], rtol=1e-12)
+    if need == "second" or r.traced:
+        np.testing.assert_allclose(o.second[0], 6 * A * X * W * V, rtol=1e-12)
+    if not r.traced:  # eager: the order asked for, nothing else
+        assert (o.jt is None) == (need != "jvp") and (o.second is None) == (need != "second")
+    with pytest.raises(ValueError, match="need="):
+        r.orders(fn, X, A, K, cotangent=W, tangents=ts, cotangent2=V, need="hessian")
+
+
+class NoForwardRule(Program):
+    """A JAX custom_vjp function: reverse mode works, forward mode raises (no JVP rule)."""
+
+    def jax(jax, x):
+        @jax.custom_vjp
+        def f(x):
+            return x * 2.0
+
+        f.defvjp(lambda x: (x * 2.0, None), lambda _, g: (g * 2.0,))
+        return f(x)
+
+
+def test_orders_fall_back_to_the_program_of_the_order_where_the_combined_one_fails():
+    """The combined program needs every order; where one is refused, the order asked for runs on
+    its own (and its refusal is the observation), and the combined program is not tried again."""
+    r = _runner(frameworks.Spec("jax", "jit", "cpu"))
+    fn = NoForwardRule.of(r)
+    o = r.orders(fn, X, cotangent=W, tangents=(W,), cotangent2=V, need="vjp")
+    np.testing.assert_allclose(o.grads[0], 2 * W)
+    assert o.jt is None
+    key = next(k for k in r._one_program if k[0] is fn)
+    assert r._one_program[key] is False  # remembered: vjp alone from now on
+    with pytest.raises(TypeError, match="custom_vjp"):
+        r.orders(fn, X, cotangent=W, tangents=(W,), cotangent2=V, need="jvp")
+
+
 def test_attempt_observes_a_refusal_and_remembers_the_ones_asked_to():
     r = _runner(frameworks.specs(frameworks=("jax",), devices=("cpu",))[1])  # jax-jit-cpu
     calls = []
