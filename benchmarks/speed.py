@@ -64,9 +64,9 @@ def timed_run(args: list[str], report_dir: Path, cache: Path | None = None, cwd:
 
 
 def columns(report) -> dict:
-    from suite.report import render
+    from suite.report import query
 
-    return {s["column"]: {k: s[k] for k in ("examples", "test_s", "examples_per_s")} for s in render.speed(report)}
+    return {s["column"]: {k: s[k] for k in ("examples", "test_s", "examples_per_s")} for s in query.speed(report)}
 
 
 #: issue 46: HEAD's ci wall against the older revision's, cold and warm, and the quick profile's (warm)

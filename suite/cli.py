@@ -194,7 +194,7 @@ def _shard_args(shard, durations_from, report_dir: Path) -> list[str]:
 
 def cmd_merge(args) -> int:
     """Join shard reports (``run --shard i/n`` on several machines) into one report."""
-    from suite.report import merge, render, schema
+    from suite.report import merge, query, schema
 
     paths = [Path(p) for p in args.reports]
     if not args.update:
@@ -221,7 +221,7 @@ def cmd_merge(args) -> int:
     stale = [d for d in merged.get("declared", []) if d["status"] == "stale"]
     for d in stale:
         print(f"  FAILED: stale declaration {d['key']}={d['observed']!r} ({d['module']}): {d['reason']}")
-    bad = render.failures(merged)
+    bad = query.failures(merged)
     if bad:
         print(f"  {len(bad)} failed, errored or crashed row(s)")
     return 1 if stale or bad else 0

@@ -1,5 +1,6 @@
 """The examples in the harness's docstrings are tests too: the progress line, the run context,
-the report model, the version rule and the HTML inline Markdown are each shown by one."""
+the report queries and model, the version rule and the pages' inline Markdown are each shown
+by one."""
 
 import doctest
 import importlib
@@ -11,7 +12,8 @@ MODULES = [
     "suite.versions",
     "suite.report.writer",
     "suite.report.model",
-    "suite.report.html",
+    "suite.report.query",
+    "suite.report.pages",
     "suite.report.diff",
     "suite.ops",
     "suite.ops.properties",

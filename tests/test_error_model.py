@@ -113,22 +113,22 @@ def test_headroom_names_an_unknown_entry(capsys):
 
 
 def test_the_report_tabulates_observed_error_beside_the_tolerance():
-    from suite.report import model, render
+    from suite.report import model, query
 
     errors = {"float32": {"jax": [5.0, 16.0], "torch": [0.5, 16.0]}, "float64": {"jax": [0.0, 32.0]}}
     row = {"behaviour": "elementwise-gradients", "framework": "tensorflow", "mode": "xla", "device": "cpu",
            "test": "cases/test_elementwise_gradients.py::test_op_reverse_mode[tensorflow-xla-cpu-tanh]",
            "errors": errors}  # fmt: skip
     other = {**row, "test": "cases/test_tape_mechanics.py::test_x[tensorflow-xla-cpu]"}
-    entries = render.headroom({"results": [row, other]})
+    entries = query.headroom({"results": [row, other]})
     assert [(e["op"], e["dtype"], e["oracle"], e["verdict"]) for e in entries] == [
         ("tanh", "float32", "jax", "ok"),
         ("tanh", "float32", "torch", "slack"),
         ("tanh", "float64", "jax", "exact"),
     ]
-    by_op = render.headroom_by_op(entries)
+    by_op = query.headroom_by_op(entries)
     assert [(e["dtype"], e["headroom"], e["slack"]) for e in by_op] == [("float32", 3.2, 1), ("float64", None, 0)]
-    assert model._headroom({"results": [row]})["slack"] == render.SLACK
+    assert model._headroom({"results": [row]})["slack"] == query.SLACK
 
 
 def test_a_record_keeps_the_model_comparison_nearest_its_tolerance():

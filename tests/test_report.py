@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from suite.report import model, render, schema
+from suite.report import model, pages, query, schema
 
 
 def _row(**kw):
@@ -117,7 +117,7 @@ def test_markdown_shows_matrix_partial_marker_and_failures():
             _row(outcome="failed", framework="jax", mode="jit", error="boom", reproducer="import numpy as np"),
         ],
     }
-    md = render.markdown(report)
+    md = pages.markdown(report)
     assert "PARTIAL REPORT" in md
     assert "| b | ok 1/1 | FAIL 1/1 |" in md
     assert "boom" in md and "import numpy as np" in md
@@ -125,7 +125,7 @@ def test_markdown_shows_matrix_partial_marker_and_failures():
 
 def test_terminal_matrix_has_a_row_per_behaviour():
     report = {"results": [_row(), _row(behaviour="c", outcome="skipped")]}
-    lines = render.terminal_matrix(report)
+    lines = pages.terminal_matrix(report)
     assert lines[1].startswith("b ") and lines[2].startswith("c ")
 
 
@@ -156,13 +156,13 @@ def test_diff_ignores_the_order_of_several_observed_values():
 
 
 def test_diff_lists_keys_only_one_side_observed_unless_a_row_stopped_early():
-    from suite.report import diff, render
+    from suite.report import diff
 
     old = {"schema_version": 1, "environment": {}, "results": [_row(observed={"policy": "unavailable"})]}
     new = {"schema_version": 1, "environment": {}, "results": [_row(observed={"f(IGNORE)": "zero-fill"})]}
     got = {(c.detail, c.old, c.new) for c in diff.diff(old, new).changes if c.kind == "observation changed"}
     assert got == {("policy", "unavailable", diff.NOT_OBSERVED), ("f(IGNORE)", diff.NOT_OBSERVED, "zero-fill")}
-    summary = "".join(render.consecutive_changes_md([old, new]))
+    summary = "".join(diff.consecutive_changes_md([old, new]))
     assert "b newly observed (eager): `f(IGNORE)`=`zero-fill`" in summary
     assert "b no longer observed (eager): `policy`=`unavailable`" in summary
     new["results"][0]["outcome"] = "failed"  # a failed row stops recording midway: missing keys say nothing
@@ -204,7 +204,7 @@ def test_version_matrix_marks_changed_cells_with_old_and_new_values_and_the_chan
     from suite.report import html
 
     reps = _releases()
-    md = model.versions_markdown(reps, ["r/a.md", "r/b.md", "r/c.md"])
+    md = pages.versions_markdown(reps, ["r/a.md", "r/b.md", "r/c.md"])
     assert "| gather | ok 2/2 | ok 2/2 | ok 2/2 **Δ1** |" in md
     assert "| test_p: `fwd` | xla | `clamp` | · | **`clamp` → `zero-fill`** |" in md
     assert "`policy`" not in md.split("## Observations that differ")[1].split("## Changelog")[0], "unchanged key shown"
@@ -230,21 +230,19 @@ def test_keys_of_a_test_an_older_suite_did_not_have_are_not_changes_of_tensorflo
     for rep, value in ((reps[1], "nan"), (reps[2], "zero")):
         rep["results"].append(_row(behaviour="gather", test="cases/test_gather.py::test_n[tensorflow-eager-cpu]",
                                    observed={"new": value}))  # fmt: skip
-    table = "\n".join(model.versions_table_md(reps))
+    table = "\n".join(pages.versions_table_md(reps))
     assert "| gather | ok 2/2 | ok 3/3 | ok 3/3 **Δ2** |" in table, table  # fwd and new at 2.21, nothing at 2.20
     assert "| *suite revision* | `437e0d3` | `43532dd` | `43532dd` |" in table
-    md = model.versions_markdown(reps)
+    md = pages.versions_markdown(reps)
     assert "| test_n: `new` | eager | - | `nan` | **`nan` → `zero`** |" in md, md
-    assert render.moved_keys(reps)[("gather", "2.21.0")] == {"fwd", "new"}
+    assert query.moved_keys(reps)[("gather", "2.21.0")] == {"fwd", "new"}
     page = html.page(reps, ["a", "b", "c"])
     assert "<td class='not-run'" in page and "<tr class='revisions'>" in page and "<code>437e0d3</code>" in page
     # the test's rows gone from the middle release (a subset run): a change across the gap still counts
     reps[1]["results"] = [r for r in reps[1]["results"] if "test_n" not in r["test"]]
     reps[0]["results"].append(_row(behaviour="gather", test="cases/test_gather.py::test_n[tensorflow-eager-cpu]",
                                    observed={"new": "nan"}))  # fmt: skip
-    assert "new" in render.moved_keys(reps)[("gather", "2.21.0")] and ("gather", "2.20.0") not in render.moved_keys(
-        reps
-    )
+    assert "new" in query.moved_keys(reps)[("gather", "2.21.0")] and ("gather", "2.20.0") not in query.moved_keys(reps)
 
 
 def test_report_of_two_releases_is_the_upgrade_view_with_changes_first(tmp_path, capsys):
@@ -288,7 +286,7 @@ def test_single_report_puts_failures_first_and_folds_columns_of_an_absent_device
         ),
         _row(test="cases/test_b.py::test_y[tensorflow-eager-cpu]", observed={"k": "v", "j": ["a", "b"]}),
     ]
-    md = render.markdown({"schema_version": 1, "created": "x", "environment": {}, "results": rows})
+    md = pages.markdown({"schema_version": 1, "created": "x", "environment": {}, "results": rows})
     assert md.index("## Failures (1)") < md.index("## Matrix") < md.index("## Observations")
     assert "Observed in the failing example: `k = w`" in md
     assert "tensorflow-eager-gpu |" not in md and "- no GPU visible: 1 rows skipped (tensorflow-eager-gpu)" in md
@@ -378,7 +376,7 @@ def test_observations_are_asserted_or_informational_in_the_report_and_the_diff()
     assert kinds == {"grad": True, "init": False}
     md = diff.markdown(log)
     assert "| `grad` | asserted |" in md and "| `init` | informational |" in md
-    page = render.markdown(rep("zeros"))
+    page = pages.markdown(rep("zeros"))
     assert "`init` = `zeros`: tensorflow eager (informational: recorded, not asserted)" in page
     assert "`grad` = `zeros`: tensorflow eager\n" in page
 
@@ -468,7 +466,7 @@ def test_an_oracle_that_raises_gives_no_reference_and_a_note_while_the_others_co
 def test_latest_pages_and_the_terminal_summary_render_one_model():
     """latest.md, latest.html and the terminal matrix show the cells the report model computed
     (once); values are escaped per format: a pipe in Markdown, markup in HTML."""
-    from suite.report import html, model
+    from suite.report import html
 
     rows = [
         _row(observed={"k": "a|<b>"}),
@@ -479,10 +477,10 @@ def test_latest_pages_and_the_terminal_summary_render_one_model():
     m = model.run_model(report)
     texts = [c["text"] for c in m["matrix"]["rows"][0]["cells"]]
     assert texts == ["FAIL 1/2", "ok 1/1"]
-    md, page = render.markdown(report), html.page([report], ["lab"])
+    md, page = pages.markdown(report), html.page([report], ["lab"])
     assert "| b | FAIL 1/2 | ok 1/1 |" in md
     assert all(f">{t}</a></td>" in page for t in texts)
-    assert render.terminal_matrix(report)[1].split()[1:] == ["FAIL", "1/2", "ok", "1/1"]
+    assert pages.terminal_matrix(report)[1].split()[1:] == ["FAIL", "1/2", "ok", "1/1"]
     assert "`a\\|<b>`" in md and "a|&lt;b&gt;" in page and "<b>a" not in page
     assert "boom &lt;x&gt;" in page and "## Failures (1)" in md
 

@@ -37,7 +37,7 @@ def load_bench(paths) -> list:
 
 def describe_machine(mi: dict) -> str:
     """One line naming the host and what ran on it, from a benchmark JSON's machine_info."""
-    from suite.report import render
+    from suite.report import query
 
     cpu = mi.get("cpu") or {}
     parts = [
@@ -45,7 +45,7 @@ def describe_machine(mi: dict) -> str:
         f"{cpu.get('count', '?')} cores, {mi.get('system', '')} {mi.get('release', '')}".strip()
     ]
     fws = mi.get("frameworks") or {}
-    parts += [render.framework_label(k, v) for k, v in fws.items()]
+    parts += [query.framework_label(k, v) for k, v in fws.items()]
     if mi.get("bench_size"):
         parts.append(f"size {mi['bench_size']}")
     return "; ".join(parts)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from suite.report.render import is_asserted
+from suite.report.query import code_span, is_asserted, tf_version
 
 BAD = ("failed", "error", "crashed")
 QUIET = ("skipped", "unavailable")
@@ -263,13 +263,6 @@ def _short(test: str) -> str:
     return test.split("::", 1)[-1]
 
 
-def code_span(v) -> str:
-    """A value as a Markdown code span that survives any content (backticks, pipes, ``; ``)."""
-    text = str(v).replace("|", "\\|").replace("\n", " ")
-    fence = "``" if "`" in text else "`"
-    return f"{fence}{text}{fence}" if text else "(empty)"
-
-
 def markdown(log: Changelog) -> str:
     """The changelog as Markdown: caveats and environment first, then the changes by kind."""
     marker = " (partial or subset: see the caveat)" if log.caveats else ""
@@ -362,3 +355,47 @@ def _rows_md(kind: str, cs: list) -> list[str]:
 
 
 _SECTIONS = {"not run": _not_run_md, "new deprecation": _deprecations_md, "deprecation gone": _deprecations_md}
+
+
+def consecutive_changes_md(reports) -> list[str]:
+    """Per consecutive pair of versions: the TensorFlow observations that changed."""
+    lines = []
+    for old, new in zip(reports, reports[1:]):
+        log = diff(old, new)
+        tf = [c for c in log.changes if c.subject.startswith("tensorflow")]
+        obs = [c for c in tf if c.kind == "observation changed"]
+        outs = [c for c in tf if c.kind in ("newly failing", "newly passing")]
+        deps = log.by_kind("new deprecation")
+        head = f"- **TF {tf_version(old)} -> {tf_version(new)}**: "
+        if not obs and not outs and not deps:
+            lines.append(head + "no TensorFlow observation changed.")
+            continue
+        parts = _changed_values_md(obs)
+        if outs:
+            moved = ", ".join(sorted({f"{c.behaviour} {c.old}->{c.new}" for c in outs}))
+            parts.append(f"{len(outs)} row(s) changed outcome: " + moved)
+        if deps:
+            parts.append("new deprecations: " + "; ".join(f"{c.behaviour} `{c.detail}`" for c in deps))
+        lines.append(head + "; ".join(parts))
+    return lines
+
+
+def _changed_values_md(obs) -> list[str]:
+    """``b `key`: `old` -> `new` (modes)`` per changed value; keys one side did not record are
+    listed by name only, as newly observed or no longer observed."""
+    per, keys = {}, {}
+    for c in obs:
+        mode = c.subject.split("-")[1]
+        if NOT_OBSERVED in (c.old, c.new):
+            how = "newly observed" if c.old == NOT_OBSERVED else "no longer observed"
+            k = keys.setdefault((c.behaviour, how), ({}, set()))
+            k[0].setdefault(c.detail, c.new if c.old == NOT_OBSERVED else c.old)
+            k[1].add(mode)
+            continue
+        per.setdefault((c.behaviour, c.detail, str(c.old), str(c.new)), []).append(mode)
+    parts = [f"{b} `{k}`: `{o}` -> `{n}` ({', '.join(sorted(set(m)))})" for (b, k, o, n), m in sorted(per.items())]
+    for (b, how), (vals, modes) in sorted(keys.items()):
+        shown = ", ".join(f"`{k}`=`{v}`" for k, v in sorted(vals.items())[:3])
+        more = f" and {len(vals) - 3} more" if len(vals) > 3 else ""
+        parts.append(f"{b} {how} ({', '.join(sorted(modes))}): {shown}{more}")
+    return parts

@@ -129,7 +129,7 @@ BEGIN, END = "<!-- version-matrix:begin -->", "<!-- version-matrix:end -->"
 def update_readme(path: Path, reports) -> None:
     """Replace the README section between the version-matrix markers with the matrix and
     the changelog between consecutive releases, generated from the reports."""
-    from suite.report import model, render
+    from suite.report import diff, pages
 
     text = path.read_text(encoding="utf-8")
     if BEGIN not in text or END not in text:
@@ -143,8 +143,8 @@ def update_readme(path: Path, reports) -> None:
         "revision did not have; the last row: the suite revision each report was measured with).",
         "",
     ]
-    body += model.versions_table_md(reports) + ["", "Changelog between consecutive releases (measured):", ""]
-    body += render.consecutive_changes_md(reports) + ["", END]
+    body += pages.versions_table_md(reports) + ["", "Changelog between consecutive releases (measured):", ""]
+    body += diff.consecutive_changes_md(reports) + ["", END]
     head, rest = text.split(BEGIN, 1)
     tail = rest.split(END, 1)[1]
     path.write_text(head + "\n".join(body) + tail, encoding="utf-8")
@@ -154,13 +154,13 @@ def write_pages(paths, reports, out_dir: Path, stem: str, bench=()) -> tuple[Pat
     """Write ``<stem>.md`` and ``<stem>.html`` for one report, or for several the version
     matrix with each release's own pages in ``<stem>-releases/`` (and, for exactly two, the
     upgrade view above it: ``upgrade.{md,html}`` by default). Returns the two paths."""
-    from suite.report import html, model, render, upgrade
+    from suite.report import html, pages, upgrade
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     labels = [str(p) for p in paths]
     if len(reports) == 1:
-        md = render.markdown(reports[0])
+        md = pages.markdown(reports[0])
         page = html.page(reports, labels, list(bench))
     else:
         sub = out_dir / f"{stem}-releases"
@@ -169,10 +169,10 @@ def write_pages(paths, reports, out_dir: Path, stem: str, bench=()) -> tuple[Pat
         for p, r in zip(paths, reports):
             name = Path(p).stem if Path(p).stem not in names else f"{Path(p).stem}-{len(names)}"
             names.add(name)
-            (sub / f"{name}.md").write_text(render.markdown(r), encoding="utf-8")
+            (sub / f"{name}.md").write_text(pages.markdown(r), encoding="utf-8")
             (sub / f"{name}.html").write_text(html.page([r], [str(p)]), encoding="utf-8")
             details.append(f"{sub.name}/{name}")
-        matrix_md = model.versions_markdown(reports, [d + ".md" for d in details])
+        matrix_md = pages.versions_markdown(reports, [d + ".md" for d in details])
         if len(reports) == 2:  # the upgrade view, the two releases' matrix below it
             m = upgrade.model(reports[0], reports[1], labels[0], labels[1])
             md = upgrade.markdown(m) + "\n" + matrix_md

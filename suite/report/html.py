@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections
 import html
 
-from suite.report import model
+from suite.report import pages
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;max-width:1360px}
@@ -52,34 +52,16 @@ OPEN_TARGET_JS = (
 )
 
 
-def inline_markdown(text: str) -> str:
-    """The inline Markdown our changelog lines use (code spans, then bold outside them) as
-    escaped HTML. Code spans first: a key like ``grad2[x**0@-0]`` holds ``**``.
-
-    >>> inline_markdown("**b** `grad2[x**0@-0]`: `zero` -> `nan` (a<b)")
-    '<b>b</b> <code>grad2[x**0@-0]</code>: <code>zero</code> -&gt; <code>nan</code> (a&lt;b)'
-    """
-    import re
-
-    out = []
-    for i, part in enumerate(re.split(r"(`[^`]*`)", text)):
-        if i % 2:
-            out.append("<code>" + _e(part[1:-1]) + "</code>")
-        else:
-            out.append(re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", _e(part)))
-    return "".join(out)
-
-
 def _start(title) -> list[str]:
     """The page's head and legend: the ``start`` macro of ``_report.html.j2``, as one report's
     page has it."""
-    return [str(model.template_env().get_template("_report.html.j2").module.start(title, CSS)).strip()]
+    return [str(pages.template_env().get_template("_report.html.j2").module.start(title, CSS)).strip()]
 
 
 def matrix_sections(reports, labels, details=None) -> str:
     """The version matrix of several reports: outcomes, observations that differ between
     releases, the changelog between consecutive ones, and each release's failures."""
-    return model.versions_sections_html(reports, labels, details)
+    return pages.versions_sections_html(reports, labels, details)
 
 
 def page(reports: list[dict], labels: list[str], bench: list[dict] | None = None, details=None) -> str:
@@ -92,7 +74,7 @@ def page(reports: list[dict], labels: list[str], bench: list[dict] | None = None
             "<h2>Benchmarks</h2>" + "".join(f"<p><small>{_e(m)}</small></p>" for m in machines) + bench_svg(bench)
         )
     if len(reports) == 1:
-        return model.html(reports[0], labels[0], css=CSS, open_target_js=OPEN_TARGET_JS, bench_html=bench_html)
+        return pages.html(reports[0], labels[0], css=CSS, open_target_js=OPEN_TARGET_JS, bench_html=bench_html)
     out = _start("version matrix") + [matrix_sections(reports, labels, details), bench_html, "</body></html>"]
     return "\n".join(out)
 

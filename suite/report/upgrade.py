@@ -105,7 +105,7 @@ def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool =
 
 
 def _env():
-    from suite.report.model import template_env
+    from suite.report.pages import template_env
 
     return template_env(strict=True)
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import settings
 
 from suite import context, frameworks
-from suite.report import deprecations, render, schema
+from suite.report import deprecations, pages, query, schema
 from suite.report.rows import (
     _PROPERTIES,
     DECLARED_PROPERTY,
@@ -102,7 +102,7 @@ def stream_progress(path, now: float | None = None) -> str:
     report = schema.load(path, coverage=True)
     rows = report["results"]
     bad = sum(r["outcome"] in ("failed", "error", "crashed") for r in rows)
-    what = f"{path}: TF {render.tf_version(report)}"
+    what = f"{path}: TF {query.tf_version(report)}"
     if "_coverage" not in report:  # a written report, not a stream
         return f"{what}: {'partial' if report.get('partial') else 'finished'}, {len(rows)} rows, {bad} failed"
     cov = report["_coverage"]
@@ -389,7 +389,7 @@ class ReportWriter:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
                 footer["exitstatus"] = int(session.exitstatus)
         schema.write_json(report, self.dir / "latest.json")
-        (self.dir / "latest.md").write_text(render.markdown(report), encoding="utf-8")
+        (self.dir / "latest.md").write_text(pages.markdown(report), encoding="utf-8")
         from suite.report import html
 
         (self.dir / "latest.html").write_text(html.page([report], [str(self.dir / "latest.json")]), encoding="utf-8")
@@ -416,9 +416,9 @@ class ReportWriter:
             return
         tr = terminalreporter
         tr.section("autodiff-semantics: behaviour x framework-mode-device")
-        for line in render.terminal_matrix(report):
+        for line in pages.terminal_matrix(report):
             tr.write_line(line)
         tr.write_line("")
-        for line in render.speed_lines(report):
+        for line in pages.speed_lines(report):
             tr.write_line(line)
         tr.write_line(f"report: {self.dir / 'latest.json'} (+ .md, streamed .jsonl)")

@@ -1,4 +1,7 @@
-"""Renderings of a report: terminal matrix, speed lines, Markdown."""
+"""Queries over reports: pure counting and grouping of their rows (the matrix's cells, failures,
+observations, speed, headroom, what moved between releases) and the text of one value. The
+bottom layer of ``suite/report``'s three (query -> model -> pages): it imports nothing of the
+report package."""
 
 from __future__ import annotations
 
@@ -47,29 +50,6 @@ def cell_text(counter) -> str:
 
 def behaviours(report) -> list[str]:
     return list(dict.fromkeys(r["behaviour"] for r in report["results"]))
-
-
-def terminal_matrix(report) -> list[str]:
-    """Behaviour x column, from the report model; columns where every row was skipped are
-    folded into one line."""
-    from suite.report import model
-
-    m = model.matrix(report)
-    cols = [c["id"] for c in m["columns"]]
-    skipped = [r for r in report["results"] if subject_of(r) not in cols]
-    gone = list(dict.fromkeys(subject_of(r) for r in skipped))
-    if not cols:
-        return [f"every row skipped ({', '.join(gone)})"]
-    bs = [r["behaviour"] for r in m["rows"]]
-    w0 = max(len("behaviour"), *(len(b) for b in bs))
-    widths = [max(len(col), 9) for col in cols]
-    lines = ["  ".join(["behaviour".ljust(w0)] + [col.ljust(w) for col, w in zip(cols, widths)])]
-    for r in m["rows"]:
-        lines.append("  ".join([r["behaviour"].ljust(w0)] + [c["text"].ljust(w) for c, w in zip(r["cells"], widths)]))
-    if gone:
-        reasons = sorted({r.get("reason", "") for r in skipped})
-        lines.append(f"skipped throughout: {', '.join(gone)} ({'; '.join(x for x in reasons if x)[:300]})")
-    return lines
 
 
 def speed(report) -> list[dict]:
@@ -138,17 +118,6 @@ def test_time(report) -> float:
 def framework_label(name: str, info: dict) -> str:
     """``tensorflow 2.21.0 (cpu)``: a framework's measured version and devices, on one line."""
     return f"{name} {info.get('version') or 'not installed'} ({','.join(info.get('devices') or [])})"
-
-
-def speed_lines(report) -> list[str]:
-    total = test_time(report)
-    lines = [
-        f"test time {total:.1f}s; examples per second by mode: "
-        + ", ".join(f"{s['column']} {s['examples_per_s']}" for s in speed(report))
-    ]
-    for r in slowest(report, 3):
-        lines.append(f"  slow: {r['duration_s']:.2f}s {r['test']}")
-    return lines
 
 
 def md_escape(s) -> str:
@@ -242,13 +211,6 @@ def subjects_text(subjects) -> str:
         fw, mode, dev = s.split("-")
         per.setdefault(fw, []).append(mode if dev == "cpu" else f"{mode} ({dev})")
     return "; ".join(f"{fw} {', '.join(dict.fromkeys(ms))}" for fw, ms in per.items())
-
-
-def markdown(report) -> str:
-    """One report as Markdown (``latest.md``), rendered from the report model."""
-    from suite.report import model
-
-    return model.markdown(report)
 
 
 STATUS_WORDS = {
@@ -351,49 +313,8 @@ def moved_keys(reports) -> dict:
     return moved
 
 
-def consecutive_changes_md(reports) -> list[str]:
-    """Per consecutive pair of versions: the TensorFlow observations that changed."""
-    from suite.report import diff
-
-    lines = []
-    for old, new in zip(reports, reports[1:]):
-        log = diff.diff(old, new)
-        tf = [c for c in log.changes if c.subject.startswith("tensorflow")]
-        obs = [c for c in tf if c.kind == "observation changed"]
-        outs = [c for c in tf if c.kind in ("newly failing", "newly passing")]
-        deps = log.by_kind("new deprecation")
-        head = f"- **TF {tf_version(old)} -> {tf_version(new)}**: "
-        if not obs and not outs and not deps:
-            lines.append(head + "no TensorFlow observation changed.")
-            continue
-        parts = _changed_values_md(obs)
-        if outs:
-            moved = ", ".join(sorted({f"{c.behaviour} {c.old}->{c.new}" for c in outs}))
-            parts.append(f"{len(outs)} row(s) changed outcome: " + moved)
-        if deps:
-            parts.append("new deprecations: " + "; ".join(f"{c.behaviour} `{c.detail}`" for c in deps))
-        lines.append(head + "; ".join(parts))
-    return lines
-
-
-def _changed_values_md(obs) -> list[str]:
-    """``b `key`: `old` -> `new` (modes)`` per changed value; keys one side did not record are
-    listed by name only, as newly observed or no longer observed."""
-    from suite.report import diff
-
-    per, keys = {}, {}
-    for c in obs:
-        mode = c.subject.split("-")[1]
-        if diff.NOT_OBSERVED in (c.old, c.new):
-            how = "newly observed" if c.old == diff.NOT_OBSERVED else "no longer observed"
-            k = keys.setdefault((c.behaviour, how), ({}, set()))
-            k[0].setdefault(c.detail, c.new if c.old == diff.NOT_OBSERVED else c.old)
-            k[1].add(mode)
-            continue
-        per.setdefault((c.behaviour, c.detail, str(c.old), str(c.new)), []).append(mode)
-    parts = [f"{b} `{k}`: `{o}` -> `{n}` ({', '.join(sorted(set(m)))})" for (b, k, o, n), m in sorted(per.items())]
-    for (b, how), (vals, modes) in sorted(keys.items()):
-        shown = ", ".join(f"`{k}`=`{v}`" for k, v in sorted(vals.items())[:3])
-        more = f" and {len(vals) - 3} more" if len(vals) > 3 else ""
-        parts.append(f"{b} {how} ({', '.join(sorted(modes))}): {shown}{more}")
-    return parts
+def code_span(v) -> str:
+    """A value as a Markdown code span that survives any content (backticks, pipes, ``; ``)."""
+    text = str(v).replace("|", "\\|").replace("\n", " ")
+    fence = "``" if "`" in text else "`"
+    return f"{fence}{text}{fence}" if text else "(empty)"
