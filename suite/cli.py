@@ -22,10 +22,12 @@ import os
 import sys
 from pathlib import Path
 
-from suite import behaviours as bh, options
-from suite.bench.table import BenchFileError
-from suite.report import files
+from suite import behaviours as bh, frameworks, options
+from suite.bench.table import BenchFileError, bench_table, load_bench
+from suite.report import diff, files, merge, query, schema
 from suite.report.files import ReportFileError
+from suite.report.schema import ReportError
+from suite.supervisor import supervise
 
 
 class CliError(Exception):
@@ -79,8 +81,6 @@ def cmd_list(args) -> int:
 
 
 def cmd_run(args, pytest_args) -> int:
-    from suite.supervisor import supervise
-
     # before any test starts: a run that cannot write its report must not run
     files.check_report_dir(args.report_dir)
     if args.versioned_dir:
@@ -181,8 +181,6 @@ def _shard_args(shard, durations_from, report_dir: Path) -> list[str]:
     if durations_from:
         import json
 
-        from suite.report import schema
-
         report = schema.load(durations_from)
         durations = {r["test"]: r["duration_s"] for r in report["results"] if r.get("duration_s")}
         path = report_dir / ".shard-durations.json"
@@ -194,8 +192,6 @@ def _shard_args(shard, durations_from, report_dir: Path) -> list[str]:
 
 def cmd_merge(args) -> int:
     """Join shard reports (``run --shard i/n`` on several machines) into one report."""
-    from suite.report import merge, query, schema
-
     paths = [Path(p) for p in args.reports]
     if not args.update:
         _refuse_overwriting_an_input(args.output, paths)
@@ -231,9 +227,6 @@ def cmd_report(args) -> int:
     """One report: its page. Several: the version matrix page, with each release's own page
     one link away (``<stem>-releases/``). Exactly two: the upgrade view (the changelog
     first) above the matrix."""
-    from suite.bench.table import load_bench
-    from suite.report import schema
-
     paths = files.expand_reports(args.reports or [files.default_report()])
     reports = [schema.load(p) for p in paths]  # ReportError -> exit 2 with the file and problem
     bench = load_bench(args.bench) if args.bench else []
@@ -256,7 +249,8 @@ def cmd_report(args) -> int:
 
 def cmd_progress(args) -> int:
     """One line per running (or ended) run: rows done, failures, the time left."""
-    from suite.report.schema import ReportError
+    # imported here, not above: the writer brings pytest (0.5 s), which every other command but
+    # run (whose pytest is a child process) does without; --help starts in 0.3 s
     from suite.report.writer import stream_progress
 
     status = 0
@@ -312,8 +306,6 @@ def cmd_upgrade(args) -> int:
 
 
 def cmd_diff(args) -> int:
-    from suite.report import diff, schema
-
     _refuse_overwriting_an_input(args.output, [args.old, args.new])
     old, new = schema.load(args.old), schema.load(args.new)
     log = diff.diff(old, new, args.old, args.new, whole=args.whole)
@@ -325,6 +317,7 @@ def cmd_diff(args) -> int:
 
 
 def cmd_faults(args) -> int:
+    # imported here, not above: the catalogue brings Hypothesis and its 41 modules (0.3 s)
     from suite.faults import CATALOGUE, runner
 
     if args.list:
@@ -344,8 +337,6 @@ def cmd_faults(args) -> int:
 def cmd_bench(args, pytest_args) -> int:
     import json
     import subprocess
-
-    from suite.bench.table import bench_table
 
     root = _repo_root()
     if not (root / "benchmarks").is_dir():
@@ -406,8 +397,6 @@ def cmd_bench(args, pytest_args) -> int:
 
 def _require_a_gpu() -> None:
     """``bench --device gpu`` with no GPU would only skip every benchmark: say so instead."""
-    from suite import frameworks
-
     env = frameworks.environment()
     if not any("gpu" in (info.get("devices") or []) for info in env.values()):
         seen = "; ".join(

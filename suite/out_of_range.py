@@ -17,6 +17,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from suite import compare as cmp
+from suite.behaviours import declared_skip
 
 CATEGORIES = ("above", "negative", "below")
 TORCH_CUDA_ASSERT = "https://github.com/pytorch/pytorch/issues/55027"
@@ -239,8 +240,6 @@ def observe(subject, record, table, indices, n, apis, kind, run, judge, *, key="
 def skip_torch_cuda(subject, indices=None, n=None):
     """A declared skip for a PyTorch CUDA row that would index out of range (every such row when
     ``indices`` is None): the device-side assert poisons the process's CUDA context."""
-    from suite.behaviours import declared_skip
-
     if subject.framework != "torch" or subject.device != "gpu":
         return
     if indices is None or np.any(categories(indices, n) != "in-range"):

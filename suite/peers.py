@@ -41,6 +41,8 @@ import time
 import weakref
 from pathlib import Path
 
+from suite import compare as cmp
+
 #: Every peer's command line carries this, so a check can find leftovers (``ps -ef | grep``).
 MARKER = "adsem-peer"
 #: Seconds a group may take to import its framework and answer that it is ready.
@@ -411,8 +413,6 @@ def echo(rank: int, size: int, config):
         if "raise" in req:
             raise ValueError(req["raise"])
         if "refuse" in req:
-            from suite import compare as cmp
-
             return {"rank": rank, "refused": cmp.remote(ValueError(req["refuse"]))}
         if req.get("spawn"):
             child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", MARKER])

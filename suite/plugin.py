@@ -16,7 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from suite import context, frameworks, options
+from suite import behaviours, context, frameworks, options, strategies as ss
+from suite.behaviours import DECLARED_SKIP
+from suite.frameworks import resources
+from suite.report import deprecations, plugin
+from suite.report.files import ReportDirError, check_report_dir
 from suite.report.plugin import (  # noqa: F401 - fixtures are found in the plugin's namespace
     _framework_resources,
     oracles,
@@ -37,8 +41,6 @@ def pytest_addoption(parser):
 
 def targets_cases(config) -> bool:
     """Does this session run case modules (``cases/``, ``--pyargs cases``, or a parent of it)?"""
-    from suite import behaviours
-
     try:
         cases = behaviours.default_cases_dir().resolve()
     except OSError:
@@ -56,8 +58,6 @@ def targets_cases(config) -> bool:
 def pytest_configure(config):
     from hypothesis import settings
 
-    from suite.report import plugin
-
     try:
         for name in ("frameworks", "modes", "devices", "allow_missing"):
             opt = next(o for o in options.RUN_OPTIONS if o.dest == name)
@@ -72,7 +72,6 @@ def pytest_configure(config):
     if cases or explicit:
         plugin.register_profiles()
         plugin.pin_constant_pool()  # the same examples in any selection, worker or shard
-        from suite import strategies as ss
 
         # one input signature per dtype where the profile says so (issue 46: first calls cost a row most)
         ss.use_signatures("largest" if profile in options.ONE_SIGNATURE_PER_DTYPE else "all")
@@ -81,6 +80,8 @@ def pytest_configure(config):
             settings.register_profile(f"{profile}-seeded", parent=settings.get_profile(profile), derandomize=False)
             profile = f"{profile}-seeded"
         settings.load_profile(profile)
+    # TensorFlow's deprecations are collected per behaviour from its import on (in each worker too)
+    frameworks.on_load(deprecations.on_load)
     # rows are built where the cases run: here, or in each pytest-xdist worker (run --jobs N)
     config.pluginmanager.register(plugin.RowMaker(config), "adsem-rows")
     ctx = context.of(config)
@@ -88,8 +89,6 @@ def pytest_configure(config):
         pin_worker(config.workerinput)
         return
     if cases:
-        from suite.report.files import ReportDirError, check_report_dir
-
         try:  # before any test starts: a run that cannot write its report must not run
             check_report_dir(config.getoption("report_dir"))
         except ReportDirError as e:
@@ -130,8 +129,6 @@ def pytest_unconfigure(config):
     cycles that may hold tf.data iterators, so ``Py_FinalizeEx`` has nothing to wait for."""
     import gc
 
-    from suite.frameworks import resources
-
     resources.release()
     gc.collect()
 
@@ -145,8 +142,6 @@ def pytest_pyfunc_call(pyfuncitem):
     if rec is not None and rec.compared == 0:
         absent = _allowed_missing_oracles(pyfuncitem)
         if absent:  # the user said these may be missing: the row did not run, it did not pass
-            from suite.behaviours import DECLARED_SKIP
-
             pytest.skip(
                 f"{DECLARED_SKIP}compared nothing: its oracle(s) {', '.join(absent)} are not installed "
                 f"(--allow-missing {','.join(absent)})"

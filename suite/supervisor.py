@@ -15,6 +15,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from suite.report import files, schema
+from suite.report.schema import crashed_row, last_record
+
 
 def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
     """Run pytest in a child process; when a case kills the interpreter, record that case
@@ -100,8 +103,6 @@ def _record_crash(jsonl: Path, rc: int) -> list[str] | None:
 def _exit_status(rc: int, crashes: int, report_dir: Path) -> int:
     """The run's exit status from pytest's and the report's: 2 for bad input, 1 when a row
     failed or crashed (or the run itself failed), 0 when all passed."""
-    from suite.report import schema
-
     if rc == 4:  # pytest's usage error (its message is above): bad input, as for our own flags
         return 2
     if rc == 5 and crashes:  # the resumed process had nothing left to run
@@ -134,8 +135,6 @@ def ensure_partial_report(report_dir: Path) -> int:
     """After an interrupted run: ``latest.json`` (and its pages) from what was streamed, marked
     partial; with nothing streamed, a partial report with zero rows. Returns its row count."""
     import datetime as dt
-
-    from suite.report import files, schema
 
     out = report_dir / "latest.json"
     try:
@@ -181,18 +180,6 @@ def _own_process_group() -> dict:
     return {"preexec_fn": _die_with_parent}
 
 
-def last_record(jsonl: Path) -> dict:
-    """The stream's last line, parsed: its footer when the run wrote its whole report (an
-    interrupted run's says ``interrupted``); {} when there is none or it is being written."""
-    import json
-
-    try:
-        last = json.loads(Path(jsonl).read_text(encoding="utf-8").splitlines()[-1])
-    except (OSError, IndexError, ValueError):
-        return {}
-    return last if isinstance(last, dict) else {}
-
-
 def _interrupted(jsonl: Path) -> bool:
     return bool(last_record(jsonl).get("interrupted"))
 
@@ -220,30 +207,3 @@ def _progress(jsonl: Path):
         elif obj.get("kind") == "row":
             finished.add(obj["test"])
     return started, finished
-
-
-def crashed_row(nodeid: str, sig: str, error: str | None = None) -> dict:
-    """The row of a case that killed the process running it (this supervisor's child, or a
-    pytest-xdist worker, which xdist restarts)."""
-    import re
-
-    m = re.search(r"\[(\w+)-(\w+)-(\w+)\]$", nodeid)
-    fw, mode, dev = m.groups() if m else ("none", "none", "cpu")
-    path = nodeid.split("::")[0]
-    beh = Path(path).stem[len("test_") :].replace("_", "-")
-    return {
-        "behaviour": beh,
-        "test": nodeid,
-        "framework": fw,
-        "mode": mode,
-        "device": dev,
-        "outcome": "crashed",
-        "observed": {},
-        "expected": {},
-        "max_rel_err": {},
-        "examples": 0,
-        "duration_s": 0.0,
-        "error": error or f"the interpreter died with {sig} while this case ran",
-        "signal": sig,
-        "reproducer": f"# reproduces {nodeid}\n#   autodiff-semantics run -- '{nodeid}'",
-    }

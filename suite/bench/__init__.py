@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+from suite import frameworks
+
 SIZES = {"quick": 1 << 20, "full": 1 << 23}  # float32 elements per input
 
 
@@ -36,8 +38,6 @@ def _best(fn, repeats=7) -> float:
 def _fastest_runners(device: str, names):
     """The runner of each framework in ``names`` that can run on ``device`` here, in its
     fastest mode for a single op (TF eager, JAX jit, PyTorch eager)."""
-    from suite import frameworks
-
     fastest = {"tensorflow": "eager", "jax": "jit", "torch": "eager"}
     for spec in frameworks.specs(frameworks=names, devices=(device,)):
         if spec.mode != fastest[spec.framework]:

@@ -27,6 +27,7 @@ import time
 
 import pytest
 
+from suite import frameworks
 from suite.frameworks import base
 
 _state = {"subject": None, "times": None, "seen": set()}
@@ -80,8 +81,6 @@ def pytest_runtest_call(item):
     times = dict.fromkeys(("subject_first", "subject_run", "oracle_first", "oracle_run", "body"), 0.0)
     _state["times"] = times
     try:
-        from suite import frameworks
-
         _state["subject"] = frameworks.runner(spec) if spec is not None else None
     except Exception:  # an unavailable subject: the test skips itself
         _state["subject"] = None

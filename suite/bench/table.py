@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from suite.report import query
+
 
 class BenchFileError(ValueError):
     """A benchmark JSON that cannot be used; the message names the file and the problem."""
@@ -37,8 +39,6 @@ def load_bench(paths) -> list:
 
 def describe_machine(mi: dict) -> str:
     """One line naming the host and what ran on it, from a benchmark JSON's machine_info."""
-    from suite.report import query
-
     cpu = mi.get("cpu") or {}
     parts = [
         f"{cpu.get('brand_raw') or mi.get('processor') or mi.get('machine') or 'unknown CPU'}, "

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from suite import faults, frameworks
+
 
 def pytest_addoption(parser):
     parser.getgroup("autodiff-semantics").addoption(
@@ -23,8 +25,6 @@ def pytest_addoption(parser):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
-    from suite import faults, frameworks
-
     names = config.getoption("fault")
     try:
         hook = faults.applier(names)

@@ -21,6 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from suite import behaviours as bh
+from suite.faults import CATALOGUE
+
 CONTROL_TIMEOUT_S = 3600
 
 
@@ -114,8 +117,6 @@ def control(files, profile="ci", seed=None) -> tuple[bool, str]:
 def _selected(names, found) -> list:
     """The catalogue's faults named (default: all); unknown names, or faults whose behaviours
     have no case module, are refused."""
-    from suite.faults import CATALOGUE
-
     unknown = [n for n in (names or []) if n not in CATALOGUE]
     if unknown:
         raise ValueError(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(sorted(CATALOGUE))}")
@@ -136,8 +137,6 @@ def _outcome_line(i: int, n: int, o) -> str:
 def run(names=None, *, jobs=None, profile="ci", with_control=True, seed=None, out=print) -> int:
     """Run the named faults (default: all); ``seed`` runs Hypothesis with that seed instead
     of the profile's derandomized draws (a kill must not hang on one lucky draw)."""
-    from suite import behaviours as bh
-
     found = bh.discover()
     cases = bh.default_cases_dir()
     faults = _selected(names, found)

@@ -81,9 +81,6 @@ def _configure(name: str, mod) -> tuple[str, tuple[str, ...]]:
         devices = ("cpu", "gpu") if mod.cuda.is_available() else ("cpu",)
         return mod.__version__, devices
     if name == "tensorflow":
-        from suite.report import deprecations
-
-        deprecations.install(mod)  # deprecations recorded per behaviour; the console shows errors only
         gpus = mod.config.list_physical_devices("GPU")
         for g in gpus:
             try:
@@ -380,8 +377,9 @@ def load(name: str) -> Framework:
     return fw
 
 
-#: Called with ``(name, module)`` right after a framework is imported. Empty in a normal
-#: run: only the fault catalogue's pytest plugin (``-p suite.faults.plugin``) adds one.
+#: Called with ``(name, module)`` right after a framework is imported: the session's plugin adds
+#: the report's deprecation collector (``suite.plugin``), the fault catalogue's plugin
+#: (``-p suite.faults.plugin``) the faults it injects. The framework plumbing knows neither.
 _ON_LOAD: list = []
 
 

@@ -9,6 +9,8 @@ import typing
 
 import numpy as np
 
+from suite import compare as cmp
+
 _SHALLOW: concurrent.futures.ThreadPoolExecutor | None = None
 
 
@@ -216,8 +218,6 @@ class Runner:
         ``jvp``, ``second_order``), or ``(None, raises:<Error>)`` where the framework refuses:
         an API that raises is an observation, not a crash of the case. ``remember``: as in
         :meth:`recall`."""
-        from suite import compare as cmp
-
         try:
             return self.recall(method, fn, *arrays, remember=remember, **kwargs), None
         except Exception as e:  # noqa: BLE001 - the error's name is the observation

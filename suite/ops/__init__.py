@@ -37,7 +37,8 @@ from typing import Callable
 
 import numpy as np
 
-from suite import compare as cmp
+from suite import compare as cmp, finite_diff
+from suite.expectations import Expectations
 from suite.ops.error import ULPS, Terms  # noqa: F401  (the entries' vocabulary)
 from suite.program import Program
 
@@ -221,8 +222,6 @@ def register(op: Op) -> Op:
     its behaviour: ``elu`` may be an entry of two behaviours)."""
     import sys
 
-    from suite.expectations import Expectations
-
     module = sys._getframe(1).f_globals.get("__name__", "?")
     defaults = {op.key(p): p.kind for p in op.points}
     defaults.update({op.value_key(p): p.value for p in op.points if p.value})
@@ -273,8 +272,6 @@ def side_kind(g, left, right) -> str:
     >>> side_kind(0.0, -1.0, 1.0), side_kind(1.0, 0.0, 1.0), side_kind(1.0, 1.0, 1.0), side_kind(0.0, 0.25, 1.0)
     ('mean', 'right', 'both-sides', 'zero')
     """
-    from suite import finite_diff
-
     tol = max(finite_diff.ONE_SIDED_TOL, cmp.GRAD.of(np.asarray(g).dtype))
 
     def same(a, b):

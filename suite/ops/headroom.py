@@ -26,6 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+from suite import compare as cmp, frameworks, ops
+from suite.ops import error, properties
+
 #: A tolerance more than this many times what any framework pair was observed to need is slack.
 SLACK = 10.0
 BEHAVIOURS = {
@@ -37,9 +40,6 @@ BEHAVIOURS = {
 def inputs(op, dtype, points: int, rng) -> tuple:
     """The arguments: ``points`` elements per argument over the entry's domain and regimes,
     off its excluded points."""
-    from suite import ops
-    from suite.ops import properties
-
     name = np.dtype(dtype).name
     cols = [rng.permutation(ops.regime_grid(op, name, points)) for _ in range(op.arity)]
     n = min(len(c) for c in cols)
@@ -69,9 +69,6 @@ def _run(subject, op, args, w, v):
 
 def measure(op, dtype, subjects, oracles, points: int, rng) -> list[dict]:
     """One record per quantity: the worst element over every subject and oracle of another framework."""
-    from suite import compare as cmp
-    from suite.ops import error
-
     args = inputs(op, dtype, points, rng)
     shape = args[0].shape
     w = (rng.choice([-1.0, 1.0], shape) * rng.uniform(0.25, 2.0, shape)).astype(dtype)
@@ -129,7 +126,6 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.points < 16:
         p.error("--points: at least 16")
-    from suite import frameworks, ops
 
     frameworks.hygiene()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")

@@ -75,6 +75,14 @@ def install(tf_module) -> Collector:
     return _collector
 
 
+def on_load(name: str, module) -> None:
+    """The hook a session registers with ``frameworks.on_load``: TensorFlow's logger routed
+    through the collector as soon as TensorFlow is imported (deprecations recorded per behaviour;
+    the console shows errors only)."""
+    if name == "tensorflow":
+        install(module)
+
+
 def start_test(nodeid: str) -> None:
     """Attribute what TensorFlow logs from now on to ``nodeid``, and let it log again the
     deprecations it already printed once in this process."""

@@ -12,6 +12,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from suite import versions
+from suite.report import diff, html, pages, upgrade
+
 
 class ReportFileError(ValueError):
     """Report files that cannot be used as asked; the message names the path and the problem."""
@@ -51,8 +54,6 @@ def default_report(report_dir="reports") -> Path:
 def version_key(path: Path):
     """Sort key of a report file by the TensorFlow version in its name (``suite.versions``:
     dev < rc < final); names without one sort first, by name."""
-    from suite import versions
-
     v = versions.of_report_name(path)
     return (1, versions.key(v), str(path)) if v else (0, (), str(path))
 
@@ -129,8 +130,6 @@ BEGIN, END = "<!-- version-matrix:begin -->", "<!-- version-matrix:end -->"
 def update_readme(path: Path, reports) -> None:
     """Replace the README section between the version-matrix markers with the matrix and
     the changelog between consecutive releases, generated from the reports."""
-    from suite.report import diff, pages
-
     text = path.read_text(encoding="utf-8")
     if BEGIN not in text or END not in text:
         raise ReportFileError(f"{path}: no {BEGIN} ... {END} section to replace")
@@ -154,8 +153,6 @@ def write_pages(paths, reports, out_dir: Path, stem: str, bench=()) -> tuple[Pat
     """Write ``<stem>.md`` and ``<stem>.html`` for one report, or for several the version
     matrix with each release's own pages in ``<stem>-releases/`` (and, for exactly two, the
     upgrade view above it: ``upgrade.{md,html}`` by default). Returns the two paths."""
-    from suite.report import html, pages, upgrade
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     labels = [str(p) for p in paths]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, settings
 
+from suite.options import PROFILE_EXAMPLES as N
+
 # function_scoped_fixture: ``record`` is meant to be shared by all examples of a test
 # (it accumulates observations across them); ``subject``/``oracles`` are stateless
 # handles to cached runners. too_slow: the first examples include tracing and XLA
@@ -14,8 +16,6 @@ _SUPPRESS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 
 def register_profiles() -> None:
     """The Hypothesis profiles of ``suite.options.PROFILES`` (registered when a session runs cases)."""
-    from suite.options import PROFILE_EXAMPLES as N
-
     settings.register_profile("dev", max_examples=N["dev"], deadline=None, suppress_health_check=_SUPPRESS)
     for name in ("quick", "ci"):
         settings.register_profile(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from suite import compare as cmp
+from suite import compare as cmp, finite_diff
 from suite.expectations import Raises
 
 
@@ -297,7 +297,6 @@ class Record:
         >>> record.finite_differences(subject, Chain, x, a, cotangent=w, got={"dx": dx, "dA": da})  # doctest: +SKIP
         """
         __tracebackhide__ = True
-        from suite import finite_diff
 
         fn = program.of(runner) if hasattr(program, "of") else program
         as64 = [np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f" else a for a in arrays]

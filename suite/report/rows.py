@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from suite import behaviours as bh, context, frameworks
+from suite.expectations import all_declared
 from suite.report import deprecations
 from suite.report.record import Record
 
@@ -162,8 +163,6 @@ class RowMaker:
             row = make_row(item, reps)
             if row is not None:
                 if not self._declared_sent:  # every case module was imported at collection
-                    from suite.expectations import all_declared
-
                     self._declared_sent = True
                     rep.user_properties.append((DECLARED_PROPERTY, [e.as_dict() for e in all_declared()]))
                     if context.of(self.config).role == "worker":

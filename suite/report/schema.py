@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
+
+from suite.expectations import Expectation, all_declared
 
 SCHEMA_VERSION = 1
 ROW_KEYS = (
@@ -78,8 +81,6 @@ def _declaration_status(d: dict, mine: list[dict], versions: dict, incomplete: b
     ``rivals``: the declarations of its key that a lookup chooses among (``d`` among them)."""
     import types
 
-    from suite.expectations import Expectation
-
     def as_expectation(x):
         return Expectation(x["key"], x["observed"], x["framework"], x["mode"], x["device"], x["versions"])
 
@@ -134,8 +135,6 @@ def assemble(
     """The report from a run's stream. ``coverage``: ``{"collected": [(test, behaviour)],
     "deselected": [...]}`` from the stream, for declaration statuses; ``declared``: the
     declarations the stream carries (default: those of the case modules imported here)."""
-    from suite.expectations import all_declared
-
     report = {
         "schema_version": SCHEMA_VERSION,
         "created": header["created"],
@@ -295,3 +294,38 @@ def _load_jsonl(text, path) -> dict:
     report["_coverage"] = coverage  # for assemble(); not part of a written report
     report["_declared"] = list(declared.values())
     return _validate(report, path)
+
+
+def last_record(jsonl: Path) -> dict:
+    """The stream's last line, parsed: its footer when the run wrote its whole report (an
+    interrupted run's says ``interrupted``); {} when there is none or it is being written."""
+    try:
+        last = json.loads(Path(jsonl).read_text(encoding="utf-8").splitlines()[-1])
+    except (OSError, IndexError, ValueError):
+        return {}
+    return last if isinstance(last, dict) else {}
+
+
+def crashed_row(nodeid: str, sig: str, error: str | None = None) -> dict:
+    """The row of a case that killed the process running it (this supervisor's child, or a
+    pytest-xdist worker, which xdist restarts)."""
+    m = re.search(r"\[(\w+)-(\w+)-(\w+)\]$", nodeid)
+    fw, mode, dev = m.groups() if m else ("none", "none", "cpu")
+    path = nodeid.split("::")[0]
+    beh = Path(path).stem[len("test_") :].replace("_", "-")
+    return {
+        "behaviour": beh,
+        "test": nodeid,
+        "framework": fw,
+        "mode": mode,
+        "device": dev,
+        "outcome": "crashed",
+        "observed": {},
+        "expected": {},
+        "max_rel_err": {},
+        "examples": 0,
+        "duration_s": 0.0,
+        "error": error or f"the interpreter died with {sig} while this case ran",
+        "signal": sig,
+        "reproducer": f"# reproduces {nodeid}\n#   autodiff-semantics run -- '{nodeid}'",
+    }

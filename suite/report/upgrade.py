@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 from suite.report import diff as difflib_
+from suite.report.pages import template_env
 
 FRAMEWORK_NAMES = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
 
@@ -105,8 +106,6 @@ def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool =
 
 
 def _env():
-    from suite.report.pages import template_env
-
     return template_env(strict=True)
 
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import settings
 
 from suite import context, frameworks
-from suite.report import deprecations, pages, query, schema
+from suite.report import deprecations, html, pages, query, schema
 from suite.report.rows import (
     _PROPERTIES,
     DECLARED_PROPERTY,
@@ -109,9 +109,7 @@ def stream_progress(path, now: float | None = None) -> str:
     # what it collected and kept, and what has rows (a run resumed after a crash deselects those)
     planned = {t for t, _ in cov["collected"]} - {t for t, _ in cov["deselected"]} | {r["test"] for r in rows}
     total = len(planned)
-    from suite.supervisor import last_record
-
-    last = last_record(path)  # {} while a line is being written
+    last = schema.last_record(path)  # {} while a line is being written
     if last.get("kind") == "footer":
         how = "interrupted" if last.get("interrupted") else "finished"
         return f"{what}: {how}, {len(rows)}/{total} rows, {bad} failed"
@@ -282,10 +280,8 @@ class ReportWriter:
                 self._write({"kind": "row", **row})
                 self._progress(row)
         if crashed:
-            from suite.supervisor import crashed_row
-
             print(f"autodiff-semantics: {report.nodeid} crashed its worker; pytest-xdist restarted it", file=sys.stderr)
-            self._write({"kind": "row", **crashed_row(report.nodeid, "unknown", str(report.longrepr))})
+            self._write({"kind": "row", **schema.crashed_row(report.nodeid, "unknown", str(report.longrepr))})
             # xdist's loadfile scheduler hands the crashed test out again with the rest of its
             # module; the workers read this list and pass over it (RowMaker.pytest_runtest_protocol)
             with open(crashed_list(self.config), "a", encoding="utf-8") as fh:
@@ -390,7 +386,6 @@ class ReportWriter:
                 footer["exitstatus"] = int(session.exitstatus)
         schema.write_json(report, self.dir / "latest.json")
         (self.dir / "latest.md").write_text(pages.markdown(report), encoding="utf-8")
-        from suite.report import html
 
         (self.dir / "latest.html").write_text(html.page([report], [str(self.dir / "latest.json")]), encoding="utf-8")
         self.report = report
