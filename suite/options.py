@@ -13,9 +13,11 @@ from __future__ import annotations
 import dataclasses
 import difflib
 
-#: Frameworks in the order rows are shown (``suite.frameworks`` imports torch first).
-FRAMEWORKS = ("tensorflow", "jax", "torch")
-TF_MODES = ("eager", "function", "xla", "graph")
+from suite import registry
+
+#: Frameworks in the order rows are shown (``suite.registry``; ``suite.frameworks`` imports torch first).
+FRAMEWORKS = registry.NAMES
+TF_MODES = registry.MODES["tensorflow"]
 DEVICES = ("cpu", "gpu")
 #: Hypothesis profiles (registered by the plugin) and their drawn examples per row, beyond the
 #: row's explicit ``@example``s (every subject row alike). quick and ci are derandomized and

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from suite import behaviours, context, frameworks, options, strategies as ss
+from suite import behaviours, context, frameworks, options, registry, strategies as ss
 from suite.behaviours import DECLARED_SKIP
 from suite.frameworks import resources
 from suite.report import deprecations, plugin
@@ -159,7 +159,7 @@ def _allowed_missing_oracles(item) -> list[str]:
     framework = getattr(getattr(getattr(item, "callspec", None), "params", {}).get("subject"), "framework", None)
     selected = item.config.getoption("frameworks") or ()
     env = frameworks.environment()
-    absent = [f for f in ("jax", "torch") if f in selected and f != framework and not env.get(f, {}).get("version")]
+    absent = [f for f in registry.ORACLES if f in selected and f != framework and not env.get(f, {}).get("version")]
     allowed = set(item.config.getoption("allow_missing") or ())
     return absent if absent and set(absent) <= allowed else []
 

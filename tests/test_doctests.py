@@ -9,6 +9,7 @@ import pytest
 
 MODULES = [
     "suite.context",
+    "suite.registry",
     "suite.versions",
     "suite.report.writer",
     "suite.report.model",

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from suite import frameworks
+from suite import frameworks, registry
 
 SIZES = {"quick": 1 << 20, "full": 1 << 23}  # float32 elements per input
 
@@ -38,9 +38,8 @@ def _best(fn, repeats=7) -> float:
 def _fastest_runners(device: str, names):
     """The runner of each framework in ``names`` that can run on ``device`` here, in its
     fastest mode for a single op (TF eager, JAX jit, PyTorch eager)."""
-    fastest = {"tensorflow": "eager", "jax": "jit", "torch": "eager"}
     for spec in frameworks.specs(frameworks=names, devices=(device,)):
-        if spec.mode != fastest[spec.framework]:
+        if spec.mode != registry.BY_NAME[spec.framework].fastest_mode:
             continue
         try:
             yield frameworks.runner(spec)

@@ -19,17 +19,15 @@ import platform
 import sys
 from pathlib import Path
 
+from suite import registry
+
 #: Frameworks in import order: torch before TensorFlow (DESIGN.md, process hygiene).
-FRAMEWORKS = ("torch", "tensorflow", "jax")
+FRAMEWORKS = registry.IMPORT_ORDER
 #: Execution modes per framework, in the order rows are shown.
-MODES = {
-    "tensorflow": ("eager", "function", "xla", "graph"),
-    "jax": ("eager", "jit"),
-    "torch": ("eager",),
-}
+MODES = registry.MODES
 DEVICES = ("cpu", "gpu")
 #: Which runner of each oracle framework is used as the reference inside a test.
-REFERENCE_MODE = {"jax": "jit", "torch": "eager"}
+REFERENCE_MODE = registry.REFERENCE_MODE
 
 _ENV = {
     "TF_CPP_MIN_LOG_LEVEL": "2",  # quiet the TF C++ logs
@@ -438,7 +436,7 @@ def missing(*, frameworks=FRAMEWORKS, devices=DEVICES) -> dict[str, str]:
             out[name] = f"{name} could not be imported: {fw.error}"
     if "gpu" in devices and "tensorflow" in frameworks:
         tf = load("tensorflow")
-        seen = [n for n in ("jax", "torch") if "gpu" in load(n).devices]
+        seen = [n for n in registry.ORACLES if "gpu" in load(n).devices]
         if tf.available and seen and "gpu" not in tf.devices:
             out["gpu"] = (
                 f"a GPU is visible to {' and '.join(seen)} but not to TensorFlow {tf.version} "
@@ -510,7 +508,7 @@ def specs(*, frameworks=FRAMEWORKS, modes=None, devices=DEVICES) -> list[Spec]:
     """Every framework x mode x device the options ask for, available or not. ``modes``
     filters TensorFlow's modes: ``None`` is every mode, an empty list none."""
     out = []
-    for fw in sorted(frameworks, key=lambda f: ("tensorflow", "jax", "torch").index(f)):
+    for fw in sorted(frameworks, key=registry.NAMES.index):
         for mode in MODES[fw]:
             if modes is not None and fw == "tensorflow" and mode not in modes:  # []: no TensorFlow spec
                 continue
@@ -531,9 +529,7 @@ def runner(spec: Spec):
         raise Unavailable(fw.error)
     if spec.device not in fw.devices:
         raise Unavailable(f"no {spec.device.upper()} visible to {spec.framework} {fw.version}")
-    module = importlib.import_module(
-        f"suite.frameworks.{'tf' if spec.framework == 'tensorflow' else spec.framework}_runner"
-    )
+    module = importlib.import_module(registry.BY_NAME[spec.framework].runner)
     r = module.make(fw, spec)
     _runners[spec] = r
     return r
@@ -550,7 +546,7 @@ def runners(*, frameworks=FRAMEWORKS, modes=None, devices=DEVICES) -> list:
     return out
 
 
-def reference_oracles(exclude: str | None = None, frameworks=("jax", "torch"), device="cpu") -> list:
+def reference_oracles(exclude: str | None = None, frameworks=registry.ORACLES, device="cpu") -> list:
     """One reference runner per oracle framework (jax-jit, torch-eager) that is available."""
     out = []
     for fw in frameworks:

@@ -37,7 +37,7 @@ from typing import Callable
 
 import numpy as np
 
-from suite import compare as cmp, finite_diff
+from suite import compare as cmp, finite_diff, registry
 from suite.expectations import Expectations
 from suite.ops.error import ULPS, Terms  # noqa: F401  (the entries' vocabulary)
 from suite.program import Program
@@ -123,7 +123,7 @@ class Op:
     derivatives: tuple = ()
 
     def __post_init__(self):
-        for fw in ("tensorflow", "jax", "torch"):
+        for fw in registry.NAMES:
             if isinstance(getattr(self, fw), str):
                 object.__setattr__(self, fw, spelling(getattr(self, fw)))
             if getattr(self, fw) is None and fw not in self.absent:
@@ -134,7 +134,7 @@ class Op:
         for cap in sorted(CAPABILITIES - set(self.capabilities)):
             if cap not in self.absent:
                 raise ValueError(f"op {self.name}: no {cap}, and no reason in absent={{{cap!r}: (why, link)}}")
-        spellings = {fw: staticmethod(getattr(self, fw)) for fw in ("tensorflow", "jax", "torch") if getattr(self, fw)}
+        spellings = {fw: staticmethod(getattr(self, fw)) for fw in registry.NAMES if getattr(self, fw)}
         object.__setattr__(self, "program", type(f"Op_{self.name}", (Program,), {"__doc__": self.name, **spellings}))
 
     def spelled(self, framework: str) -> bool:

@@ -110,9 +110,6 @@ def _plain(v) -> str:
     return "none" if v is None else str(v)
 
 
-_JAX_MODES, _TORCH_MODES = ("eager", "jit"), ("eager",)
-
-
 class Scope:
     """What a report ran: its behaviours, the frameworks, modes and devices it selected, and
     whether it ran to the end. A row one report has and the other did not select is "not

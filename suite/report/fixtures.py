@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from suite import frameworks
+from suite import frameworks, registry
 from suite.frameworks import resources
 from suite.report.record import Record
 
@@ -43,7 +43,7 @@ def oracles(subject, request):
     from memory: the four TensorFlow rows draw the same examples (derandomized), so each
     oracle runs once per example, not once per mode."""
     selected = request.config.getoption("frameworks")
-    fws = [f for f in ("jax", "torch") if f in selected and f != subject.framework]
+    fws = [f for f in registry.ORACLES if f in selected and f != subject.framework]
     test = (request.node.module.__name__, request.node.originalname)
     if _ORACLE_ANSWERS["test"] != test:
         _ORACLE_ANSWERS.update(test=test, store={})

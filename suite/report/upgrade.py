@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 
+from suite import registry
 from suite.report import diff as difflib_
 from suite.report.pages import template_env
 
-FRAMEWORK_NAMES = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
+FRAMEWORK_NAMES = registry.LABELS
 
 
 def where(subjects) -> str:
