@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from suite.report import files, schema
-from suite.report.schema import crashed_row, last_record
+from suite.report.schema import Row, last_record
 
 
 def supervise(argv, report_dir: Path, *, max_crashes=25) -> int:
@@ -96,7 +96,7 @@ def _record_crash(jsonl: Path, rc: int) -> list[str] | None:
     crashed = running[-1]
     print(f"autodiff-semantics: {crashed} crashed the interpreter ({sig}); resuming without it", file=sys.stderr)
     with open(jsonl, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"kind": "row", **crashed_row(crashed, sig)}) + "\n")
+        fh.write(json.dumps({"kind": "row", **Row.crashed(crashed, sig).as_dict()}) + "\n")
     return sorted(set(finished) | {crashed})
 
 

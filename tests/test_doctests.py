@@ -14,6 +14,7 @@ MODULES = [
     "suite.report.writer",
     "suite.report.model",
     "suite.report.query",
+    "suite.report.schema",
     "suite.report.pages",
     "suite.report.diff",
     "suite.ops",

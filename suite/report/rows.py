@@ -4,6 +4,7 @@ properties a row travels on to the process that writes the report."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -16,6 +17,7 @@ from suite import behaviours as bh, context, frameworks
 from suite.expectations import all_declared
 from suite.report import deprecations
 from suite.report.record import Record
+from suite.report.schema import Row
 
 
 def _short_error(rep) -> str:
@@ -246,31 +248,29 @@ def make_row(item, reps) -> dict | None:
     spec = getattr(getattr(item, "callspec", None), "params", {}).get("subject")
     call = reps.get("call")
     outcome, reason = outcome_of(reps)
-    row = {
-        "behaviour": b.id,
-        "test": item.nodeid,
-        "framework": spec.framework if spec else "none",
-        "mode": spec.mode if spec else "none",
-        "device": spec.device if spec else "cpu",
-        "outcome": outcome,
-        "observed": {},
-        "expected": {},
-        "max_rel_err": {},
-        "examples": 0,
-        "duration_s": round(sum(r.duration for r in reps.values()), 4),
-    }
+    row = Row(
+        behaviour=b.id,
+        test=item.nodeid,
+        framework=spec.framework if spec else "none",
+        mode=spec.mode if spec else "none",
+        device=spec.device if spec else "cpu",
+        outcome=outcome,
+        duration_s=round(sum(r.duration for r in reps.values()), 4),
+    )
     rec = getattr(item, "_adsem_record", None)
     if rec is not None:
-        row.update(rec.row_fields(failed=outcome in ("failed", "error"), error_text=_longrepr(call)))
+        row = dataclasses.replace(
+            row, **rec.row_fields(failed=outcome in ("failed", "error"), error_text=_longrepr(call))
+        )
     call_time = call.duration if call is not None else 0.0
-    row["examples_per_s"] = round(row["examples"] / call_time, 2) if row["examples"] and call_time > 0 else None
+    row.examples_per_s = round(row.examples / call_time, 2) if row.examples and call_time > 0 else None
     if reason:
-        row["reason" if outcome == "skipped" else "error"] = reason
+        setattr(row, "reason" if outcome == "skipped" else "error", reason)
     if outcome in ("failed", "error"):
-        row["reproducer"] = _reproducer(item, rec, call)
+        row.reproducer = _reproducer(item, rec, call)
         kinds = getattr(item, "_adsem_failures", {})
-        row["failure"] = kinds.get("call") or kinds.get("setup") or kinds.get("teardown") or "unknown"
-    return row
+        row.failure = kinds.get("call") or kinds.get("setup") or kinds.get("teardown") or "unknown"
+    return row.as_dict()
 
 
 def _longrepr(rep) -> str:

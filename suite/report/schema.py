@@ -7,6 +7,7 @@ dict; a JSONL without its footer loads as ``partial: true``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -16,19 +17,82 @@ from pathlib import Path
 from suite.expectations import Expectation, all_declared
 
 SCHEMA_VERSION = 1
-ROW_KEYS = (
-    "behaviour",
-    "test",
-    "framework",
-    "mode",
-    "device",
-    "outcome",
-    "observed",
-    "expected",
-    "max_rel_err",
-    "duration_s",
-)
 OUTCOMES = ("passed", "failed", "skipped", "error", "crashed", "unavailable", "xfailed")
+
+
+@dataclasses.dataclass
+class Row:
+    """One row of a report: one test of one subject (framework, mode, device). Its fields and
+    their types are defined here once: the harness makes rows with it (``rows.make_row``, and
+    :meth:`crashed` for a case that killed its process), and loading a report checks each row
+    against it (:data:`ROW_KEYS`, :data:`FIELD_TYPES`). In a report file a row is
+    :meth:`as_dict`: the optional fields only where set.
+
+    >>> Row.crashed("cases/test_a_b.py::test_x[jax-jit-cpu]", "SIGSEGV").as_dict()["behaviour"]
+    'a-b'
+    """
+
+    behaviour: str
+    test: str
+    framework: str
+    mode: str
+    device: str
+    outcome: str
+    observed: dict = dataclasses.field(default_factory=dict)
+    expected: dict = dataclasses.field(default_factory=dict)
+    max_rel_err: dict = dataclasses.field(default_factory=dict)
+    examples: int = 0
+    duration_s: float = 0.0
+    # optional: where set
+    examples_per_s: float | None = None
+    declared: dict | None = None  # key -> the declaration's reason and link
+    errors: dict | None = None  # dtype -> oracle -> [observed, tolerance] in units of rounding
+    notes: list | None = None
+    error: str | None = None
+    reason: str | None = None  # why it was skipped
+    reproducer: str | None = None
+    failure: str | None = None  # the kind of failure
+    signal: str | None = None  # what killed a crashed row's process
+
+    def as_dict(self) -> dict:
+        """The row as a report holds it (JSON): every required field, the optional ones set."""
+        return {
+            f.name: v
+            for f in dataclasses.fields(self)
+            if (v := getattr(self, f.name)) is not None or f.name in ROW_KEYS
+        }
+
+    @classmethod
+    def crashed(cls, nodeid: str, sig: str, error: str | None = None) -> "Row":
+        """The row of a case that killed the process running it (the supervisor's child, or a
+        pytest-xdist worker, which xdist restarts)."""
+        m = re.search(r"\[(\w+)-(\w+)-(\w+)\]$", nodeid)
+        fw, mode, dev = m.groups() if m else ("none", "none", "cpu")
+        beh = Path(nodeid.split("::")[0]).stem[len("test_") :].replace("_", "-")
+        return cls(
+            behaviour=beh,
+            test=nodeid,
+            framework=fw,
+            mode=mode,
+            device=dev,
+            outcome="crashed",
+            error=error or f"the interpreter died with {sig} while this case ran",
+            signal=sig,
+            reproducer=f"# reproduces {nodeid}\n#   autodiff-semantics run -- '{nodeid}'",
+        )
+
+
+#: The fields every row has (``examples`` came later: old reports lack it).
+ROW_KEYS = ("behaviour", "test", "framework", "mode", "device", "outcome", "observed", "expected", "max_rel_err",
+            "duration_s")  # fmt: skip
+_WHAT = {str: "a string", dict: "an object", int: "an integer", float: "a number", list: "a list"}
+#: The type of each row field that reading code relies on (a wrong one crashed diff and report),
+#: from :class:`Row`'s annotations: (field, accepted types, what to call them).
+FIELD_TYPES = tuple(
+    (f.name, (int, float) if t is float else t, _WHAT[t])
+    for f in dataclasses.fields(Row)
+    for t in [{"str": str, "dict": dict, "int": int, "float": float, "list": list}[str(f.type).split(" |")[0]]]
+)
 
 
 class ReportError(ValueError):
@@ -201,25 +265,6 @@ def _validate(report, path) -> dict:
     return report
 
 
-#: The type of each row field that reading code relies on (a wrong one crashed diff and report).
-FIELD_TYPES = (
-    ("behaviour", str, "a string"),
-    ("test", str, "a string"),
-    ("framework", str, "a string"),
-    ("mode", str, "a string"),
-    ("device", str, "a string"),
-    ("observed", dict, "an object"),
-    ("expected", dict, "an object"),
-    ("max_rel_err", dict, "an object"),
-    ("declared", dict, "an object"),
-    ("errors", dict, "an object"),
-    ("duration_s", (int, float), "a number"),
-    ("examples", int, "an integer"),
-    ("error", str, "a string"),
-    ("reason", str, "a string"),
-)
-
-
 def load(path, *, coverage: bool = False) -> dict:
     """Load a ``.json`` or streamed ``.jsonl`` report; raise :class:`ReportError` if unusable.
     ``coverage=True`` (a stream) also keeps ``_coverage``, what the run meant to run."""
@@ -304,28 +349,3 @@ def last_record(jsonl: Path) -> dict:
     except (OSError, IndexError, ValueError):
         return {}
     return last if isinstance(last, dict) else {}
-
-
-def crashed_row(nodeid: str, sig: str, error: str | None = None) -> dict:
-    """The row of a case that killed the process running it (this supervisor's child, or a
-    pytest-xdist worker, which xdist restarts)."""
-    m = re.search(r"\[(\w+)-(\w+)-(\w+)\]$", nodeid)
-    fw, mode, dev = m.groups() if m else ("none", "none", "cpu")
-    path = nodeid.split("::")[0]
-    beh = Path(path).stem[len("test_") :].replace("_", "-")
-    return {
-        "behaviour": beh,
-        "test": nodeid,
-        "framework": fw,
-        "mode": mode,
-        "device": dev,
-        "outcome": "crashed",
-        "observed": {},
-        "expected": {},
-        "max_rel_err": {},
-        "examples": 0,
-        "duration_s": 0.0,
-        "error": error or f"the interpreter died with {sig} while this case ran",
-        "signal": sig,
-        "reproducer": f"# reproduces {nodeid}\n#   autodiff-semantics run -- '{nodeid}'",
-    }

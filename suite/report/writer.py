@@ -281,7 +281,7 @@ class ReportWriter:
                 self._progress(row)
         if crashed:
             print(f"autodiff-semantics: {report.nodeid} crashed its worker; pytest-xdist restarted it", file=sys.stderr)
-            self._write({"kind": "row", **schema.crashed_row(report.nodeid, "unknown", str(report.longrepr))})
+            self._write({"kind": "row", **schema.Row.crashed(report.nodeid, "unknown", str(report.longrepr)).as_dict()})
             # xdist's loadfile scheduler hands the crashed test out again with the rest of its
             # module; the workers read this list and pass over it (RowMaker.pytest_runtest_protocol)
             with open(crashed_list(self.config), "a", encoding="utf-8") as fh:
