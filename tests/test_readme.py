@@ -1,5 +1,5 @@
-"""The README, as a stranger runs it: every ``autodiff-semantics`` example in its shell
-blocks runs as written in a fresh clone (a copy of the tracked files, nothing generated).
+"""The README and docs/, as a stranger runs them: every ``autodiff-semantics`` example in their
+shell blocks runs as written in a fresh clone (a copy of the tracked files, nothing generated).
 
 ``run`` examples run up to collection (``--collect-only``: the flags, the behaviour ids and
 the selection are real, the minutes of testing are not); ``bench`` and a whole ``faults``
@@ -23,10 +23,15 @@ LONG = {"bench", "faults"}
 AFTER_RUNS = {"merge"}
 
 
+#: The README and the documentation pages it links to: their examples run alike.
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
 def readme_examples() -> list[tuple[str, int]]:
-    """(command, exit status) of every example; the status is 0 unless its comment says
-    ``exits N`` (an upgrade check that lists a regression exits 1, as its own text says)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """(command, exit status) of every example of the README and docs/; the status is 0 unless
+    its comment says ``exits N`` (an upgrade check that lists a regression exits 1, as its own
+    text says). Each command once, in the order the pages show them."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in PAGES)
     out = []
     for block in re.findall(r"```sh\n(.*?)```", text, flags=re.S):
         for line in block.splitlines():
@@ -35,7 +40,7 @@ def readme_examples() -> list[tuple[str, int]]:
             if cmd.startswith("autodiff-semantics ") or cmd.startswith("python -m pytest cases"):
                 m = re.search(r"\bexits (\d+)\b", comment)
                 out.append((cmd, int(m.group(1)) if m else 0))
-    return out
+    return list(dict.fromkeys(out))
 
 
 def readme_commands() -> list[str]:

@@ -102,7 +102,7 @@ def versions_sections_html(reports, labels, details=None) -> str:
 
 
 def versions_table_md(reports) -> list[str]:
-    """The version matrix's outcome table alone (Markdown lines), as the README shows it."""
+    """The version matrix's outcome table alone (Markdown lines), as docs/versions.md shows it."""
     m = model.versions_model(reports)
     outcomes = template_env().get_template("_matrix.md.j2").module.outcomes
     return str(outcomes(m["versions"], m["rows"], m["revisions"])).splitlines()
