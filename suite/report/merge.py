@@ -13,7 +13,7 @@ Hypothesis profiles, suite revisions, fault sets) are not one run.
 
 from __future__ import annotations
 
-from suite.report import schema
+from suite.report import query, schema
 
 
 class MergeError(ValueError):
@@ -204,7 +204,7 @@ def update(baseline: dict, partials: list[dict], names: list[str]) -> dict:
     for p in partials:
         new = {r["behaviour"] for r in p["results"]}
         rows = [r for r in rows if r["behaviour"] not in new] + list(p["results"])
-        declared = [d for d in declared if schema._behaviour_of_module(d.get("module", "")) not in new]
+        declared = [d for d in declared if query.behaviour_of_module(d.get("module", "")) not in new]
         declared += [{k: v for k, v in d.items() if k not in ("matched", "status")} for d in p.get("declared") or ()]
         deprecations = {b: m for b, m in deprecations.items() if b not in new}
         deprecations.update({b: m for b, m in (p.get("deprecations") or {}).items() if b in new})

@@ -318,3 +318,48 @@ def code_span(v) -> str:
     text = str(v).replace("|", "\\|").replace("\n", " ")
     fence = "``" if "`" in text else "`"
     return f"{fence}{text}{fence}" if text else "(empty)"
+
+
+def behaviour_of_module(module: str) -> str:
+    """``cases.test_partial_stop_gradient`` -> ``partial-stop-gradient``."""
+    name = module.rsplit(".", 1)[-1]
+    return (name[5:] if name.startswith("test_") else name).lstrip("_").replace("_", "-")
+
+
+def atlas(report) -> list[dict]:
+    """Every declared divergence of a report, with what each framework answered for its key: the
+    divergence atlas (issue 50). Per declaration: its behaviour, key, scope (framework, mode,
+    device, versions), declared value, reason, link, status and matched rows, and ``answers``:
+    framework -> mode (device named where not cpu) -> the values its rows of that behaviour
+    observed for the key (``" | "``-joined where examples saw several), from rows that ran.
+
+    >>> rows = [{"behaviour": "b", "framework": "jax", "mode": "jit", "device": "cpu", "outcome": "passed",
+    ...          "test": "t", "observed": {"k": "zero"}}]
+    >>> [e["answers"] for e in atlas({"results": rows, "declared": [{"key": "k", "module": "cases.test_b"}]})]
+    [{'jax': {'jit': 'zero'}}]
+    """
+    seen: dict = {}
+    for r in report.get("results") or []:
+        if r.get("outcome") in ("skipped", "unavailable"):
+            continue
+        where = r["mode"] if r["device"] == "cpu" else f"{r['mode']} ({r['device']})"
+        for key, v in (r.get("observed") or {}).items():
+            per = seen.setdefault((r["behaviour"], key), {}).setdefault(r["framework"], {})
+            text = value_text(v)
+            if text not in per.setdefault(where, []):
+                per[where].append(text)
+    out = []
+    for d in report.get("declared") or []:
+        b = behaviour_of_module(d.get("module", ""))
+        answers = seen.get((b, d["key"]), {})
+        out.append(
+            {
+                **{k: d.get(k) for k in ("key", "framework", "mode", "device", "versions", "reason", "link")},
+                "behaviour": b,
+                "declared": value_text(d.get("observed")),
+                "status": d.get("status"),
+                "matched": d.get("matched"),
+                "answers": {fw: {m: " | ".join(vs) for m, vs in per.items()} for fw, per in answers.items()},
+            }
+        )
+    return sorted(out, key=lambda e: (e["behaviour"], e["key"], e["framework"] or "", e["mode"] or ""))

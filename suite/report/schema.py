@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from suite.expectations import Expectation, all_declared
+from suite.report.query import behaviour_of_module
 
 SCHEMA_VERSION = 1
 OUTCOMES = ("passed", "failed", "skipped", "error", "crashed", "unavailable", "xfailed")
@@ -99,12 +100,6 @@ class ReportError(ValueError):
     """A report file that cannot be used; the message names the file and the problem."""
 
 
-def _behaviour_of_module(module: str) -> str:
-    """``cases.test_partial_stop_gradient`` -> ``partial-stop-gradient``."""
-    name = module.rsplit(".", 1)[-1]
-    return (name[5:] if name.startswith("test_") else name).lstrip("_").replace("_", "-")
-
-
 def declaration_statuses(declared: list[dict], rows: list[dict], environment: dict, incomplete=(), partial=False):
     """Each declaration with ``matched`` (rows where its check held, counted from the rows,
     so a resumed run counts them all) and ``status``:
@@ -127,7 +122,7 @@ def declaration_statuses(declared: list[dict], rows: list[dict], environment: di
         rivals.setdefault((_group(d), d["key"]), []).append(d)
     out = []
     for d in declared:
-        b = _behaviour_of_module(d.get("module", ""))
+        b = behaviour_of_module(d.get("module", ""))
         if b in by_behaviour:
             same = rivals[(_group(d), d["key"])]
             matched, status = _declaration_status(d, by_behaviour[b], versions, b in incomplete or partial, same)
