@@ -60,8 +60,10 @@ def home() -> None:
 def _module_facts(path: Path) -> dict:
     """A case module's docstring and its ``behaviour(...)`` call's literal arguments, by ``ast``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    facts = {"doc": ast.get_docstring(tree) or "", "id": None, "title": None, "sources": ()}
+    facts = {"doc": ast.get_docstring(tree) or "", "id": None, "title": None, "sources": (), "tests": {}}
     for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            facts["tests"][node.name] = ast.get_docstring(node) or ""
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "BEHAVIOUR" for t in node.targets):
             call = node.value
             if isinstance(call, ast.Call):
@@ -74,6 +76,19 @@ def _module_facts(path: Path) -> dict:
                         except ValueError:
                             pass
     return facts
+
+
+def _generic_tests() -> dict:
+    """The op table's generic tests (bound into a module by ``properties.bind``, so not in its
+    source): their descriptions, from ``suite/ops/properties.py``'s docstring."""
+    doc = ast.get_docstring(ast.parse((ROOT / "suite" / "ops" / "properties.py").read_text(encoding="utf-8"))) or ""
+    return {
+        m.group(1): " ".join(m.group(2).split())
+        for m in re.finditer(r"- ``(test_op_\w+)``: (.*?)(?=\n- |\n\n|$)", doc, re.S)
+    }
+
+
+GENERIC_TESTS = _generic_tests()
 
 
 def behaviours(report: dict, release: str) -> list[tuple[str, str]]:
@@ -99,6 +114,13 @@ def behaviours(report: dict, release: str) -> list[tuple[str, str]]:
             lines += ["| test | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
             for test, per in counts.items():
                 lines.append(f"| `{test}` | " + " | ".join(per.get(c, "") for c in cols) + " |")
+        lines += ["", "## What each test checks, and the keys it observes", ""]
+        for test in counts:
+            keys = sorted({k for r in rows if query.short_test(r["test"]) == test for k in r.get("observed") or {}})
+            doc = facts["tests"].get(test) or GENERIC_TESTS.get(test, "")
+            lines += [f"### `{test}`", "", prose(doc) or "(no docstring)", ""]
+            if keys:
+                lines += ["Keys: " + ", ".join(f"`{k}`" for k in keys), ""]
         t = tables.get(bid)
         if t:
             head = "| key | " + " | ".join(c["id"] for c in t["columns"]) + " |"
