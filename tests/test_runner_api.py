@@ -163,3 +163,19 @@ def test_calls_that_may_be_refused_under_xla_are_traced_from_a_short_stack():
     assert traced[2:] == [traced[0]]  # refused once, then remembered
     out, err = eager.attempt("run", double, X, remember=cmp.xla_refusal)
     assert err is None and np.allclose(out, 2 * X) and traced[-1] == threading.current_thread().name
+
+
+@pytest.mark.parametrize("name", ["tensorflow", "jax", "torch"])
+def test_the_environment_records_the_revision_each_build_names(name):
+    """Issue 49: which nightly made a change is a range of source revisions, so the report
+    header records the one each installed build names (measured from the module itself)."""
+    fw = frameworks.load(name)
+    if not fw.available:
+        pytest.skip(f"{name} is not installed")
+    env = frameworks.environment()[name]
+    expected = {
+        "tensorflow": lambda m: m.version.GIT_VERSION,
+        "jax": lambda m: __import__("jax.version").version._git_hash,
+        "torch": lambda m: m.version.git_version,
+    }[name](fw.module)
+    assert env["git_version"] == str(expected) and env["git_version"], env

@@ -396,6 +396,9 @@ def environment() -> dict:
     for name in FRAMEWORKS:
         fw = load(name)
         entry = {"version": fw.version, "devices": list(fw.devices)}
+        rev = git_revision(name) if fw.available else None
+        if rev:
+            entry["git_version"] = rev
         gpu = gpu_name(name) if "gpu" in fw.devices else None
         if gpu:
             entry["gpu_name"] = gpu
@@ -403,6 +406,25 @@ def environment() -> dict:
             entry["error"] = fw.error
         out[name] = entry
     return out
+
+
+def git_revision(name: str) -> str | None:
+    """The source revision a framework's build says it was made from (issue 49: which nightly
+    made a change is a range of these): ``tf.version.GIT_VERSION``, ``jax.version._git_hash``,
+    ``torch.version.git_version``; None where the build does not say."""
+    mod = load(name).module
+    try:
+        if name == "tensorflow":
+            rev = mod.version.GIT_VERSION
+        elif name == "jax":
+            import jax.version
+
+            rev = getattr(jax.version, "_git_hash", None)
+        else:
+            rev = mod.version.git_version
+    except Exception:  # a revision is a nicety: never fail a run over it
+        return None
+    return str(rev) if rev and str(rev).lower() not in ("unknown", "none") else None
 
 
 def gpu_name(name: str) -> str | None:

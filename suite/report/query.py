@@ -6,6 +6,7 @@ report package."""
 from __future__ import annotations
 
 import collections
+import re
 
 SYMBOL = {
     "passed": "ok",
@@ -116,8 +117,16 @@ def test_time(report) -> float:
 
 
 def framework_label(name: str, info: dict) -> str:
-    """``tensorflow 2.21.0 (cpu)``: a framework's measured version and devices, on one line."""
-    return f"{name} {info.get('version') or 'not installed'} ({','.join(info.get('devices') or [])})"
+    """``tensorflow 2.21.0 (cpu)``: a framework's measured version and devices, on one line, and
+    the source revision its build names where the report recorded one.
+
+    >>> framework_label("torch", {"version": "2.13.0", "devices": ["cpu"], "git_version": "cf30153c4c131c81"})
+    'torch 2.13.0 (cpu) built from cf30153c4c13'
+    """
+    rev = str(info.get("git_version") or "")
+    rev = rev[:12] if re.fullmatch(r"[0-9a-f]{13,}", rev) else rev
+    built = f" built from {rev}" if rev else ""
+    return f"{name} {info.get('version') or 'not installed'} ({','.join(info.get('devices') or [])}){built}"
 
 
 def md_escape(s) -> str:
