@@ -232,8 +232,8 @@ def chart_page(paths: list[Path]) -> None:
     """version-chart.md: behaviours down, releases across, each cell the number of TensorFlow
     observation keys that changed since the release to its left (an inline SVG)."""
     reports = [schema.load(p) for p in paths]
-    versions = [query.tf_version(r) for r in reports]
-    moved = query.moved_keys(reports)
+    versions = query.column_labels(reports, [p.stem for p in paths])
+    moved = query.moved_keys(reports, [p.stem for p in paths])
     bs = sorted({b for r in reports for b in query.behaviours(r)})
     cw, ch, left, top = 44, 18, 215, 100
     width, height = left + cw * len(versions) + 60, top + ch * len(bs) + 10
@@ -244,22 +244,26 @@ def chart_page(paths: list[Path]) -> None:
         x, y = left + j * cw + cw / 2, top - 6
         turn = f"rotate(-40 {x} {y})"
         svg.append(f'<text x="{x}" y="{y}" text-anchor="start" transform="{turn}">{_e(v)}</text>')
-    peak = max((len(k) for k in moved.values()), default=1) or 1
+    own = {k: [x for x in keys if not query.ORACLE_KEY.match(x)] for k, keys in moved.items()}
+    peak = max((len(k) for k in own.values()), default=1) or 1
     for i, b in enumerate(bs):
         y = top + i * ch
         svg.append(f'<text x="{left - 6}" y="{y + ch - 5}" text-anchor="end">{_e(b)}</text>')
         for j, v in enumerate(versions):
-            n = len(moved.get((b, v), ()))
+            keys = moved.get((b, v), ())
+            n = sum(not query.ORACLE_KEY.match(k) for k in keys)  # TensorFlow's own, not an oracle's answer
             shade = "#f3f3f3" if not n else f"rgba(204,102,0,{0.25 + 0.75 * n / peak:.2f})"
+            tip = f"{b} at TF {v}: {n} key(s) changed, {len(keys) - n} oracle answer(s)"
             svg.append(f'<rect x="{left + j * cw}" y="{y}" width="{cw - 2}" height="{ch - 2}" fill="{shade}">'
-                       f"<title>{_e(b)} at TF {_e(v)}: {n} key(s) changed</title></rect>")  # fmt: skip
+                       f"<title>{_e(tip)}</title></rect>")  # fmt: skip
             if n:
                 svg.append(f'<text x="{left + j * cw + cw / 2 - 1}" y="{y + ch - 5}" text-anchor="middle">{n}</text>')
     svg.append("</svg>")
     lines = ["# Where TensorFlow's observations changed", "",
              "Behaviours down, releases across (the committed baselines, then the nightly); each cell is the "
-             "number of observation keys of TensorFlow's rows that changed since the release to its left "
-             "(generated from the reports; the values are in [the version matrix](versions.md)).", "",
+             "number of TensorFlow's own observation keys that changed since the release to its left (the "
+             "oracles' answers recorded in its rows, which move with the oracles' versions, are not counted; "
+             "the values are in [the version matrix](versions.md)).", "",
              "".join(svg), ""]  # fmt: skip
     with mkdocs_gen_files.open("version-chart.md", "w") as f:
         f.write("\n".join(lines))

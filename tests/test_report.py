@@ -245,6 +245,34 @@ def test_keys_of_a_test_an_older_suite_did_not_have_are_not_changes_of_tensorflo
     assert "new" in query.moved_keys(reps)[("gather", "2.21.0")] and ("gather", "2.20.0") not in query.moved_keys(reps)
 
 
+def test_reports_of_one_version_stay_apart_and_oracle_changes_are_counted_apart():
+    """Issue 49: a team's own subset run against the baseline of the same TensorFlow is two
+    columns (labelled by file), a behaviour one of them did not run reads "not run" (not the
+    other's outcome), and a change of an oracle's answer recorded in TensorFlow's rows is not
+    counted as TensorFlow's own, with the oracles' versions under each column."""
+    from suite.report import html
+
+    base = _release("2.21.0", [
+        _row(behaviour="gather", test="cases/test_gather.py::test_p[tensorflow-eager-cpu]",
+             observed={"fwd": "raises", "jax-jit-cpu:x.at": "clamp"}),
+        _row(behaviour="scatter", test="cases/test_scatter.py::test_s[tensorflow-eager-cpu]", outcome="failed"),
+    ])  # fmt: skip
+    mine = _release("2.21.0", [
+        _row(behaviour="gather", test="cases/test_gather.py::test_p[tensorflow-eager-cpu]",
+             observed={"fwd": "raises", "jax-jit-cpu:x.at": "fill"}),
+    ])  # fmt: skip
+    base["environment"]["frameworks"]["jax"] = {"version": "0.4.30"}
+    mine["environment"]["frameworks"]["jax"] = {"version": "0.10.2"}
+    md = pages.versions_markdown([base, mine], ["r/tf-2.21.0.md", "r/latest.md"])
+    assert "TF 2.21.0 (tf-2.21.0) | TF 2.21.0 (latest) |" in md, md
+    assert "| gather | ok 1/1 | ok 1/1 *oracle Δ1* |" in md, md
+    assert "| scatter | FAIL 1/1 | not run |" in md, md
+    assert "| *oracles* | jax 0.4.30, torch - | jax 0.10.2, torch - |" in md, md
+    page = html.page([base, mine], ["r/tf-2.21.0.json", "r/latest.json"])
+    assert "<td class='not-run' title='this report did not run the behaviour'>not run</td>" in page
+    assert "<i>oracle Δ1</i>" in page and "<b>Δ" not in page
+
+
 def test_report_of_two_releases_is_the_upgrade_view_with_changes_first(tmp_path, capsys):
     from suite import cli
 

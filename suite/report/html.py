@@ -27,6 +27,7 @@ td.cell{white-space:nowrap}td.cell a{color:inherit;text-decoration:none;display:
 .passed{background:#d8f0d8}.failed,.error{background:#f6c9c9}.crashed{background:#e08080}
 .skipped{background:#eee;color:#777}.unavailable{background:#fbe9c6}.mixed{background:#fff3c4}
 .changed{background:#ffe08a;font-weight:600}.same{color:#999;text-align:center}
+.not-run{color:#999;font-style:italic}
 .moved{outline:3px solid #c90;outline-offset:-3px}
 tr.differs td{background:#fff3c4}table.obs td,table.decl td{font-size:13px}
 .partial{background:#ffe08a;padding:.6em;border:1px solid #c90;font-weight:600}

@@ -178,19 +178,29 @@ def _headroom(report) -> dict:
     return {"by_op": query.headroom_by_op(entries), "entries": entries, "slack": query.SLACK}
 
 
-def versions_model(reports, details=None) -> dict:
+def versions_model(reports, details=None, names=None) -> dict:
     """Several releases' TensorFlow rows, computed once for the version matrix pages: the
-    outcome per behaviour and release (with the observation keys that moved since the release
-    before), every observation that differs between releases, and the consecutive changelog."""
-    versions, bs, counts = query.version_outcomes(reports)
-    moved = query.moved_keys(reports)
+    outcome per behaviour and report (with the observation keys that moved since the report
+    before: TensorFlow's own, and the oracles' answers recorded in its rows, counted apart),
+    every observation that differs between reports, and the consecutive changelog. Reports of
+    the same version stay apart, labelled by ``names`` (default: from ``details``' file names)."""
+    if names is None and details:
+        names = [str(d).rsplit("/", 1)[-1].rsplit(".", 1)[0] if d else f"#{i + 1}" for i, d in enumerate(details)]
+    versions, bs, counts = query.version_outcomes(reports, names)
+    moved = query.moved_keys(reports, names)
     rows = []
     for b in bs:
         cells = []
-        for v in versions:
+        for i, v in enumerate(versions):
             cnt = counts.get((b, v))
             keys = sorted(moved.get((b, v), ()))
-            cells.append({"text": query.cell_text(cnt) if cnt else "", "worst": worst(cnt or {}), "moved": keys})
+            ran = any(r["behaviour"] == b for r in reports[i]["results"])
+            cells.append({
+                "text": query.cell_text(cnt) if cnt else "" if ran else "not run",
+                "worst": worst(cnt or {}),
+                "moved": [k for k in keys if not query.ORACLE_KEY.match(k)],
+                "oracle_moved": [k for k in keys if query.ORACLE_KEY.match(k)],
+            })  # fmt: skip
         rows.append({"behaviour": b, "anchor": anchor("changes", b), "cells": cells})
     changes = {}
     for e in query.observation_changes(reports):
@@ -207,6 +217,7 @@ def versions_model(reports, details=None) -> dict:
     return {
         "versions": versions,
         "revisions": [suite_revision(r) for r in reports],
+        "oracles": [query.oracle_versions(r) for r in reports],
         "details": list(details or [None] * len(versions)),
         "rows": rows,
         "changes": [{"behaviour": b, "anchor": anchor("changes", b), "entries": es} for b, es in changes.items()],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import html as htmllib
 import re
+from pathlib import Path
 
 import jinja2
 from markupsafe import Markup
@@ -96,7 +97,8 @@ def versions_markdown(reports, details=None) -> str:
 def versions_sections_html(reports, labels, details=None) -> str:
     """The version matrix page's sections (HTML), also shown under the upgrade page; each
     release's header and failures after them."""
-    m = model.versions_model(reports, details)
+    names = [Path(str(lab)).stem for lab in labels]
+    m = model.versions_model(reports, details, names)
     out = template_env().get_template("_matrix.html.j2").render(**m)
     return out + "".join(report_header_and_failures(r, lab) for r, lab in zip(reports, labels) if query.failures(r))
 
@@ -105,7 +107,7 @@ def versions_table_md(reports) -> list[str]:
     """The version matrix's outcome table alone (Markdown lines), as docs/versions.md shows it."""
     m = model.versions_model(reports)
     outcomes = template_env().get_template("_matrix.md.j2").module.outcomes
-    return str(outcomes(m["versions"], m["rows"], m["revisions"])).splitlines()
+    return str(outcomes(m["versions"], m["rows"], m["revisions"], m["oracles"])).splitlines()
 
 
 def terminal_matrix(report) -> list[str]:

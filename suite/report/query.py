@@ -8,6 +8,8 @@ from __future__ import annotations
 import collections
 import re
 
+from suite import registry
+
 SYMBOL = {
     "passed": "ok",
     "failed": "FAIL",
@@ -249,16 +251,41 @@ def tf_version(report) -> str:
     return (report.get("environment", {}).get("frameworks", {}).get("tensorflow", {}) or {}).get("version") or "?"
 
 
-def version_outcomes(reports) -> tuple[list[str], list[str], dict]:
-    """(versions, behaviours, (behaviour, version) -> Counter of TensorFlow row outcomes)."""
+def column_labels(reports, names=None) -> list[str]:
+    """One label per report of a matrix: its TensorFlow version, and where two reports have the
+    same version (a team's own run against a baseline), its name too (``names``, or ``#i``).
+
+    >>> reps = [{"environment": {"frameworks": {"tensorflow": {"version": v}}}} for v in ("2.20.0", "2.21.0", "2.21.0")]
+    >>> column_labels(reps, ["tf-2.20.0", "tf-2.21.0", "latest"])
+    ['2.20.0', '2.21.0 (tf-2.21.0)', '2.21.0 (latest)']
+    """
     versions = [tf_version(r) for r in reports]
+    names = list(names) if names else [f"#{i + 1}" for i in range(len(reports))]
+    return [f"{v} ({n})" if versions.count(v) > 1 else v for v, n in zip(versions, names)]
+
+
+def version_outcomes(reports, names=None) -> tuple[list[str], list[str], dict]:
+    """(column labels (:func:`column_labels`), behaviours, (behaviour, label) -> Counter of
+    TensorFlow row outcomes); a behaviour a report did not run has no cell there."""
+    labels = column_labels(reports, names)
     cells_by = {}
-    for rep, v in zip(reports, versions):
+    for rep, v in zip(reports, labels):
         for r in rep["results"]:
             if r["framework"] == "tensorflow":
                 cells_by.setdefault((r["behaviour"], v), collections.Counter())[r["outcome"]] += 1
     bs = list(dict.fromkeys(b for rep in reports for b in behaviours(rep)))
-    return versions, bs, cells_by
+    return labels, bs, cells_by
+
+
+#: Observation keys that record an oracle's answer inside a TensorFlow row (``jax-jit-cpu:...``):
+#: they move when the oracle's version does, not TensorFlow's.
+ORACLE_KEY = re.compile(rf"^(?:{'|'.join(registry.ORACLES)})-\w+-\w+:")
+
+
+def oracle_versions(report) -> str:
+    """``jax 0.10.2, torch 2.13.0``: the oracles' versions a report measured with."""
+    fws = (report.get("environment") or {}).get("frameworks") or {}
+    return ", ".join(f"{n} {(fws.get(n) or {}).get('version') or '-'}" for n in registry.ORACLES)
 
 
 #: A release whose report has no row of the test at all (its suite did not have the test yet, or
@@ -311,14 +338,14 @@ def previous_run(values, i):
     return next((v for v in reversed(values[:i]) if v != NOT_RUN), NOT_RUN)
 
 
-def moved_keys(reports) -> dict:
-    """(behaviour, version) -> the observation keys that changed since the release before it."""
-    versions = [tf_version(r) for r in reports]
+def moved_keys(reports, names=None) -> dict:
+    """(behaviour, column label) -> the observation keys that changed since the release before it."""
+    labels = column_labels(reports, names)
     moved = collections.defaultdict(set)
     for e in observation_changes(reports):
         for i, changed in enumerate(changed_since_previous(e["values"])):
             if changed:
-                moved[(e["behaviour"], versions[i])].add(e["key"])
+                moved[(e["behaviour"], labels[i])].add(e["key"])
     return moved
 
 
