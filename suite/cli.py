@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -88,6 +89,7 @@ def cmd_run(args, pytest_args) -> int:
     cases = Path(args.cases) if args.cases else bh.default_cases_dir()
     found = bh.discover(cases)
     ids = _behaviour_ids(args.behaviour or [], list(found))
+    os.environ[options.RERUN_ARGS_ENV] = shlex.join(rerun_args(pytest_args))  # for the reproducers
     pytest_args = [_anchor_node_id(a, cases.parent) for a in pytest_args]
     targets = [str(cases / found[i].module_file) for i in ids] or ([] if _has_paths(pytest_args) else [str(cases)])
     argv = [
@@ -414,6 +416,25 @@ def _anchor_node_id(arg: str, root: Path) -> str:
     if not path.endswith(".py") or Path(path).exists() or not (root / path).exists():
         return arg
     return str(root / path) + sep + rest
+
+
+def rerun_args(pytest_args) -> list[str]:
+    """Of the pytest arguments a user gave ``run``, those a reproducer must repeat: not the
+    selection (paths, node ids) and not the Hypothesis seed (the reproducer names the seed the
+    run used).
+
+    >>> rerun_args(["cases/test_a.py::t[x]", "-k", "seed", "--hypothesis-seed=3", "-p", "suite.faults.plugin"])
+    ['-k', 'seed', '-p', 'suite.faults.plugin']
+    """
+    out, skip = [], False
+    for a in pytest_args:
+        if skip:
+            skip = False
+        elif a == "--hypothesis-seed":
+            skip = True
+        elif not (a.startswith("--hypothesis-seed=") or "::" in a or a.endswith(".py")):
+            out.append(a)
+    return out
 
 
 def _has_paths(pytest_args) -> bool:

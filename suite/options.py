@@ -27,6 +27,11 @@ PROFILE_EXAMPLES = {"quick": 1, "dev": 20, "ci": 10, "thorough": 300}
 PROFILES = tuple(PROFILE_EXAMPLES)
 #: The profiles that draw one signature per dtype (the largest shape).
 ONE_SIGNATURE_PER_DTYPE = ("quick", "ci")
+#: The pytest arguments a user gave ``run`` beyond the selection (``-k``, ``-p ... --fault``),
+#: which ``run`` hands to its pytest process for the reproducers it prints (issue 49).
+RERUN_ARGS_ENV = "AUTODIFF_SEMANTICS_RERUN_ARGS"
+#: Where a printed reproducer writes its report, so it never overwrites the run it came from.
+REPRO_REPORT_DIR = "reports/repro"
 #: What ``--allow-missing`` can name.
 MISSABLE = (*FRAMEWORKS, "gpu")
 

@@ -1,11 +1,15 @@
 """Self-tests of the command line: list, clear errors for bad input."""
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from suite import cli
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_list_prints_every_behaviour(capsys):
@@ -272,3 +276,28 @@ def test_rows_of_an_absent_gpu_are_not_a_character_each(tmp_path):
     progress = [line for line in p.stdout.splitlines() if re.match(r"^[.sFE]+\s+\[", line)]
     assert progress and "s" not in "".join(progress), p.stdout[:2000]
     assert "skipped throughout: jax-eager-gpu, jax-jit-gpu (no GPU visible" in p.stdout
+
+
+def test_a_reproducer_is_a_partial_selection_and_keeps_the_runs_report(tmp_path):
+    """Issue 49: a printed reproducer selects one node id; its behaviour's other declarations are
+    'unconfirmed' there, not 'stale' (which failed the rerun while its page was green), and its
+    command names the run's other pytest arguments and a report directory of its own."""
+    node = "cases/test_adam_epsilon.py::test_native_adam_matches_its_closed_form[tensorflow-eager-cpu]"
+    p = subprocess.run(
+        [sys.executable, "-m", "suite", "run", "--profile", "ci", "--report-dir", str(tmp_path / "r"), "--", node],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    report = json.loads((tmp_path / "r" / "latest.json").read_text())
+    assert report["incomplete"] == ["adam-epsilon"]
+    statuses = {d["status"] for d in report["declared"]}
+    assert "stale" not in statuses and "unconfirmed" in statuses, statuses
+    from suite.report.rows import rerun_command
+
+    cfg = type("C", (), {"getoption": staticmethod(lambda k, default=None: {"profile": "ci"}.get(k))})
+    cmd = rerun_command(cfg, node, {"AUTODIFF_SEMANTICS_RERUN_ARGS": "-p suite.faults.plugin --fault f"})
+    assert cmd == (f"autodiff-semantics run --profile ci --report-dir reports/repro -- '{node}' "
+                   "-p suite.faults.plugin --fault f")  # fmt: skip

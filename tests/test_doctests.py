@@ -12,6 +12,7 @@ MODULES = [
     "suite.registry",
     "suite.versions",
     "suite.report.writer",
+    "suite.report.rows",
     "suite.report.model",
     "suite.report.query",
     "suite.report.schema",

@@ -96,7 +96,8 @@ def test_the_reproducer_of_several_examples_is_the_reported_one(tmp_path):
     assert f"x = np.float32({named[0]}0)" in row["reproducer"].splitlines(), row["reproducer"]
     # the command runs the test again as this run did (its profile), from any directory
     command = (
-        "autodiff-semantics run --profile ci -- 'cases/test_examples_demo.py::test_explicit_examples[jax-eager-cpu]'"
+        "autodiff-semantics run --profile ci --report-dir reports/repro -- "
+        "'cases/test_examples_demo.py::test_explicit_examples[jax-eager-cpu]'"
     )
     assert f"#   {command}" in row["reproducer"].splitlines(), row["reproducer"]
     assert row["observed"] == {}  # the example observed no key; the comparison failed

@@ -13,18 +13,30 @@ from pathlib import Path
 
 import pytest
 
-from suite import behaviours as bh, context, frameworks
+from suite import behaviours as bh, context, frameworks, options
 from suite.expectations import all_declared
 from suite.report import deprecations
 from suite.report.record import Record
 from suite.report.schema import Row
 
+#: The error lines a row keeps: every line of one example's mismatches (issue 49: six cut them
+#: after "4 mismatches in one example:"), bounded for a failure that prints a whole array.
+ERROR_LINES = 60
+
 
 def _short_error(rep) -> str:
+    r"""The assertion's message (pytest's ``E`` lines), every mismatch of the example included.
+
+    >>> from types import SimpleNamespace
+    >>> text = "x\nE   AssertionError: 4 mismatches in one example:\n" + "".join(f"E     m{i}\n" for i in range(8))
+    >>> _short_error(SimpleNamespace(longrepr=text)).splitlines()[-1]
+    'm7'
+    """
     text = str(rep.longrepr) if rep.longrepr else ""
     m = re.findall(r"^E\s+(.*)$", text, flags=re.M)
     if m:
-        return "\n".join(m[:6])
+        more = [f"... ({len(m) - ERROR_LINES} more lines)"] if len(m) > ERROR_LINES else []
+        return "\n".join(m[:ERROR_LINES] + more)
     return text.strip().splitlines()[-1] if text.strip() else ""
 
 
@@ -277,20 +289,24 @@ def _longrepr(rep) -> str:
     return str(rep.longrepr) if rep is not None and rep.longrepr else ""
 
 
-def rerun_command(config, nodeid: str) -> str:
-    """The command that runs one test again as this run did: its profile and Hypothesis seed
-    (a node id is found beside the cases from any directory: ``autodiff-semantics run``
-    anchors it there).
+def rerun_command(config, nodeid: str, environ=os.environ) -> str:
+    """The command that runs one test again as this run did: its profile, Hypothesis seed and the
+    other pytest arguments the run was given (a node id is found beside the cases from any
+    directory: ``autodiff-semantics run`` anchors it there), writing its report to
+    ``reports/repro`` so the run it came from keeps its own.
 
     >>> from types import SimpleNamespace
     >>> cfg = SimpleNamespace(getoption=lambda k, default=None: {"profile": "ci", "hypothesis_seed": 7}.get(k))
-    >>> rerun_command(cfg, "cases/test_a.py::test_b[tensorflow-xla-cpu]")
-    "autodiff-semantics run --profile ci -- 'cases/test_a.py::test_b[tensorflow-xla-cpu]' --hypothesis-seed=7"
+    >>> print(rerun_command(cfg, "cases/test_a.py::t[cpu]", {options.RERUN_ARGS_ENV: "-x"}))
+    autodiff-semantics run --profile ci --report-dir reports/repro -- 'cases/test_a.py::t[cpu]' -x --hypothesis-seed=7
     """
     profile = config.getoption("profile", None) or "dev"
     seed = config.getoption("hypothesis_seed", None)
-    return f"autodiff-semantics run --profile {profile} -- '{nodeid}'" + (
-        f" --hypothesis-seed={seed}" if seed is not None else ""
+    extra = environ.get(options.RERUN_ARGS_ENV, "").strip()
+    return (
+        f"autodiff-semantics run --profile {profile} --report-dir {options.REPRO_REPORT_DIR} -- '{nodeid}'"
+        + (f" {extra}" if extra else "")
+        + (f" --hypothesis-seed={seed}" if seed is not None else "")
     )
 
 
