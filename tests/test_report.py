@@ -403,7 +403,9 @@ def test_observations_are_asserted_or_informational_in_the_report_and_the_diff()
     kinds = {c.detail: c.asserted for c in log.changes if c.kind == "observation changed"}
     assert kinds == {"grad": True, "init": False}
     md = diff.markdown(log)
-    assert "| `grad` | asserted |" in md and "| `init` | informational |" in md
+    assert "| `grad` | value changed |" in md and "| `init` | informational |" in md
+    assert md.index("| `grad` |") < md.index("| `init` |"), "what a user may act on comes first"
+    assert "**1 change(s) a user may need to act on**" in md
     page = pages.markdown(rep("zeros"))
     assert "`init` = `zeros`: tensorflow eager (informational: recorded, not asserted)" in page
     assert "`grad` = `zeros`: tensorflow eager\n" in page
@@ -431,7 +433,7 @@ def test_a_value_with_the_summary_separator_stays_one_value():
     old = _release("2.21.0", [_row(observed={"seed": "zero; zero"})])
     new = _release("2.23.0", [_row(observed={"seed": "0.693; zero"})])
     md = diff.markdown(diff.diff(old, new))
-    assert "  - `seed`: `zero; zero` → `0.693; zero`" in md
+    assert "| `seed` | informational | `zero; zero` | `0.693; zero` | tensorflow eager |" in md
 
 
 def test_diff_of_a_subset_compares_only_what_both_ran_unless_whole():

@@ -12,7 +12,10 @@ failing, newly skipped, new deprecations.
 from __future__ import annotations
 
 import dataclasses
+import re
 
+from suite import registry
+from suite.report import query
 from suite.report.query import code_span, is_asserted, tf_version
 
 BAD = ("failed", "error", "crashed")
@@ -300,26 +303,59 @@ def _environment_md(log: Changelog) -> list[str]:
     return out + [f"| {what} | {code_span(a)} | {code_span(b)} |" for what, a, b in log.environment] + [""]
 
 
+#: How a changed observation reads for a user, most in need of action first (issue 49).
+CLASSES = ("now raises", "value changed", "no longer raises", "newly observed", "no longer observed", "informational")
+
+
+def change_class(c: "Change") -> str:
+    """What a changed observation means for code that relies on it: an asserted key that now
+    raises, no longer raises, or has another value; a key one side did not record; or an
+    informational key (recorded, asserted by nothing).
+
+    >>> change_class(Change("observation changed", "b", "tensorflow-xla-cpu", "t", old="dropped", new="raises:X"))
+    'now raises'
+    """
+    if not c.asserted:
+        return "informational"
+    if NOT_OBSERVED in (c.old, c.new):
+        return "newly observed" if c.old == NOT_OBSERVED else "no longer observed"
+    old_raises, new_raises = (str(v).startswith("raises:") for v in (c.old, c.new))
+    if new_raises != old_raises:
+        return "now raises" if new_raises else "no longer raises"
+    return "value changed"
+
+
+_SUBJECT_IN_ID = re.compile(rf"(?<=\[)(?:{'|'.join(registry.NAMES)})-\w+-\w+-?")
+
+
 def _observations_md(obs: list) -> list[str]:
+    """One line per change, the subjects that saw the same old -> new together, the changes a
+    user may need to act on first."""
     if not obs:
         return []
+    groups: dict = {}
+    for c in obs:
+        test = _SUBJECT_IN_ID.sub("", _short(c.test)).replace("[]", "")
+        groups.setdefault((change_class(c), c.behaviour, test, c.detail, str(c.old), str(c.new)), []).append(c)
+    order = sorted(groups, key=lambda k: (CLASSES.index(k[0]), k[1:]))
+    acting = sum(k[0] in CLASSES[:3] for k in order)
     out = [
         "### Observations that changed",
         "",
-        "| behaviour | subject | test | key | kind | old | new |",
+        f"**{acting} change(s) a user may need to act on** (an asserted key that now raises, no longer raises or "
+        f"has another value), then {len(order) - acting} other(s); {len(obs)} row observation(s) in all.",
+        "",
+        "| behaviour | test | key | kind | old | new | subjects |",
         "|---|---|---|---|---|---|---|",
     ]
-    out += [
-        f"| {c.behaviour} | {c.subject} | {code_span(_short(c.test))} | {code_span(c.detail)} | "
-        f"{'asserted' if c.asserted else 'informational'} | {code_span(c.old)} | {code_span(c.new)} |"
-        for c in obs
-    ]
-    per_b: dict = {}
-    for c in obs:
-        per_b.setdefault(c.behaviour, set()).add(f"{code_span(c.detail)}: {code_span(c.old)} → {code_span(c.new)}")
-    out += ["", "Behaviours whose observations changed:", ""]
-    for b, v in sorted(per_b.items()):
-        out += [f"- **{b}**:"] + [f"  - {x}" for x in sorted(v)]
+    for k in order:
+        cls, b, test, key, _, _ = k
+        c = groups[k][0]
+        subjects = query.subjects_text([x.subject for x in groups[k]])
+        out.append(
+            f"| {b} | {code_span(test)} | {code_span(key)} | {cls} | {code_span(c.old)} | {code_span(c.new)} | "
+            f"{subjects} |"
+        )
     return out + [""]
 
 
