@@ -297,8 +297,11 @@ def test_report_of_two_releases_is_the_upgrade_view_with_changes_first(tmp_path,
     assert order == sorted(order), md
     assert "**1 regression(s)**" in md, "a TensorFlow row that became skipped is a regression"
     # each changed observation once, with where it changed (not one row per test and subject)
-    assert "- `fwd`: `clamp` → `zero-fill`, in TensorFlow xla (cpu)" in md
+    # classified (issue 49): the fixture's keys are held to no expectation, so informational
+    assert "- **informational** `fwd`: `clamp` → `zero-fill`, in TensorFlow xla (cpu)" in md
+    assert "**0 a user may need to act on**" in md
     page = (tmp_path / "out" / "upgrade.html").read_text()
+    assert '<tr class="change"><td class="kind">informational</td><td class="key">fwd</td>' in page
     assert "<h1>Upgrade check</h1>" in page and "<pre>" not in page.split("id='matrix'")[0]
     assert (tmp_path / "out" / "upgrade-releases" / "tf-2.21.0.html").exists()
 
@@ -534,3 +537,27 @@ def test_the_suite_revision_is_what_runs_or_nothing(tmp_path, monkeypatch):
     shutil.copy(writer.__file__, copy / "writer.py")
     monkeypatch.setattr(writer, "__file__", str(copy / "writer.py"))
     assert writer._git_sha() is None
+
+
+def test_the_upgrade_view_puts_what_to_act_on_first_with_the_oracles_and_the_declaration():
+    """Issue 49: each change is classified, what a user may act on first and counted in the
+    headline, with JAX's and PyTorch's answers for the key and the declaration's reason and link."""
+    from suite.report import upgrade
+
+    def rows(tf_value, extra):
+        return [
+            _row(behaviour="seg", test="cases/test_seg.py::t[tensorflow-xla-cpu]", mode="xla",
+                 observed={"bincount": tf_value, "note": extra}, expected={"bincount": tf_value},
+                 declared={"bincount": {"reason": "XLA drops them", "link": "https://github.com/tensorflow/tensorflow/pull/1"}}),
+            _row(behaviour="seg", test="cases/test_seg.py::t[jax-jit-cpu]", framework="jax", mode="jit",
+                 observed={"bincount": "dropped"}),
+        ]  # fmt: skip
+
+    m = upgrade.model(_release("2.21.0", rows("dropped", "a")), _release("2.23.0", rows("raises:X", "b")), "a", "b")
+    first, second = m["behaviours"][0]["changes"]
+    assert (first["kind"], first["act"], second["kind"]) == ("now raises", True, "informational")
+    assert first["oracles"] == "JAX: dropped" and first["reason"] == "XLA drops them"
+    assert first["link"].endswith("/pull/1") and m["to_act_on"] == 1
+    md = upgrade.markdown(m)
+    assert "**1 a user may need to act on**" in md
+    assert "- **now raises** `bincount`: `dropped` → `raises:X`, in TensorFlow xla (cpu); JAX: dropped; declared" in md

@@ -54,22 +54,33 @@ def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool =
     grouped: dict = {}
     for c in log.by_kind("observation changed"):
         key = (c.behaviour, c.detail, _value(c.old), _value(c.new))
-        entry = grouped.setdefault(key, {"subjects": set(), "tests": set(), "asserted": False})
+        entry = grouped.setdefault(key, {"subjects": set(), "tests": set(), "asserted": False, "kinds": set()})
         entry["subjects"].add(c.subject)
         entry["tests"].add(c.test.split("::", 1)[-1].split("[", 1)[0])
         entry["asserted"] |= c.asserted
+        entry["kinds"].add(difflib_.change_class(c))
+    context = _context(new)
     behaviours: dict = {}
     for (b, k, o, n), e in sorted(grouped.items()):
+        kind = min(e["kinds"], key=difflib_.CLASSES.index)  # the one most in need of action
+        answers, (reason, link) = context["answers"].get((b, k), {}), context["declared"].get((b, k), ("", ""))
         behaviours.setdefault(b, []).append(
             {
                 "key": k,
                 "old": o,
                 "new": n,
+                "kind": kind,
+                "act": kind in difflib_.CLASSES[:3],
                 "where": where(e["subjects"]),
                 "tests": sorted(e["tests"]),
                 "asserted": e["asserted"],
+                "oracles": "; ".join(f"{FRAMEWORK_NAMES[f]}: {answers[f]}" for f in registry.ORACLES if f in answers),
+                "reason": reason,
+                "link": link,
             }
         )
+    for cs in behaviours.values():  # what a user may need to act on first
+        cs.sort(key=lambda c: difflib_.CLASSES.index(c["kind"]))
 
     def rows(kind):
         return [
@@ -95,6 +106,7 @@ def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool =
         "regressions": len(log.regressions),
         "behaviours": [{"id": b, "changes": cs} for b, cs in behaviours.items()],
         "changed_keys": sum(len(cs) for cs in behaviours.values()),
+        "to_act_on": sum(c["act"] for cs in behaviours.values() for c in cs),
         "newly_failing": rows("newly failing"),
         "newly_skipped": rows("newly skipped"),
         "disappeared": rows("disappeared"),
@@ -103,6 +115,26 @@ def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool =
         "new_deprecations": [c.detail for c in log.by_kind("new deprecation")],
         "gone_deprecations": [c.detail for c in log.by_kind("deprecation gone")],
         "not_run": [{"where": w, "behaviour": b, "subjects": where(s)} for (w, b), s in sorted(not_run.items())],
+    }
+
+
+def _context(report: dict) -> dict:
+    """From the new report: per (behaviour, key), the oracles' answers (framework -> values seen)
+    and the declaration's reason and link where the key is declared."""
+    answers: dict = {}
+    declared: dict = {}
+    for r in report.get("results") or []:
+        for key, v in (r.get("observed") or {}).items():
+            if r["framework"] in registry.ORACLES and r.get("outcome") == "passed":
+                seen = answers.setdefault((r["behaviour"], key), {}).setdefault(r["framework"], [])
+                if _value(v) not in seen:
+                    seen.append(_value(v))
+        for key, d in (r.get("declared") or {}).items():
+            if isinstance(d, dict) and (d.get("reason") or d.get("link")):
+                declared.setdefault((r["behaviour"], key), (d.get("reason") or "", d.get("link") or ""))
+    return {
+        "answers": {k: {f: " | ".join(vs) for f, vs in per.items()} for k, per in answers.items()},
+        "declared": declared,
     }
 
 
