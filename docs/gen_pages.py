@@ -100,7 +100,7 @@ def behaviours(report: dict, release: str) -> list[tuple[str, str]]:
     out = []
     for path in sorted((ROOT / "cases").glob("test_*.py")):
         facts = _module_facts(path)
-        bid = facts["id"] or path.stem[5:].replace("_", "-")
+        bid = facts["id"] or query.behaviour_of_module(path.stem)
         title = facts["title"] or facts["doc"].split("\n", 1)[0]
         out.append((bid, title))
         rows = [r for r in report["results"] if r["behaviour"] == bid]

@@ -82,9 +82,8 @@ def anchored(op, dtype) -> tuple:
     >>> anchored(relu, "float64")[0][0].round(3).tolist()
     [-2.737, -0.037, 2.663]
     """
-    menu = ss.one_per_dtype(op.pairs or PAIRS)
     # an entry drawn in one dtype only (its pairs) has that dtype's anchor for both
-    [(dtype, shape)] = [(d, s) for d, s in menu if d == np.dtype(dtype)] or menu[:1]
+    dtype, shape = _signature(op, dtype)
     lo, hi = op.domain[dtype.name]
     n = max(1, int(np.prod(shape)))
     mid_lo, mid_hi = max(lo, -3.0), min(hi, 3.0)
@@ -310,7 +309,7 @@ def special_points(subject, oracles, record, op, data):
     _usable(op, subject)
     dtype = data.draw(st.sampled_from((np.float32, np.float64)), label="dtype")
     record.example(dtype=np.dtype(dtype).name)
-    shape = _signature(op, dtype)
+    _, shape = _signature(op, dtype)
     for p in op.points:
         if np.dtype(dtype).name not in p.dtypes:
             continue
@@ -324,12 +323,13 @@ def special_points(subject, oracles, record, op, data):
 
 
 def _signature(op, dtype) -> tuple:
-    """The shape a special point of ``dtype`` is broadcast to: the one the entry's anchors and
-    ci draws of that dtype use (:func:`suite.strategies.one_per_dtype`), so the points call the
-    programs the other rows compiled instead of compiling their own (issue 46); every element is
-    the point, so the kind observed is the same at any shape."""
+    """(dtype, shape) of the entry's signature for ``dtype``: the one its anchors and ci draws of
+    that dtype use (:func:`suite.strategies.one_per_dtype`), or its first where it is drawn in
+    another dtype only. Special points are broadcast over its shape, so they call the programs
+    the other rows compiled instead of compiling their own (issue 46); every element is the
+    point, so the kind observed is the same at any shape."""
     menu = ss.one_per_dtype(op.pairs or PAIRS)
-    return next((s for d, s in menu if d == np.dtype(dtype)), menu[0][1])
+    return next(((d, s) for d, s in menu if d == np.dtype(dtype)), menu[0])
 
 
 def _kind(op, args, g) -> str:

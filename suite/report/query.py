@@ -362,6 +362,28 @@ def behaviour_of_module(module: str) -> str:
     return (name[5:] if name.startswith("test_") else name).lstrip("_").replace("_", "-")
 
 
+def answers(report) -> dict:
+    """What each framework answered for each observation key: (behaviour, key) -> framework ->
+    mode (device named where not cpu) -> the values its rows that ran saw, each once.
+
+    >>> rows = [{"behaviour": "b", "framework": "torch", "mode": "eager", "device": "cpu", "outcome": "passed",
+    ...          "observed": {"k": ["a", "b"]}}]
+    >>> answers({"results": rows})
+    {('b', 'k'): {'torch': {'eager': ['a | b']}}}
+    """
+    seen: dict = {}
+    for r in report.get("results") or []:
+        if r.get("outcome") in ("skipped", "unavailable"):
+            continue
+        where = r["mode"] if r["device"] == "cpu" else f"{r['mode']} ({r['device']})"
+        for key, v in (r.get("observed") or {}).items():
+            per = seen.setdefault((r["behaviour"], key), {}).setdefault(r["framework"], {})
+            text = value_text(v)
+            if text not in per.setdefault(where, []):
+                per[where].append(text)
+    return seen
+
+
 def atlas(report) -> list[dict]:
     """Every declared divergence of a report, with what each framework answered for its key: the
     divergence atlas (issue 50). Per declaration: its behaviour, key, scope (framework, mode,
@@ -374,20 +396,11 @@ def atlas(report) -> list[dict]:
     >>> [e["answers"] for e in atlas({"results": rows, "declared": [{"key": "k", "module": "cases.test_b"}]})]
     [{'jax': {'jit': 'zero'}}]
     """
-    seen: dict = {}
-    for r in report.get("results") or []:
-        if r.get("outcome") in ("skipped", "unavailable"):
-            continue
-        where = r["mode"] if r["device"] == "cpu" else f"{r['mode']} ({r['device']})"
-        for key, v in (r.get("observed") or {}).items():
-            per = seen.setdefault((r["behaviour"], key), {}).setdefault(r["framework"], {})
-            text = value_text(v)
-            if text not in per.setdefault(where, []):
-                per[where].append(text)
+    seen = answers(report)
     out = []
     for d in report.get("declared") or []:
         b = behaviour_of_module(d.get("module", ""))
-        answers = seen.get((b, d["key"]), {})
+        said = seen.get((b, d["key"]), {})
         out.append(
             {
                 **{k: d.get(k) for k in ("key", "framework", "mode", "device", "versions", "reason", "link")},
@@ -395,7 +408,7 @@ def atlas(report) -> list[dict]:
                 "declared": value_text(d.get("observed")),
                 "status": d.get("status"),
                 "matched": d.get("matched"),
-                "answers": {fw: {m: " | ".join(vs) for m, vs in per.items()} for fw, per in answers.items()},
+                "answers": {fw: {m: " | ".join(vs) for m, vs in per.items()} for fw, per in said.items()},
             }
         )
     return sorted(out, key=lambda e: (e["behaviour"], e["key"], e["framework"] or "", e["mode"] or ""))

@@ -16,6 +16,7 @@ import pytest
 from suite import behaviours as bh, context, frameworks, options
 from suite.expectations import all_declared
 from suite.report import deprecations
+from suite.report.query import behaviour_of_module
 from suite.report.record import Record
 from suite.report.schema import Row
 
@@ -55,7 +56,7 @@ def _behaviour_of(nodeid: str) -> str | None:
     name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
     if not name.startswith("test_") or not name.endswith(".py") or "::" not in nodeid:
         return None
-    return name[len("test_") : -len(".py")].replace("_", "-")
+    return behaviour_of_module(name.removesuffix(".py"))
 
 
 def _is_group(e) -> bool:  # BaseExceptionGroup (3.11) or the exceptiongroup backport Hypothesis uses

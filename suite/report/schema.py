@@ -69,7 +69,7 @@ class Row:
         pytest-xdist worker, which xdist restarts)."""
         m = re.search(r"\[(\w+)-(\w+)-(\w+)\]$", nodeid)
         fw, mode, dev = m.groups() if m else ("none", "none", "cpu")
-        beh = Path(nodeid.split("::")[0]).stem[len("test_") :].replace("_", "-")
+        beh = behaviour_of_module(Path(nodeid.split("::")[0]).stem)
         return cls(
             behaviour=beh,
             test=nodeid,

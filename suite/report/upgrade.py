@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from suite import registry
-from suite.report import diff as difflib_
+from suite.report import diff as difflib_, query
 from suite.report.pages import template_env
 
 FRAMEWORK_NAMES = registry.LABELS
@@ -119,23 +119,21 @@ def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool =
 
 
 def _context(report: dict) -> dict:
-    """From the new report: per (behaviour, key), the oracles' answers (framework -> values seen)
-    and the declaration's reason and link where the key is declared."""
-    answers: dict = {}
+    """From the new report: per (behaviour, key), the oracles' answers (framework -> the values
+    its rows saw, :func:`query.answers`) and the declaration's reason and link where declared."""
     declared: dict = {}
     for r in report.get("results") or []:
-        for key, v in (r.get("observed") or {}).items():
-            if r["framework"] in registry.ORACLES and r.get("outcome") == "passed":
-                seen = answers.setdefault((r["behaviour"], key), {}).setdefault(r["framework"], [])
-                if _value(v) not in seen:
-                    seen.append(_value(v))
         for key, d in (r.get("declared") or {}).items():
             if isinstance(d, dict) and (d.get("reason") or d.get("link")):
                 declared.setdefault((r["behaviour"], key), (d.get("reason") or "", d.get("link") or ""))
-    return {
-        "answers": {k: {f: " | ".join(vs) for f, vs in per.items()} for k, per in answers.items()},
-        "declared": declared,
-    }
+    oracles = {}
+    for k, per in query.answers(report).items():
+        joined = {
+            f: " | ".join(dict.fromkeys(v for vs in per[f].values() for v in vs)) for f in registry.ORACLES if f in per
+        }
+        if joined:
+            oracles[k] = joined
+    return {"answers": oracles, "declared": declared}
 
 
 def _env():
