@@ -7,6 +7,7 @@
     autodiff-semantics diff OLD NEW
     autodiff-semantics merge SHARD.json ... -o merged.json
     autodiff-semantics upgrade OLD NEW          (tox -e tfOLD,tfNEW, then diff)
+    autodiff-semantics bisect OLD NEW           (which tf-nightly made each change)
     autodiff-semantics bench [--quick] [--device cpu|gpu] [--save NAME] [--compare ID]
     autodiff-semantics faults [--fault NAME ...] [--jobs N] [--list]
 
@@ -23,7 +24,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from suite import behaviours as bh, frameworks, options
+from suite import behaviours as bh, bisection, frameworks, nightlies, options
 from suite.bench.table import BenchFileError, bench_table, load_bench
 from suite.report import diff, files, merge, query, schema
 from suite.report.files import ReportFileError
@@ -305,6 +306,83 @@ def cmd_upgrade(args) -> int:
         reports.append(found)
     args.old, args.new = str(reports[0]), str(reports[1])
     return cmd_diff(args)
+
+
+def _bisect_report(spec: str) -> Path:
+    """A report given as a path, a release (``2.21.0``: the committed baseline) or a nightly
+    (``2.23.0.dev20261026``: reports/nightly/)."""
+    if Path(spec).suffix in (".json", ".jsonl") or Path(spec).exists():
+        return Path(spec)
+    if bisection.is_nightly(spec):
+        name = f"tf-{bisection.pep440(spec).replace('.dev', '-dev')}.json"
+        for base in dict.fromkeys((Path.cwd() / "reports", _repo_root() / "reports")):
+            if (base / "nightly" / name).exists():
+                return base / "nightly" / name
+        raise CliError(f"no reports/nightly/{name} for {spec} (run 'tox -e nightly' on that nightly first)")
+    found = files.find_release_report(spec, _repo_root())
+    if found is None:
+        raise CliError(f"no report of TensorFlow {spec}: give a report file, or a version with a committed baseline")
+    return found
+
+
+def _tf_version(report: dict, path) -> str:
+    v = ((report.get("environment") or {}).get("frameworks") or {}).get("tensorflow", {}).get("version")
+    if not v:
+        raise CliError(f"{path}: the report does not say which TensorFlow it ran")
+    return bisection.pep440(str(v))
+
+
+def cmd_bisect(args) -> int:
+    """Place each change between two reports on the tf-nightly that made it."""
+    paths = [_bisect_report(args.old), _bisect_report(args.new)]
+    old, new = (schema.load(p) for p in paths)
+    ws = bisection.watches(diff.diff(old, new, str(paths[0]), str(paths[1])).changes)
+    if args.key:
+        ws = [w for w in ws if any(k in w.key or k in w.test for k in args.key)]
+    if not ws:
+        print("no TensorFlow row changed an observation or its outcome between them: nothing to bisect")
+        return 0
+    versions_ = [_tf_version(r, p) for r, p in zip((old, new), paths)]
+    say = lambda s: print(f"bisect: {s}", file=sys.stderr, flush=True)  # noqa: E731
+    cands = bisection.candidates(nightlies.offered(), *versions_)
+    if not cands:
+        raise CliError(f"the package index offers no tf-nightly between {versions_[0]} and {versions_[1]}")
+    labels = [p.name for p in paths]
+    fresh = bisection.new_state(labels[0], labels[1], cands, ws)
+    state = bisection.resume(bisection.load_state(args.state), fresh)
+    say(
+        f"{len(ws)} changed observations in {len({w.test for w in ws})} rows; {len(cands)} nightlies from "
+        f"{cands[0]} to {cands[-1]}; {bisection.status_line(state)} (state: {args.state})"
+    )
+    if args.dry_run:
+        step = bisection.plan(state)
+        print("nothing left to probe" if step is None else f"next: tf-nightly {step[0]}, {len(step[1])} rows")
+        return 0
+    envs = nightlies.Envs(
+        Path(args.cache_dir) if args.cache_dir else nightlies.default_cache(),
+        keep_envs=args.keep_envs,
+        keep_wheels=args.keep_wheels,
+        out=say,
+    )
+    n = bisection.run(
+        state, envs.probe, save=lambda s: bisection.save_state(s, args.state), progress=say, max_probes=args.max_probes
+    )
+    bisection.save_state(state, args.state)
+    say(f"{n} probes ({envs.installed} nightlies installed); {bisection.status_line(state)}")
+    groups: dict = {}
+    for r in bisection.results(state):
+        flip = next((f for f in reversed(r["flips"]) if f["to"] == r["new"]), None)
+        where = (
+            f"first in tf-nightly {flip['first_new']} ({flip['first_date']}); last old {flip['last_old']}"
+            + (f"; {flip['compare']}" if flip["compare"] else "")
+            if flip and r["status"] == "placed"
+            else r["status"]
+        )
+        groups.setdefault(where, []).append(r)
+    for where, rs in groups.items():
+        keys = sorted({r["key"] for r in rs})
+        print(f"{where}: {len(rs)} change(s): {', '.join(keys[:6])}{' ...' if len(keys) > 6 else ''}")
+    return 1 if any(r["status"] == "open" for r in bisection.results(state)) else 0
 
 
 def cmd_diff(args) -> int:
@@ -597,6 +675,28 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--no-run", action="store_true", help="only diff the reports already there")
     up.add_argument("--out", "-o", "--output", dest="output", metavar="FILE", help="also write the Markdown here")
     up.add_argument("--whole", action="store_true", help="compare every row, also rows one run did not select")
+    bi = sub.add_parser(
+        "bisect",
+        help="find the tf-nightly that made each change between two reports",
+        description="Binary-search the tf-nightly builds the package index offers between two reports' "
+        "TensorFlow versions for each changed observation: installs each probed nightly in a cached environment "
+        "and runs only the rows still open. The state is saved after every probe (an interrupted bisect resumes "
+        "from it) and holds each change's last old and first new nightly, their GIT_VERSIONs and the compare link. "
+        "Exit 0: every change placed; 1: the search stopped before (--max-probes); 2: bad input.",
+    )
+    bi.add_argument("old", metavar="OLD", help="the older report: a file, a release (2.21.0) or a nightly")
+    bi.add_argument("new", metavar="NEW", help="the newer report, e.g. 2.23.0.dev20261026 (reports/nightly/)")
+    bi.add_argument(
+        "--state", default="reports/nightly/bisect.json", help="where the search is kept (default: %(default)s)"
+    )
+    bi.add_argument("--key", "-k", action="append", metavar="TEXT", help="only changes whose key or row contains TEXT")
+    bi.add_argument("--max-probes", type=_positive_int, metavar="N", help="stop after N probes (resume later)")
+    bi.add_argument(
+        "--cache-dir", metavar="DIR", help="wheels and environments (default: ~/.cache/autodiff-semantics/bisect)"
+    )
+    bi.add_argument("--keep-envs", type=_positive_int, default=2, metavar="N", help="environments kept (default: 2)")
+    bi.add_argument("--keep-wheels", type=_positive_int, default=4, metavar="N", help="wheels kept (default: 4)")
+    bi.add_argument("--dry-run", action="store_true", help="say what is left and the next probe, install nothing")
     fl = sub.add_parser(
         "faults",
         help="self-check: run the cases under each injected fault",
@@ -671,12 +771,22 @@ def main(argv=None) -> int:
             return cmd_merge(args)
         if args.command == "upgrade":
             return cmd_upgrade(args)
+        if args.command == "bisect":
+            return cmd_bisect(args)
         if args.command == "progress":
             return cmd_progress(args)
         if args.command == "bench":
             return cmd_bench(args, extra)
         return cmd_run(args, extra)
-    except (CliError, ReportFileError, BenchFileError, FileNotFoundError, ValueError, OSError) as e:
+    except (
+        CliError,
+        ReportFileError,
+        BenchFileError,
+        FileNotFoundError,
+        ValueError,
+        OSError,
+        bisection.ProbeError,
+    ) as e:
         print(f"autodiff-semantics: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

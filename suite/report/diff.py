@@ -33,6 +33,9 @@ class Change:
     new: object = None
     detail: str = ""
     asserted: bool = True  # an observation change: was the key held to an expectation?
+    #: an observation change: (did the old value agree with an oracle's answer in the old report,
+    #: did the new one in the new report); None where no oracle answered the key
+    oracles: tuple | None = None
 
 
 @dataclasses.dataclass
@@ -168,6 +171,7 @@ def diff(old: dict, new: dict, old_path="OLD", new_path="NEW", *, whole: bool = 
         if test not in o:
             changes.append(_arrived(b, scope_old, old_path, whole))
     changes += _deprecation_changes(old, new, None if whole else scope_old.behaviours & scope_new.behaviours)
+    _mark_oracle_agreement(changes, old, new)
     return Changelog(
         _label(old, old_path),
         _label(new, new_path),
@@ -226,6 +230,29 @@ def _observation_changes(a: dict, b: dict) -> list:
         asserted = is_asserted(a, key) or is_asserted(b, key)
         out.append(Change("observation changed", a["behaviour"], _subject(a), a["test"], old_v, new_v, key, asserted))
     return out
+
+
+def oracle_answers(report: dict) -> dict:
+    """(behaviour, key) -> every value the oracles' rows (JAX, PyTorch) answered, as text."""
+    out: dict = {}
+    for k, per in query.answers(report).items():
+        texts = {t for f in registry.ORACLES for vs in per.get(f, {}).values() for t in vs}
+        if texts:
+            out[k] = texts
+    return out
+
+
+def _mark_oracle_agreement(changes, old: dict, new: dict) -> None:
+    """Set each changed observation's ``oracles``: whether its old (new) value is one an oracle
+    answered in the old (new) report."""
+    obs = [c for c in changes if c.kind == "observation changed"]
+    if not obs:
+        return
+    before, after = oracle_answers(old), oracle_answers(new)
+    for c in obs:
+        a, b = before.get((c.behaviour, c.detail)), after.get((c.behaviour, c.detail))
+        if a is not None and b is not None:
+            c.oracles = (query.value_text(c.old) in a, query.value_text(c.new) in b)
 
 
 def _deprecation_changes(old: dict, new: dict, only=None) -> list:
@@ -304,16 +331,31 @@ def _environment_md(log: Changelog) -> list[str]:
 
 
 #: How a changed observation reads for a user, most in need of action first (issue 49).
-CLASSES = ("now raises", "value changed", "no longer raises", "newly observed", "no longer observed", "informational")
+CLASSES = (
+    "now raises",
+    "newly diverges from the oracles",
+    "value changed",
+    "no longer raises",
+    "now agrees with the oracles",
+    "newly observed",
+    "no longer observed",
+    "informational",
+)
+#: The classes a user may need to act on: an asserted key that raises, stops raising or moves.
+ACT = CLASSES[:5]
 
 
 def change_class(c: "Change") -> str:
     """What a changed observation means for code that relies on it: an asserted key that now
-    raises, no longer raises, or has another value; a key one side did not record; or an
-    informational key (recorded, asserted by nothing).
+    raises, no longer raises, or has another value (one the oracles answered before and not now:
+    it newly diverges from them; the other way round: it now agrees with them); a key one side
+    did not record; or an informational key (recorded, asserted by nothing).
 
     >>> change_class(Change("observation changed", "b", "tensorflow-xla-cpu", "t", old="dropped", new="raises:X"))
     'now raises'
+    >>> c = Change("observation changed", "b", "tensorflow-xla-cpu", "t", old="0", new="1", oracles=(True, False))
+    >>> change_class(c)
+    'newly diverges from the oracles'
     """
     if not c.asserted:
         return "informational"
@@ -322,6 +364,10 @@ def change_class(c: "Change") -> str:
     old_raises, new_raises = (str(v).startswith("raises:") for v in (c.old, c.new))
     if new_raises != old_raises:
         return "now raises" if new_raises else "no longer raises"
+    if c.oracles == (True, False):
+        return "newly diverges from the oracles"
+    if c.oracles == (False, True):
+        return "now agrees with the oracles"
     return "value changed"
 
 
@@ -338,12 +384,13 @@ def _observations_md(obs: list) -> list[str]:
         test = _SUBJECT_IN_ID.sub("", _short(c.test)).replace("[]", "")
         groups.setdefault((change_class(c), c.behaviour, test, c.detail, str(c.old), str(c.new)), []).append(c)
     order = sorted(groups, key=lambda k: (CLASSES.index(k[0]), k[1:]))
-    acting = sum(k[0] in CLASSES[:3] for k in order)
+    acting = sum(k[0] in ACT for k in order)
     out = [
         "### Observations that changed",
         "",
         f"**{acting} change(s) a user may need to act on** (an asserted key that now raises, no longer raises or "
-        f"has another value), then {len(order) - acting} other(s); {len(obs)} row observation(s) in all.",
+        f"has another value, beside or against the oracles), then {len(order) - acting} other(s); {len(obs)} row "
+        "observation(s) in all.",
         "",
         "| behaviour | test | key | kind | old | new | subjects |",
         "|---|---|---|---|---|---|---|",

@@ -12,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from suite import versions
+from suite import bisection, versions
 from suite.report import diff, html, pages, upgrade
 
 
@@ -150,6 +150,19 @@ def update_readme(path: Path, reports) -> None:
     path.write_text(head + "\n".join(body) + tail, encoding="utf-8")
 
 
+def bisect_state(paths) -> dict | None:
+    """The ``autodiff-semantics bisect`` state over the two reports ``paths`` (old, new): a
+    ``bisect.json`` beside the newer one whose reports are these (by file name), else None."""
+    old, new = (Path(p) for p in paths)
+    try:
+        state = bisection.load_state(new.parent / "bisect.json")
+    except bisection.BisectError:
+        return None
+    if state and (state.get("old"), state.get("new")) == (old.name, new.name):
+        return state
+    return None
+
+
 def write_pages(paths, reports, out_dir: Path, stem: str, bench=()) -> tuple[Path, Path]:
     """Write ``<stem>.md`` and ``<stem>.html`` for one report, or for several the version
     matrix with each release's own pages in ``<stem>-releases/`` (and, for exactly two, the
@@ -172,7 +185,7 @@ def write_pages(paths, reports, out_dir: Path, stem: str, bench=()) -> tuple[Pat
             details.append(f"{sub.name}/{name}")
         matrix_md = pages.versions_markdown(reports, [d + ".md" for d in details])
         if len(reports) == 2:  # the upgrade view, the two releases' matrix below it
-            m = upgrade.model(reports[0], reports[1], labels[0], labels[1])
+            m = upgrade.model(reports[0], reports[1], labels[0], labels[1], bisect=bisect_state(paths))
             md = upgrade.markdown(m) + "\n" + matrix_md
             page = upgrade.html(
                 m, css=html.CSS, matrix_html=html.matrix_sections(reports, labels, [d + ".html" for d in details])

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from suite.report import model, query
 
@@ -34,7 +34,34 @@ def template_env(strict: bool = False):
     env.filters["tick"] = lambda s: f"`{s}`"  # a code span in running text
     env.filters["value"] = lambda v, limit=None: query.value_text(v, limit)
     env.filters["inline_markdown"] = _inline_markdown
+    env.filters["linkrefs"] = link_refs
+    env.filters["mdrefs"] = md_refs
+    env.filters["refs"] = query.refs
     return env
+
+
+def link_refs(text):
+    """``text`` escaped, its issue and PR references (:func:`query.refs`) as links.
+
+    >>> str(link_refs("a<b tensorflow#1"))
+    'a&lt;b <a href="https://github.com/tensorflow/tensorflow/issues/1">tensorflow#1</a>'
+    """
+    out = str(escape(str(text)))
+    for ref, url in query.refs(text):
+        out = re.sub(rf"(?<![\w/>#-]){re.escape(ref)}\b", f'<a href="{url}">{ref}</a>', out)
+    return Markup(out)
+
+
+def md_refs(text) -> str:
+    """``text`` with its issue and PR references as Markdown links.
+
+    >>> md_refs("see pytorch#2421.")
+    'see [pytorch#2421](https://github.com/pytorch/pytorch/issues/2421).'
+    """
+    out = str(text)
+    for ref, url in query.refs(text):
+        out = re.sub(rf"(?<![\w/\[#-]){re.escape(ref)}\b", f"[{ref}]({url})", out)
+    return out
 
 
 def _inline_markdown(text: str):

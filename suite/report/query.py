@@ -412,3 +412,31 @@ def atlas(report) -> list[dict]:
             }
         )
     return sorted(out, key=lambda e: (e["behaviour"], e["key"], e["framework"] or "", e["mode"] or ""))
+
+
+#: Issue and PR references as the suite's keys and reasons spell them, and their repositories.
+REPOS = {
+    "tensorflow": "tensorflow/tensorflow",
+    "pytorch": "pytorch/pytorch",
+    "jax": "jax-ml/jax",
+    "keras": "keras-team/keras",
+    "tf-keras": "keras-team/tf-keras",
+    "xla": "openxla/xla",
+}
+_REF = re.compile(r"(?<![\w/.-])((?:[\w.-]+/[\w.-]+)|tf-keras|tensorflow|pytorch|jax|keras|xla)#(\d+)\b")
+
+
+def refs(text) -> list[tuple[str, str]]:
+    """The issue and PR references in ``text`` (``tensorflow#12071``, ``openxla/xla#48119``), each
+    with its GitHub address (GitHub sends an issue number that is a PR to the PR).
+
+    >>> refs("seed[tensorflow#12071:gradient-alone], see openxla/xla#48119")
+    [('tensorflow#12071', 'https://github.com/tensorflow/tensorflow/issues/12071'), \
+('openxla/xla#48119', 'https://github.com/openxla/xla/issues/48119')]
+    """
+    out = []
+    for m in _REF.finditer(str(text)):
+        repo = REPOS.get(m.group(1), m.group(1) if "/" in m.group(1) else None)
+        if repo:
+            out.append((m.group(0), f"https://github.com/{repo}/issues/{m.group(2)}"))
+    return list(dict.fromkeys(out))

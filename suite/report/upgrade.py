@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from suite import registry
+from suite import bisection, registry
 from suite.report import diff as difflib_, query
 from suite.report.pages import template_env
 
@@ -48,14 +48,20 @@ def _value(v) -> str:
     return v if isinstance(v, str) else json.dumps(v)
 
 
-def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool = False) -> dict:
-    """Everything the upgrade pages show, computed once."""
+def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool = False, bisect=None) -> dict:
+    """Everything the upgrade pages show, computed once; ``bisect``: the state of ``autodiff-semantics
+    bisect`` over these two reports, whose findings each change shows (the first nightly with the
+    new answer and the compare link)."""
     log = difflib_.diff(old, new, old_label, new_label, whole=whole)
+    seen = bisection.first_seen(bisect) if bisect else {}
     grouped: dict = {}
     for c in log.by_kind("observation changed"):
         key = (c.behaviour, c.detail, _value(c.old), _value(c.new))
-        entry = grouped.setdefault(key, {"subjects": set(), "tests": set(), "asserted": False, "kinds": set()})
+        entry = grouped.setdefault(
+            key, {"subjects": set(), "tests": set(), "asserted": False, "kinds": set(), "ids": set()}
+        )
         entry["subjects"].add(c.subject)
+        entry["ids"].add(c.test)
         entry["tests"].add(c.test.split("::", 1)[-1].split("[", 1)[0])
         entry["asserted"] |= c.asserted
         entry["kinds"].add(difflib_.change_class(c))
@@ -70,13 +76,14 @@ def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool =
                 "old": o,
                 "new": n,
                 "kind": kind,
-                "act": kind in difflib_.CLASSES[:3],
+                "act": kind in difflib_.ACT,
                 "where": where(e["subjects"]),
                 "tests": sorted(e["tests"]),
                 "asserted": e["asserted"],
                 "oracles": "; ".join(f"{FRAMEWORK_NAMES[f]}: {answers[f]}" for f in registry.ORACLES if f in answers),
                 "reason": reason,
                 "link": link,
+                **_first_in(seen, e["ids"], k),
             }
         )
     for cs in behaviours.values():  # what a user may need to act on first
@@ -99,6 +106,7 @@ def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool =
     for c in log.by_kind("not run"):
         not_run.setdefault((c.detail, c.behaviour), set()).add(c.subject)
     return {
+        "bisect": bisect_summary(bisect),
         "old_label": log.old_label,
         "new_label": log.new_label,
         "caveats": log.caveats,
@@ -116,6 +124,39 @@ def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool =
         "gone_deprecations": [c.detail for c in log.by_kind("deprecation gone")],
         "not_run": [{"where": w, "behaviour": b, "subjects": where(s)} for (w, b), s in sorted(not_run.items())],
     }
+
+
+def _first_in(seen: dict, ids, key: str) -> dict:
+    """Where the bisect placed a change seen in the rows ``ids``: ``first`` (each first nightly
+    with the new answer: version, date, compare link) and ``bisect`` (other outcomes: ``before
+    the oldest nightly``, ``open``, ``not reproduced``; ``not bisected`` where no row was)."""
+    found = [seen[(t, key)] for t in sorted(ids) if (t, key) in seen]
+    first = sorted(
+        {
+            (f["first_new"], f["first_date"], f["compare"] or "")
+            for f in found
+            if f["status"] == "placed" and f["first_new"]
+        }
+    )
+    other = sorted({f["status"] for f in found if f["status"] != "placed"})
+    if seen and not found:
+        other = ["not bisected"]
+    return {"first": [{"version": v, "date": d, "compare": u} for v, d, u in first], "bisect": other}
+
+
+def bisect_summary(state) -> str:
+    """One line for the page's head: what the bisect covered."""
+    if not state:
+        return ""
+    rs = bisection.results(state)
+    placed = sum(r["status"] == "placed" for r in rs)
+    before = sum(r["status"] == "before the oldest nightly" for r in rs)
+    return (
+        f"Bisected over {len(state['candidates'])} tf-nightly builds ({state['candidates'][0]} to "
+        f"{state['candidates'][-1]}), {len(state['probes'])} probed: {placed} of {len(rs)} row observations "
+        f"placed on the nightly that made them, {before} already in the oldest nightly"
+        + (f", {len(rs) - placed - before} not placed" if len(rs) - placed - before else "")
+    )
 
 
 def _context(report: dict) -> dict:
