@@ -227,8 +227,10 @@ def register(op: Op) -> Op:
     defaults.update({op.value_key(p): p.value for p in op.points if p.value})
     defaults.update({op.also_key(k, p): kind for p in op.points for k, kind in p.also})
     # a property a framework cannot run (TensorFlow has no gradient of SoftsignGrad, so no
-    # second order): declared as forward[<name>] or second[<name>], "ok" where it runs
-    defaults.update({e.key: "ok" for e in op.declared if e.key in (f"forward[{op.name}]", f"second[{op.name}]")})
+    # second order; none of ResizeArea at all): declared as reverse[<name>], forward[<name>] or
+    # second[<name>], "ok" where it runs
+    runs = {f"{prop}[{op.name}]" for prop in ("reverse", "forward", "second")}
+    defaults.update({e.key: "ok" for e in op.declared if e.key in runs})
     object.__setattr__(op, "expect", Expectations(defaults, list(op.declared), module, scope=op.name))
     _TABLE[(op.behaviour, op.name)] = op
     return op

@@ -20,6 +20,7 @@ matrix), values drawn over the entry's domain for that dtype, bounds included.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
@@ -172,9 +173,12 @@ def _near_excluded(op, args) -> bool:
     return bool(np.any(_near_mask(op, args)))
 
 
-def _attempt(op, record, prop, call):
-    """``call()``, or, where the entry declares that ``prop`` (``forward``, ``second``) raises
-    for a framework, the error checked against the declaration (``"ok"`` when it runs)."""
+def _attempt(op, record, prop, call, kind=None):
+    """``call()``, or, where the entry declares what ``prop`` (``reverse``, ``forward``,
+    ``second``) does for a framework, that checked against the declaration: the error where it
+    raises, else ``kind(result)`` (``"ok"`` by default; forward mode's ``"none"``: a J t that no
+    input reaches, as TensorFlow's through a gradient registered NotDifferentiable). None where
+    the property did not run as itself."""
     key = f"{prop}[{op.name}]"
     declared = key in op.expect.defaults
     try:
@@ -185,7 +189,10 @@ def _attempt(op, record, prop, call):
         record.check(op.expect, **{key: cmp.error_name(e)})
         return None
     if declared:
-        record.check(op.expect, **{key: "ok"})
+        seen = kind(out) if kind else "ok"
+        record.check(op.expect, **{key: seen})
+        if seen != "ok":
+            return None
     return out
 
 
@@ -194,7 +201,10 @@ def reverse_mode(subject, oracles, record, op, data):
     args, w, tangents, v = _operands(op, data)
     record.example(**{f"x{i}": a for i, a in enumerate(args)}, w=w)
     record.scale = "inputs"  # saturated and underflowing outputs are compared at the inputs' magnitude
-    y, grads, _, _ = _orders(subject, op, args, w, tangents, v, "vjp")
+    ran = _attempt(op, record, "reverse", lambda: _orders(subject, op, args, w, tangents, v, "vjp"))
+    if ran is None:
+        return
+    y, grads, _, _ = ran
     ref = np.asarray(op.reference(*(np.asarray(a, np.float64) for a in args)))
     clear = ~_near_mask(op, args)  # values near an excluded point are the special points' to judge
     tol, at = _model(op, args, w=w)
@@ -220,7 +230,8 @@ def forward_mode(subject, oracles, record, op, data):
     args, w, tangents, v = _operands(op, data)
     record.example(**{f"x{i}": a for i, a in enumerate(args)}, w=w, **{f"t{i}": t for i, t in enumerate(tangents)})
     record.scale = "inputs"
-    ran = _attempt(op, record, "forward", lambda: _orders(subject, op, args, w, tangents, v, "jvp"))
+    ran = _attempt(op, record, "forward", lambda: _orders(subject, op, args, w, tangents, v, "jvp"),
+                   kind=lambda r: "none" if r.jt is None else "ok")  # fmt: skip
     if ran is None:
         return
     y, grads, jt, _ = ran
@@ -315,8 +326,15 @@ def special_points(subject, oracles, record, op, data):
             continue
         args = tuple(np.broadcast_to(np.asarray(v, dtype), shape).copy() for v in p.at)
         zeros = np.zeros(shape, dtype)
-        y, grads, _, _ = _orders(subject, op, args, np.ones(shape, dtype), (zeros,) * op.arity, zeros, "vjp")
+        call = functools.partial(_orders, subject, op, args, np.ones(shape, dtype), (zeros,) * op.arity, zeros, "vjp")
+        ran = _attempt(op, record, "reverse", call)
+        if ran is None:  # a refusal the entry declares for the whole op
+            continue
+        y, grads, _, _ = ran
         record.check(op.expect, **{op.key(p): _kind(op, args, grads[0])})
+        for prefix, _ in p.also:
+            if prefix == "grad_y" and op.arity == 2:  # the second argument's gradient there (pow's d/dy)
+                record.check(op.expect, **{op.also_key(prefix, p): ops.point_kind(grads[1])})
         if p.value:
             ref = op.reference(*(np.asarray(a, np.float64) for a in args))
             record.check(op.expect, **{op.value_key(p): ops.accuracy(y, ref)})
