@@ -19,9 +19,12 @@ from calculus, each held to float64 closed forms and observed per framework and 
 - **Mixed dtypes.** ``x * y`` with x float32, y float64: the product's dtype and each gradient's
   dtype (``tf.experimental.numpy.multiply`` is TensorFlow's promoting spelling). This suite turns
   JAX's x64 on (suite.frameworks), so JAX's rows measure that configuration only.
-  ``tf.experimental.numpy.experimental_enable_numpy_behavior(dtype_conversion_mode="all")`` is not
-  run: it patches Tensor's methods and sets process-wide flags, and np_config has no way to undo it
-  (only ``enable_numpy_behavior``), so it would change every later row of the process.
+- **NumPy behaviour.** A float32 variable times a Python float, a NumPy float64 scalar, a Python
+  int and a NumPy int64 scalar: the product's dtype and its gradient's, in TensorFlow after
+  ``tf.experimental.numpy.experimental_enable_numpy_behavior()`` with ``prefer_float32`` off and on,
+  against JAX's weak types and PyTorch's scalar promotion. Enabling it patches Tensor's operators
+  and sets process-wide flags that nothing undoes, so TensorFlow's rows ask two peer processes
+  (``cases/_numpy_behavior_peer.py``), one per setting.
 
 Declared surprises:
 
@@ -34,6 +37,10 @@ Declared surprises:
   graph propagate NaN, and the eager reduce_max gradient is NaN everywhere (0/0 in its tie count).
 - float32 * float64 raises in TensorFlow (InvalidArgumentError eagerly, TypeError while tracing or
   building a graph); JAX and PyTorch promote to float64 and return each gradient in its input's dtype.
+- With NumPy behaviour on, TensorFlow promotes a float32 tensor times a NumPy float64 scalar to float64
+  (float32 with ``prefer_float32=True``) and times a NumPy int64 scalar to float64 with either setting; a
+  Python float or int keeps float32. JAX (x64 on) promotes the NumPy float64 scalar too (NumPy scalars are
+  not weakly typed); PyTorch keeps float32 for every scalar. Every gradient is float32, the variable's dtype.
 - TF32 is a GPU matter (TensorFlow, PyTorch and JAX matmuls on Ampere and later): the suite turns it off
   in its own process (``NVIDIA_TF32_OVERRIDE=0``, each framework's switch), so the float32 matmul check
   holds float32 on every device; the TF32 rows run in a peer process without the override, with each
@@ -70,6 +77,11 @@ XLA_REDUCE_MAX_NAN = "https://github.com/tensorflow/tensorflow/issues/118077"
 JAX_MAX_NAN = "https://github.com/jax-ml/jax/issues/13600"
 TORCH_MAX_GRAD = "https://github.com/pytorch/pytorch/pull/42579"
 TF_MIXED = "https://github.com/tensorflow/tensorflow/issues/53405"
+TF_NUMPY_BEHAVIOR = (
+    "https://www.tensorflow.org/api_docs/python/tf/experimental/numpy/experimental_enable_numpy_behavior"
+)
+JAX_WEAK_TYPES = "https://docs.jax.dev/en/latest/type_promotion.html"
+TORCH_PROMOTION = "https://docs.pytorch.org/docs/stable/tensor_attributes.html#type-promotion-doc"
 TF32 = "https://tensorflow.org/versions/r2.13/api_docs/python/tf/config/experimental/enable_tensor_float_32_execution"
 JAX_TF32 = "https://github.com/jax-ml/jax/issues/14022"
 TORCH_TF32 = "https://github.com/pytorch/pytorch/issues/53635"
@@ -104,6 +116,10 @@ SIDES = ("x-nan", "y-nan")
 MIXED_APIS = {"tensorflow": ("operator", "tnp"), "jax": ("operator",), "torch": ("operator",)}
 TF_TRACED = "function|xla|graph"
 TF32_SWITCHES = ("default", "on", "off")
+#: NumPy behaviour with prefer_float32 off and on (TensorFlow's rows; JAX and PyTorch have the first only)
+NUMPY_KEYS = ("numpy-behavior", "numpy-behavior-prefer-float32")
+#: The scalars multiplied into a float32 tensor, by name
+OPERANDS = {"python-float": 2.5, "numpy-float64": np.float64(2.5), "python-int": 3, "numpy-int64": np.int64(3)}
 
 EXPECT = expectations(
     {
@@ -121,6 +137,8 @@ EXPECT = expectations(
         **{f"mixed-grad-dtypes[{api}]": "float32/float64" for api in ("operator", "tnp")},
         # a float32 matmul keeps float32's precision: a CPU has no TF32, and TF32 is off unless switched on
         **{f"tf32[{switch}]": "float32" for switch in TF32_SWITCHES},
+        # a scalar keeps a float32 tensor's dtype (JAX's weak types, PyTorch's scalars); the gradient is float32
+        **{f"{key}[{name}]": "float32/float32" for key in NUMPY_KEYS for name in OPERANDS},
     },
     # -- TF32 (GPU rows, Ampere and later): the relative error of a float32 matmul gradient is ~1e-3 with it
     *[
@@ -268,6 +286,35 @@ EXPECT = expectations(
         reason="jnp.max's gradient divides the cotangent among the elements equal to the output: with a NaN "
         "none is, and op by op the 0/0 is NaN everywhere; the jit-compiled gradient is zeros instead (measured "
         "with JAX 0.10.2 for every NaN position drawn)",
+    ),
+    # -- NumPy behaviour
+    expect(
+        "numpy-behavior[numpy-float64]",
+        "float64/float32",
+        framework="tensorflow",
+        link=TF_NUMPY_BEHAVIOR,
+        reason="with NumPy behaviour on, a NumPy float64 scalar is a float64 operand, not a weak one: the float32 "
+        "tensor is promoted to float64 (prefer_float32=True keeps float32); the gradient is cast back to the "
+        "variable's float32",
+    ),
+    *[
+        expect(
+            f"{key}[numpy-int64]",
+            "float64/float32",
+            framework="tensorflow",
+            link=TF_NUMPY_BEHAVIOR,
+            reason="with NumPy behaviour on, a NumPy int64 scalar is an int64 operand, and float32 with int64 "
+            "promotes to float64 (as in NumPy), prefer_float32 or not; the gradient is cast back to float32",
+        )
+        for key in NUMPY_KEYS
+    ],
+    expect(
+        "numpy-behavior[numpy-float64]",
+        "float64/float32",
+        framework="jax",
+        link=JAX_WEAK_TYPES,
+        reason="only Python scalars are weakly typed in JAX: a NumPy float64 scalar is a float64 operand (x64 on, "
+        "as in this suite), so float32 * it is float64; the gradient has the input's float32",
     ),
     # -- mixed dtypes
     expect(
@@ -684,3 +731,49 @@ def test_tf32_switch_and_the_matmul_gradient(subject, record, tf32_peers, a, b, 
             record.close(name=f"tf32[{switch}] d/da", out=out["grad"], ref=ref.astype(np.float32),
                          oracle="closed-form", scale="inputs")  # fmt: skip
     record.check(EXPECT, **seen)
+
+
+# ---------------------------------------------------------------- NumPy behaviour, in peers
+class ScalarMul(Program):
+    """(x * c, the gradient of sum(x * c) with respect to x) for the operand c named ``operand``
+    (TensorFlow's rows run in the NumPy-behaviour peers instead)."""
+
+    def jax(jax, x, *, operand):
+        z, pull = jax.vjp(lambda v: v * OPERANDS[operand], x)
+        return z, pull(jax.numpy.ones_like(z))[0]
+
+    def torch(torch, x, *, operand):
+        x = x.requires_grad_(True)
+        z = x * OPERANDS[operand]
+        return z, torch.autograd.grad(z.sum(), x)[0]
+
+
+@pytest.fixture(scope="module")
+def numpy_behavior_peers(request):
+    """Two peers, NumPy behaviour with prefer_float32 off (rank 0) and on (rank 1), with the run's
+    TensorFlow faults; started on first use."""
+    faults = list(getattr(request.config, "_adsem_faults", ()))
+    configs = [{"prefer_float32": prefer, "faults": faults} for prefer in (False, True)]
+    with peers.lazy_groups(
+        lambda _: peers.PeerGroup("numpy-behavior", "cases._numpy_behavior_peer:promotion", size=2, configs=configs)
+    ) as get:
+        yield lambda: get("tensorflow")
+
+
+@given(x=st.just(np.array([1.5, -2.0, 0.25], np.float32)))
+def test_numpy_behavior_promotion_and_gradient_dtypes(subject, record, numpy_behavior_peers, x):
+    """A float32 tensor times each scalar of OPERANDS: the product's dtype and its gradient's (TensorFlow
+    with NumPy behaviour on, prefer_float32 off and on, one request to its peers), against closed forms."""
+    record.example(x=x)
+    if subject.framework == "tensorflow":
+        answers = numpy_behavior_peers().request({"x": x, "mode": subject.mode, "operands": OPERANDS})
+        runs = dict(zip(NUMPY_KEYS, answers))
+    else:
+        runs = {NUMPY_KEYS[0]: {name: subject.run(ScalarMul.of(subject), x, operand=name) for name in OPERANDS}}
+    for key, out in runs.items():
+        for name, (z, g) in out.items():
+            z, g, c = np.asarray(z), np.asarray(g), float(OPERANDS[name])
+            record.check(EXPECT, **{f"{key}[{name}]": f"{z.dtype}/{g.dtype}"})
+            ref = (x.astype(np.float64) * c).astype(z.dtype)
+            record.close(name=f"{key}[{name}] value", out=z, ref=ref, oracle="closed-form")
+            record.close(name=f"{key}[{name}] grad", out=g, ref=np.full(x.shape, c, g.dtype), oracle="closed-form")

@@ -728,7 +728,39 @@ ops.register(
         torch=lambda torch, x, y: torch.pow(x, y),
         reference=_quiet(np.power),
         domain={"float32": (0.01, 10.0), "float64": (0.01, 10.0)},
-        points=(ops.Point("0^2", (0.0, 2.0), "zero"), ops.Point("0^0.5", (0.0, 0.5), "+inf")),
+        # d/dx = y x^(y-1): 0 at 0^2, +inf at 0^0.5, -inf at base 0 with a negative exponent (the value
+        # is +inf), and nan at a negative base with a non-integer exponent (the value is nan) in every
+        # framework and mode (measured); d/dy = x^y log x (grad_y) where the frameworks part ways
+        points=(
+            ops.Point("0^2", (0.0, 2.0), "zero"),
+            ops.Point("0^0.5", (0.0, 0.5), "+inf"),
+            ops.Point("0^-1", (0.0, -1.0), "-inf", also=(("grad_y", "nan"),)),
+            ops.Point("0^-0.5", (0.0, -0.5), "-inf", also=(("grad_y", "nan"),)),
+            ops.Point("-2^0.5", (-2.0, 0.5), "nan", also=(("grad_y", "nan"),)),
+            ops.Point("-2^2", (-2.0, 2.0), "-4", also=(("grad_y", "nan"),)),
+        ),
+        declared=[
+            *[
+                expect(
+                    f"grad_y[pow@{p}]",
+                    "-inf",
+                    framework="torch",
+                    reason="pow_backward_exponent zeroes d/dy only where the base is 0 and the exponent is >= 0; "
+                    "with a negative exponent it computes x^y log x = inf * -inf = -inf (TensorFlow and JAX: "
+                    "inf * log 0 through their masks gives nan)",
+                    link="https://github.com/pytorch/pytorch/blob/main/torch/csrc/autograd/FunctionsManual.cpp",
+                )
+                for p in ("0^-1", "0^-0.5")
+            ],
+            expect(
+                "grad_y[pow@-2^2]",
+                "zero",
+                framework="tensorflow",
+                reason="_PowGrad takes log x as where(x > 0, log x, 0), so d/dy at a negative base is 0 * x^y = 0, "
+                "where JAX (log of a negative base in _pow_jvp_rhs) and PyTorch give nan",
+                link="https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/ops/math_grad.py",
+            ),
+        ],
     )
 )
 ops.register(

@@ -5,7 +5,8 @@ without a gradient "generally return 0"; the Hessian is the Jacobian of the grad
 the ``tf.autodiff.ForwardAccumulator`` documentation. Forward mode computes ``J v`` (one
 Jacobian column per tangent ``v``), reverse mode ``u^T J`` (one row per cotangent ``u``),
 so for every smooth program ``u . jvp(v) == vjp(u) . v``. Checked here for a table of
-programs (elementwise, matmul, reductions, broadcasting) in every TensorFlow mode
+programs (elementwise, matmul, reductions, broadcasting, an unsorted segment mean with fixed ids and
+an empty segment) in every TensorFlow mode
 (ForwardAccumulator works in a ``tf.compat.v1`` graph too), against ``jax.jvp``,
 ``torch.func.jvp`` and central finite differences in float64; Jacobians by forward mode
 (one JVP per basis vector; ``jax.jacfwd``, ``torch.func.jacfwd``) against reverse mode
@@ -168,6 +169,43 @@ class Broadcast(Program):
         return x * x[:1, :] + np.tanh(x[:, :1]) * a
 
 
+def segment_ids(m: int) -> list:
+    """Fixed, unsorted ids of m rows into 3 segments, segment 1 empty: [2, 0], [2, 0, 2] (row i: 2 if i
+    is even, else 0)."""
+    return [2 if i % 2 == 0 else 0 for i in range(m)]
+
+
+class SegmentMean(Program):
+    """unsorted_segment_mean over axis 0 into 3 segments with fixed ids (segment 1 empty: its mean,
+    and its tangent, are 0). JAX has no segment mean: a segment sum over the count, as jax.ops'
+    docs spell one; PyTorch's is scatter_reduce's mean."""
+
+    def tensorflow(tf, x, a):
+        ids = 2 * (1 - tf.range(tf.shape(x)[0]) % 2)  # segment_ids: a v1 graph's placeholder has no static rows
+        return tf.math.unsorted_segment_mean(tf.sin(x) * a + x * x, ids, 3)
+
+    def jax(jax, x, a):
+        ids = jax.numpy.array(segment_ids(x.shape[0]))
+        total = jax.ops.segment_sum(jax.numpy.sin(x) * a + x * x, ids, num_segments=3)
+        count = jax.ops.segment_sum(jax.numpy.ones_like(x), ids, num_segments=3)
+        return total / jax.numpy.maximum(count, 1)
+
+    def torch(torch, x, a):
+        d = torch.sin(x) * a + x * x
+        ids = torch.tensor(segment_ids(x.shape[0]), device=x.device).reshape(-1, 1).expand_as(d)
+        return torch.zeros((3, d.shape[1]), dtype=d.dtype, device=d.device).scatter_reduce(
+            0, ids, d, "mean", include_self=False
+        )
+
+    @staticmethod
+    def numpy(x, a):
+        d, ids = np.sin(x) * a + x * x, np.array(segment_ids(x.shape[0]))
+        out = np.zeros((3, d.shape[1]), d.dtype)
+        for s in set(ids.tolist()):
+            out[s] = d[ids == s].mean(0)
+        return out
+
+
 SMOOTH = {
     "elementwise": Elementwise,
     "matmul_linear": MatmulLinear,
@@ -175,6 +213,7 @@ SMOOTH = {
     "reduce_prod": ReduceProd,
     "logsumexp": LogSumExp,
     "broadcast": Broadcast,
+    "segment_mean": SegmentMean,
 }
 # Forward over reverse is measured on all but reduce_prod, whose second derivative at zero factors
 # has a test of its own.
@@ -655,8 +694,10 @@ def test_jvp_agrees_with_vjp_and_references(subject, oracles, record, prog, p, d
     f = SMOOTH[prog].numpy
     record.close(name="value", out=y, ref=f(x, a), oracle="closed-form", tol=cmp.VALUE)
     terms = u.astype(np.float64) * np.asarray(jv, np.float64)  # their magnitude sets the floor
-    lhs, rhs = np.sum(terms), np.vdot(np.asarray(gx, np.float64), v.astype(np.float64))
-    scale = np.sum(np.abs(terms))
+    rhs_terms = np.asarray(gx, np.float64) * v.astype(np.float64)
+    lhs, rhs = np.sum(terms), np.sum(rhs_terms)
+    # either side's terms: a segment mean sums rows inside J v, so u . J v may cancel where g . v does not
+    scale = max(np.sum(np.abs(terms)), np.sum(np.abs(rhs_terms)))
     record.close(name="u.jvp(v)", out=lhs, ref=rhs, oracle="reverse-mode", derived_from=x.dtype, scale=scale)
     if x.dtype == np.float64:
         fd = [fd_jvp(lambda x: f(x, a), x, v), *finite_diff.vjp(f, x, a, cotangent=u)]

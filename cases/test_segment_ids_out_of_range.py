@@ -16,7 +16,9 @@ Ids fall in the categories of :mod:`suite.out_of_range` (``above`` i >= n, ``neg
 < 0, ``below`` i < -n). Observed per category: the forward (``dropped``, ``clamped-row``,
 ``wrapped-row``, ``raises:<Error>``), and the gradient of ``sum(w * out)`` at the out-of-range
 elements (``dropped``: zero, ``leaks``: a segment's cotangent reaches it, ``nan``) with the
-in-range elements kept at their closed form (``rows``); the value of an empty segment
+in-range elements kept at their closed form (``rows``); the same gradient with the category's
+rows all NaN (``nan-row``: ``isolated`` when the kept rows keep their closed form and the NaN
+rows get 0, ``spreads`` when a NaN reaches a kept row); the value of an empty segment
 (``empty``); for the sorted ops unsorted, negative (-1 and below -n) and gapped ids.
 
 Declared surprises:
@@ -28,6 +30,8 @@ Declared surprises:
   JAX's), of ``min`` its highest; PyTorch's ``include_self=False`` leaves the zeros it starts
   from (0 for prod too). The sorted ``segment_max/min`` fill a missing segment with 0.
 - JAX has no gradient for ``segment_prod`` (scatter_mul with repeated indices: NotImplementedError).
+- A NaN in a dropped row never reaches a kept row's gradient, but ``unsorted_segment_prod``'s
+  gradient gives the NaN row itself NaN (0 * prod / NaN), where the closed form is 0.
 - The sorted ``segment_*`` ops have no XLA kernel (their output shape is data-dependent).
 - JAX's ``indices_are_sorted=True`` is a promise it does not check: unsorted ids still reduce
   per segment on CPU, where TensorFlow refuses them.
@@ -78,6 +82,7 @@ JAX_SEGMENT_MAX = "https://docs.jax.dev/en/latest/_autosummary/jax.ops.segment_m
 JAX_PROD_GRAD = "https://github.com/jax-ml/jax/issues/9296"
 TORCH_SCATTER_REDUCE = "https://pytorch.org/docs/stable/generated/torch.Tensor.scatter_reduce_.html"
 TORCH_INDEX_ADD = "https://pytorch.org/docs/stable/generated/torch.Tensor.index_add_.html"
+TF_PROD_GRAD = "https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/ops/math_grad.py#L604-L645"
 
 BEHAVIOUR = behaviour(
     "segment-ids-out-of-range",
@@ -204,6 +209,9 @@ EXPECT = expectations(
             f"{k}:{api}[{c}]": "dropped" for k in ("forward", "grad") for api in UNSORTED for c in ("negative", "below")
         },
         **{f"rows:{api}": "closed-form" for api in UNSORTED},
+        # a NaN in a dropped row: the kept rows keep their gradient, the dropped row's own is 0
+        **{f"nan-row:{api}[above]": GRAD_IAE for api in UNSORTED},
+        **{f"nan-row:{api}[{c}]": "isolated" for api in UNSORTED for c in ("negative", "below")},
         **{f"empty:{api}": v for api, v in EMPTY.items()},
         **{f"empty-input:{api}": "fill" for api in UNSORTED},
         **{f"in-range-grad:{t}:{api}": "closed-form" for t in TABLES for api in TABLES[t]},
@@ -352,6 +360,100 @@ EXPECT = expectations(
         link=TORCH_SCATTER_REDUCE,
         reason="index_add and scatter_reduce check every index on CPU ('index 3 is out of bounds for "
         "dimension 0 with size 3'), negatives too: no value, no gradient",
+    ),
+    # -- a NaN in a dropped row (kept rows are isolated everywhere; the dropped row's own gradient differs)
+    *_each(
+        "nan-row:prod[{c}]",
+        "nan",
+        ("prod",),
+        ("negative", "below"),
+        framework="tensorflow",
+        link=TF_PROD_GRAD,
+        reason="_UnsortedSegmentProdGrad multiplies the gathered cotangent (0 at a dropped id) by "
+        "prod / x, which is NaN where x is: 0 * NaN, so the dropped NaN row's own gradient is NaN (the kept "
+        "rows keep theirs)",
+    ),
+    *_each(
+        "nan-row:{api}[{c}]",
+        "leaks",
+        ("sum", "mean", "sqrt_n"),
+        ("above",),
+        framework="tensorflow",
+        mode="xla",
+        link=XLA_GATHER_CLAMPS,
+        reason="the gradient gathers the cotangent at the ids, and XLA Gather clamps an id >= n to n-1: the "
+        "dropped NaN row receives the last segment's cotangent (the kept rows keep theirs)",
+    ),
+    *_each(
+        "nan-row:{api}[{c}]",
+        "isolated",
+        ("max", "min"),
+        ("above",),
+        framework="tensorflow",
+        mode="xla",
+        link=TF_XLA_UNCHECKED,
+        reason="XLA raises nowhere: the id >= n is dropped from the forward, and the max/min gradient compares "
+        "the NaN row with the clamped segment's value, which it did not reach: 0 there, the kept rows keep theirs",
+    ),
+    *_each(
+        "nan-row:{api}[{c}]",
+        "isolated",
+        ("sum", "max", "min"),
+        ("above",),
+        framework="jax",
+        link=JAX_SEGMENT_SUM,
+        reason="jax.ops.segment_* drop every id outside [0, num_segments) (FILL_OR_DROP), in the gradient too: the "
+        "NaN row gets 0 and the kept rows keep theirs",
+    ),
+    *_each(
+        "nan-row:prod[{c}]",
+        "nan",
+        ("prod",),
+        ("above",),
+        framework="tensorflow",
+        mode="xla",
+        link=TF_PROD_GRAD,
+        reason="XLA's gather clamps the id >= n to the last segment, whose cotangent times prod / x at the NaN "
+        "row is NaN (the kept rows keep theirs)",
+    ),
+    *_each(
+        "nan-row:{api}[above]",
+        "isolated",
+        ("sum", "mean", "sqrt_n", "max", "min"),
+        ("",),
+        framework="tensorflow",
+        mode="eager|function|graph",
+        device="gpu",
+        link=TF_UNSORTED,
+        reason="unsorted_segment_sum docs: on GPU out-of-bound ids are not checked ('may include ignoring "
+        "out-of-bound indices'); declared as this module's GPU 'dropped' gradients are, not measured",
+    ),
+    expect(
+        "nan-row:prod[above]",
+        "nan",
+        framework="tensorflow",
+        mode="eager|function|graph",
+        device="gpu",
+        link=TF_PROD_GRAD,
+        reason="on GPU the id >= n is not checked and its cotangent is dropped, but prod / x is NaN at the "
+        "NaN row (0 * NaN, as for a negative id); declared, not measured",
+    ),
+    *_each(
+        "nan-row:prod[{c}]",
+        JAX_PROD_NO_GRAD,
+        ("prod",),
+        framework="jax",
+        link=JAX_PROD_GRAD,
+        reason="segment_prod is scatter_mul, whose gradient JAX implements only with unique_indices=True",
+    ),
+    *_each(
+        "nan-row:{api}[{c}]",
+        TORCH_OOB,
+        apis("unsorted", "torch"),
+        framework="torch",
+        device="cpu",  # CUDA rows with out-of-range ids are declared skips
+        link=TORCH_INDEX_ADD,
+        reason="index_add and scatter_reduce check every index on CPU, negatives too: no gradient to isolate",
     ),
     # -- XLA: no kernel for the sorted ops
     *[
@@ -589,6 +691,39 @@ def test_unsorted_gradient_out_of_range_is_declared(subject, record, case):
         return classify_grad_rows(grad, idx, case.n)
 
     oor.observe(subject, record, EXPECT, case.ids, case.n, names, "grad", run, judge, sites=False)
+
+
+def nan_row_label(grad, ref, inside, nan_rows, dtype) -> str:
+    """``spreads`` where a kept (in-range) row's gradient is not its closed form ``ref``; else what
+    the NaN rows' own gradient is: ``isolated`` (0), ``nan``, or ``leaks`` (a segment's cotangent)."""
+    grad = np.asarray(grad)
+    if inside.any() and cmp.rel_err(grad[inside], ref[inside], dtype=dtype) > cmp.GRAD.of(dtype):
+        return "spreads"
+    own = grad[nan_rows]
+    return "isolated" if not np.any(own) else "nan" if np.isnan(own).all() else "leaks"
+
+
+@ss.explicit("case", SEGMENT_EXAMPLES)
+@given(case=segment_cases())
+def test_nan_in_dropped_row_stays_out_of_kept_gradients(subject, record, case):
+    """Per out-of-range category, its rows all NaN (the other out-of-range ids set to 0): the kept rows'
+    gradient of sum(w * out) is their closed form, and the NaN rows' own gradient is 0."""
+    record.example(data=case.data, ids=case.ids, w=case.w)
+    oor.skip_torch_cuda(subject, case.ids, case.n)
+    cats = oor.categories(case.ids, case.n)
+    for c in (c for c in CATEGORIES if c in cats):
+        ids, nan_rows = oor.isolate(case.ids, case.n, c), cats == c
+        data = case.data.copy()
+        data[nan_rows] = np.nan
+        inside = oor.categories(ids, case.n) == "in-range"
+        for api in apis("unsorted", subject.framework):
+            grad, seen = _attempt_grad(subject, dataclasses.replace(case, data=data), ids, api)
+            if seen is None:
+                ref = closed_form_grad(api, data, ids, case.n, case.w).astype(case.data.dtype)
+                seen = nan_row_label(grad, ref, inside, nan_rows, case.data.dtype)
+                if seen != "spreads":
+                    record.close(name=f"{api} kept rows [{c}]", out=grad[inside], ref=ref[inside], oracle="closed-form")
+            record.check(EXPECT, **{f"nan-row:{api}[{c}]": seen})
 
 
 @given(case=segment_cases(in_range_only=True))

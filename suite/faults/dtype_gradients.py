@@ -1,4 +1,6 @@
-"""Faults for dtype-gradients: a rounding op that lets the gradient through, a maximum that drops NaN."""
+"""Faults for dtype-gradients: a rounding op that lets the gradient through, a maximum that drops NaN,
+NumPy behaviour that ignores ``prefer_float32`` (applied in the NumPy-behaviour peers, which get the
+run's faults)."""
 
 from __future__ import annotations
 
@@ -36,3 +38,18 @@ def _maximum_drops_nan(tf):
             return tf.where(tf.math.is_nan(x), y, tf.where(tf.math.is_nan(y), x, _op(x, y)))
 
         _set(tf, [name, f"math.{name}"], dropping)
+
+
+@fault(
+    "numpy-behavior-ignores-prefer-float32",
+    breaks=["dtype-gradients"],
+    description="tf.experimental.numpy.experimental_enable_numpy_behavior ignores prefer_float32=True: a float32 "
+    "tensor times a NumPy float64 scalar is float64 under it too",
+)
+def _numpy_behavior_ignores_prefer_float32(tf):
+    enable = tf.experimental.numpy.experimental_enable_numpy_behavior
+
+    def ignoring(prefer_float32=False, dtype_conversion_mode="legacy"):
+        return enable(prefer_float32=False, dtype_conversion_mode=dtype_conversion_mode)
+
+    _set(tf, ["experimental.numpy.experimental_enable_numpy_behavior"], ignoring)

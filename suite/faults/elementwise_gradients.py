@@ -7,6 +7,9 @@
   instead of 1 / 0 = +inf.
 - ``softplus-gradient-relu-step``: the gradient of ``Softplus`` is the step (x > 0) of relu
   instead of sigmoid(x): right in both saturated tails, wrong in between.
+- ``pow-base-gradient-masked-like-log``: the base's gradient of ``Pow`` takes the mask its
+  exponent's gradient uses for log x (x > 0): 0 at a negative base, where y x^(y-1) is nan
+  for a non-integer y (only the special point -2^0.5 sees it: no drawn base is negative).
 
 The error model's faults (issue 47), each a small error an array-level floor forgave:
 
@@ -148,3 +151,21 @@ def _exp_smallest(tf):
         return tf.where(hit, g * tf.cast(1.001, g.dtype), g)
 
     _changed(tf, "exp-gradient-smallest-element", "Exp", change)
+
+
+@fault(
+    "pow-base-gradient-masked-like-log",
+    breaks=BREAKS,
+    description="the base's gradient of Pow is 0 where the base is negative (the x > 0 mask _PowGrad keeps "
+    "for log x), instead of y x^(y-1), which is nan there for a non-integer y",
+)
+def _pow_base_gradient_masked(tf):
+    def make(original):
+        def grad(op, dy):
+            gx, gy = original(op, dy)
+            x = op.inputs[0]
+            return tf.where(x < 0, tf.zeros_like(gx), gx), gy
+
+        return grad
+
+    reregister(tf, "pow-base-gradient-masked-like-log", "Pow", make)

@@ -15,6 +15,9 @@
   elements) in reverse order; JVP columns do not change.
 - ``nested-jvp-constant``: ``ForwardAccumulator.jvp`` returns its result as a constant
   (``stop_gradient``, which has no JVP), so a nested (forward-over-forward) JVP is ``None``.
+- ``jvp-segment-sum-drops-tangent``: the JVP rule of ``UnsortedSegmentSum`` (under
+  ``unsorted_segment_mean``) drops its data's tangent, as if the op had no forward rule: J v of a
+  segment mean is 0 while reverse mode is right.
 
 The JVP rules are patched where ``_jvp_dispatch`` is registered with the C++ accumulator,
 the rest on the public classes' methods, so every fault holds in eager, tf.function, XLA
@@ -141,3 +144,16 @@ def _nested_jvp_constant(tf):
         return tf.nest.map_structure(lambda t: None if t is None else stop(t), result)
 
     tf.autodiff.ForwardAccumulator.jvp = constant_jvp
+
+
+@fault(
+    "jvp-segment-sum-drops-tangent",
+    breaks=BREAKS,
+    description="the forward-mode rule of UnsortedSegmentSum ignores its data's tangent: the JVP of "
+    "unsorted_segment_sum/mean is 0",
+)
+def _jvp_segment_sum_drops_tangent(tf):
+    def change(op_name, tangents):
+        return [_zero(tf, tangents[0]), *tangents[1:]] if op_name == "UnsortedSegmentSum" else tangents
+
+    _wrap_jvp_rules(tf, "jvp-segment-sum-drops-tangent", change)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import fault
 from .catalogue import _set
+from .straight_through_estimator import reregister
 
 SUM = ["math.unsorted_segment_sum"]
 MAX = ["math.unsorted_segment_max"]
@@ -125,3 +126,24 @@ def _sparse_segment_mean_nan(tf):
         return tf.where(count[:, None] > 0, out, tf.constant(float("nan"), out.dtype))
 
     _set(tf, ["sparse.segment_mean"], nan_empty)
+
+
+@fault(
+    "unsorted-segment-prod-grad-multiplies-dropped-rows",
+    breaks=["segment-ids-out-of-range"],
+    description="the gradient of UnsortedSegmentProd recomputes each segment's product with the negative ids "
+    "clipped to 0, so a dropped row (a NaN in it too) is multiplied into segment 0's kept rows' gradients",
+)
+def _prod_grad_multiplies_dropped(tf):
+    def make(original):
+        def grad(op, dy):
+            data, ids, n = op.inputs
+            clipped = tf.maximum(ids, tf.zeros_like(ids))
+            prod = tf.math.unsorted_segment_prod(data, clipped, n)  # the dropped rows multiplied in
+            keep = tf.cast(ids >= 0, dy.dtype)
+            keep = tf.reshape(keep, tf.concat([tf.shape(ids), tf.ones([tf.rank(data) - 1], tf.int32)], 0))
+            return tf.gather(dy, clipped) * keep * tf.gather(prod, clipped) / data, None, None
+
+        return grad
+
+    reregister(tf, "unsorted-segment-prod-grad-multiplies-dropped-rows", "UnsortedSegmentProd", make)
