@@ -34,6 +34,7 @@ import json
 import os
 import re
 import tempfile
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Callable
 
@@ -212,24 +213,27 @@ def _open(points) -> list[tuple[int, int]]:
     return [(i, j) for (i, a), (j, b) in zip(points, points[1:]) if a != b and j > i + 1]
 
 
-def plan(state) -> tuple[str, list[str]] | None:
-    """The next probe: a nightly and the tests to run there; None when every change is placed.
+def plan(state, busy=()) -> tuple[str, list[str]] | None:
+    """The next probe: a nightly and the tests to run there; None when every change is placed
+    (or, with probes in flight at the nightlies ``busy``, when what is left waits on them).
 
     The oldest and newest usable nightlies come first (for every watch not yet probed there);
     then the midpoint of the interval most watches share, running every watch whose open
-    interval holds that midpoint."""
+    interval holds that midpoint. An interval with a busy nightly inside waits for its answer."""
     usable = _usable(state)
     if not usable:
         return None
+    busy_at = {usable.index(v) for v in busy if v in usable}
     ws = _watch_list(state)
     for end in (0, len(usable) - 1):
         tests = sorted({w.test for w in ws if value_at(state, usable[end], w) is None})
         if tests:
-            return usable[end], tests
+            return None if end in busy_at else (usable[end], tests)
     intervals: dict[tuple[int, int], list[Watch]] = {}
     for w in ws:
-        for iv in _open(_points(state, w, usable)):
-            intervals.setdefault(iv, []).append(w)
+        for i, j in _open(_points(state, w, usable)):
+            if not any(i < b < j for b in busy_at):
+                intervals.setdefault((i, j), []).append(w)
     if not intervals:
         return None
     (i, j), _ = max(intervals.items(), key=lambda kv: (len({w.test for w in kv[1]}), -kv[0][0]))
@@ -256,28 +260,38 @@ def run(
     save: Callable[[dict], None],
     progress: Callable[[str], None] = lambda s: None,
     max_probes: int | None = None,
+    jobs: int = 1,
 ) -> int:
-    """Probe until every change is placed (or ``max_probes`` probes ran); the state is saved
-    after each. Returns the number of probes run."""
-    n = 0
-    while max_probes is None or n < max_probes:
-        step = plan(state)
-        if step is None:
-            break
-        version, tests = step
-        progress(
-            f"probe {n + 1}: tf-nightly {version} ({nightly_date(version)}), {len(tests)} rows; {status_line(state)}"
-        )
-        try:
-            answer = probe(version, tests)
-        except ProbeError as e:
-            state["broken"][version] = str(e)
-            progress(f"tf-nightly {version} set aside: {e}")
-        else:
-            record(state, version, answer, tests)
-        n += 1
-        save(state)
-    return n
+    """Probe until every change is placed (or ``max_probes`` probes ran), up to ``jobs`` probes
+    at once (each waits on installs and its own process: two keep a 2-core machine busy); the
+    state is saved after each answer. Returns the number of probes run."""
+    started = 0
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        flying: dict = {}
+        while True:
+            while len(flying) < max(1, jobs) and (max_probes is None or started < max_probes):
+                step = plan(state, busy=[v for v, _ in flying.values()])
+                if step is None:
+                    break
+                version, tests = step
+                started += 1
+                progress(
+                    f"probe {started}: tf-nightly {version} ({nightly_date(version)}), {len(tests)} rows; "
+                    f"{status_line(state)}"
+                )
+                flying[pool.submit(probe, version, tests)] = step
+            if not flying:
+                break
+            done, _ = wait(flying, return_when=FIRST_COMPLETED)
+            for f in done:
+                version, tests = flying.pop(f)
+                try:
+                    record(state, version, f.result(), tests)
+                except ProbeError as e:
+                    state["broken"][version] = str(e)
+                    progress(f"tf-nightly {version} set aside: {e}")
+                save(state)
+    return started
 
 
 def results(state) -> list[dict]:

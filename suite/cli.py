@@ -360,12 +360,17 @@ def cmd_bisect(args) -> int:
         return 0
     envs = nightlies.Envs(
         Path(args.cache_dir) if args.cache_dir else nightlies.default_cache(),
-        keep_envs=args.keep_envs,
+        keep_envs=max(args.keep_envs, args.jobs),
         keep_wheels=args.keep_wheels,
         out=say,
     )
     n = bisection.run(
-        state, envs.probe, save=lambda s: bisection.save_state(s, args.state), progress=say, max_probes=args.max_probes
+        state,
+        envs.probe,
+        save=lambda s: bisection.save_state(s, args.state),
+        progress=say,
+        max_probes=args.max_probes,
+        jobs=args.jobs,
     )
     bisection.save_state(state, args.state)
     say(f"{n} probes ({envs.installed} nightlies installed); {bisection.status_line(state)}")
@@ -696,6 +701,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bi.add_argument("--keep-envs", type=_positive_int, default=2, metavar="N", help="environments kept (default: 2)")
     bi.add_argument("--keep-wheels", type=_positive_int, default=4, metavar="N", help="wheels kept (default: 4)")
+    bi.add_argument(
+        "--jobs",
+        "-j",
+        type=_positive_int,
+        default=min(2, os.cpu_count() or 1),
+        metavar="N",
+        help="nightlies probed at once (default: 2, or 1 on one CPU): a probe waits on its download and install",
+    )
     bi.add_argument("--dry-run", action="store_true", help="say what is left and the next probe, install nothing")
     fl = sub.add_parser(
         "faults",

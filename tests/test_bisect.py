@@ -73,6 +73,19 @@ def test_keys_that_flip_on_different_nightlies_are_split_and_each_placed():
     assert all(("a" in tests) == ("c" in tests) for _, tests in calls)
 
 
+def test_two_probes_at_once_place_every_change_where_one_at_a_time_does():
+    truth = {("a", "k"): step(4), ("b", "k"): step(15), ("c", "k"): step(9, "1", "2")}
+    ws = [bs.Watch("a", "k", "zero", "nan"), bs.Watch("b", "k", "zero", "nan"), bs.Watch("c", "k", "1", "2")]
+    _, _, serial, one = search(truth, ws)
+    state = bs.new_state("old.json", "new.json", NIGHTLIES, ws)
+    calls = []
+    n = bs.run(state, fake_runner(truth, calls), save=lambda s: None, jobs=2)
+    two = {(r["test"], r["key"]): r for r in bs.results(state)}
+    assert {k: r["flips"] for k, r in two.items()} == {k: r["flips"] for k, r in one.items()}
+    assert all(r["status"] == "placed" for r in two.values())
+    assert len({v for v, _ in calls}) == len(calls) == n  # no nightly probed twice
+
+
 def test_a_key_that_flips_back_and_forth_is_reported_with_every_flip_found():
     # key k goes zero -> nan at 10, back to zero at 15, nan again at 18; key j (same row) flips at 16,
     # so the search also probes inside k's dip
