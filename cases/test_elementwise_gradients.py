@@ -296,9 +296,10 @@ unary(
             "grad[tanh@20]",
             "1.7e-17",
             framework="tensorflow",
-            versions=">=2.23",
+            versions=">=2.22.0.dev20260912",
             reason="TanhGrad computes 1 - tanh(x)^2 from the rounded output, which is 0 once tanh(x) rounds to 1 (as "
-            "JAX and PyTorch still do); 2.23 computes the float64 derivative from x (float32 keeps the kernel)",
+            "JAX and PyTorch still do); tf-nightly 2026-09-12 computes the float64 derivative from x (float32 keeps "
+            "the kernel)",
             link="https://github.com/tensorflow/tensorflow/pull/126747",
         )
     ],
@@ -387,7 +388,9 @@ unary(
             raises(error, SOFTSIGN_GRAD),
             framework="tensorflow",
             mode=modes,
-            versions=">=2.13,<2.23" if (prop, error) == ("forward", "LookupError") else "<2.23",
+            versions=">=2.13,<2.22.0.dev20260830"
+            if (prop, error) == ("forward", "LookupError")
+            else "<2.22.0.dev20260830",
             reason="TensorFlow registered no gradient for SoftsignGrad, so neither forward mode (forward "
             "over reverse) nor a second derivative of softsign existed; registered since (measured on "
             "2.23.0.dev20261026)",
@@ -436,7 +439,7 @@ unary(
             "grad[elu@-40]",
             "zero",
             framework="tensorflow",
-            versions="<2.23",
+            versions="<2.22.0.dev20260830",
             link=TF_ELU_GRAD,
             reason="EluGrad computed the derivative as elu(x) + 1, from the output, which is exactly -1 at -40 "
             "(tensorflow#124833); computed from the input since (measured on 2.23.0.dev20261026)",
@@ -461,7 +464,7 @@ unary(
             "grad[selu@-40]",
             "zero",
             framework="tensorflow",
-            versions="<2.23",
+            versions="<2.22.0.dev20260904",
             link=TF_SELU_GRAD,
             reason="SeluGrad computed the derivative as selu(x) + scale * alpha, from the output, which cancels "
             "to 0 at -40 (tensorflow#124834); computed from the input since (measured on 2.23.0.dev20261026)",
@@ -471,7 +474,7 @@ unary(
             "1.05",
             framework="tensorflow",
             mode="eager|function|graph",
-            versions="<2.23",
+            versions="<2.22.0.dev20260904",
             link=TF_SELU_GRAD,
             reason="SeluGrad took the positive branch (scale) where the output rounded to 0; "
             "the input decides since (measured on 2.23.0.dev20261026)",

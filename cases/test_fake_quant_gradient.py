@@ -30,7 +30,7 @@ is checked against the one it matches, and observation ``lowering`` says which
 
 Declared: TF under XLA lowers the op with ``scale = (max - min) * (1 / levels)`` and
 ``k * scale + nudged_min``, so up to TF 2.21 a half-way zero point may round the other way
-(tensorflow#117962; 2.23 rounds it like the kernel). JAX under jit gets the same nudge
+(tensorflow#117962; tf-nightly rounds it like the kernel from 2026-08-23). JAX under jit gets the same nudge
 from XLA's simplifier (A / Const => A * (1 / Const)). TF under XLA maps 0 to nudged_min's
 rounding residual, not exactly 0 (tensorflow#47193). TF under XLA gives NaN for min = max = 0, where the kernel returns
 zeros and passes the gradient through. PyTorch rounds ties to even (TF: half up). PyTorch
@@ -94,12 +94,13 @@ EXPECT = expectations(
         "xla-lowering",
         framework="tensorflow",
         mode="xla",
-        versions="<2.23",
-        reason="up to 2.21 the XLA lowering nudges the zero point from its reciprocal-product scale, so a half-way "
-        "zero point (2.4999998 for min=-0.5, max=2.5, 4 bits) rounds the other way than the CPU kernel's 2.5 "
-        "(tensorflow#117962); 2.23 rounds it with floor(x + 0.5) as the kernel does (measured on "
-        "2.23.0.dev20261026)",
-        link="https://github.com/tensorflow/tensorflow/pull/117965",
+        versions="<2.22.0.dev20260823",
+        reason="until the tf-nightly of 2026-08-23 the XLA lowering nudges the zero point from its reciprocal-product "
+        "scale, so a half-way zero point (2.4999998 for min=-0.5, max=2.5, 4 bits) rounds the other way than the "
+        "CPU kernel's 2.5 (tensorflow#117962). PR 117965 (floor(x + 0.5) in XlaNudge) was not what ended it: a "
+        "review on tensorflow#124718 (2026-08-05) still saw XLA round a half-way zero point down, and the bisect "
+        "places the change between 2.22.0.dev20260809 and 2.22.0.dev20260823 (this compare range)",
+        link="https://github.com/tensorflow/tensorflow/compare/8c2da370ce9...64fbb70af66",
     ),
     expect(
         "zero_point",
@@ -467,7 +468,7 @@ def test_seed_gradient_is_mask_plus_counts_routed_to_the_extremes(subject, recor
 def rounding_key(mn, mx, num_bits, narrow_range) -> str:
     """The key a lowering's observation is filed under: ``zero_point`` where the two lowerings
     nudge the zero point to different levels (it is half-way, as in LOWERING_EDGE's 1.5),
-    since that is the zero point's rounding (fixed in 2.23), else ``lowering``."""
+    since that is the zero point's rounding (fixed in tf-nightly 2026-08-23), else ``lowering``."""
     zps = {nudge(mn, mx, num_bits, narrow_range, k)[3] for k in LOWERINGS}
     return "zero_point" if len(zps) > 1 else "lowering"
 

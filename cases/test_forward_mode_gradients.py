@@ -475,11 +475,12 @@ EXPECT = expectations(
         "prod_hvp[zero-factor]",
         "differs",
         framework="tensorflow",
-        versions="<2.23",
+        versions="<2.22.0.dev20260627",
         reason="up to 2.21 the second derivative of tf.reduce_prod goes through the gradient of the cumprods its "
         "gradient is built from (math_grad.py _CumprodGrad returns div_no_nan(out, x)): 0 where a factor is "
         "0, so H v drops every term through a zero factor (d2(x*y)/dxdy = 1 at x = 0 comes back as 0; "
-        "tensorflow#61117). 2.23 routes _CumprodGrad through zero factors (the linked fix of tensorflow#119430) "
+        "tensorflow#61117). tf-nightly 2026-06-27 routes _CumprodGrad through zero factors (the linked fix of "
+        "tensorflow#119430) "
         "and H v is right (measured on 2.23.0.dev20261026)",
         link="https://github.com/tensorflow/tensorflow/pull/120282",
     ),
@@ -497,7 +498,7 @@ EXPECT = expectations(
             "differs",
             framework="tensorflow",
             mode="eager",
-            versions="<2.23",
+            versions="<2.23.0.dev20260930",
             reason="up to 2.21, eagerly, nested ForwardAccumulators return a wrong finite second derivative when an "
             "intermediate reaches a Mul both directly and through another op ((m*m)*m with m = identity(x) "
             "gives (2x+1) v w instead of 6x v w); tf.function, XLA and v1 graphs are right. tf-nightly "

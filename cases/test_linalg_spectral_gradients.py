@@ -88,7 +88,12 @@ TORCH_DET = "https://github.com/pytorch/pytorch/issues/104675"
 XLA_EIGH = "https://github.com/pytorch/xla/pull/7674"
 XLA_EIGH_TF = "https://github.com/tensorflow/tensorflow/issues/117807"
 TF_DET_SINGULAR = "https://github.com/tensorflow/tensorflow/issues/119477"
-TF_DET_ADJUGATE_PR = "https://github.com/tensorflow/tensorflow/pull/122823"
+#: where the det/slogdet gradient at a singular matrix stopped raising (``autodiff-semantics bisect``: the
+#: compare range between 2.22.0.dev20260720 and the first nightly with the adjugate)
+TF_DET_GRAD_CHANGE = "https://github.com/tensorflow/tensorflow/compare/4f1b7de8a37...89b7abdba72"
+DET_GRAD_FROM = "2.22.0.dev20260722"
+TF_XLA_DET_ISSUE = "https://github.com/tensorflow/tensorflow/issues/125536"
+XLA_DET_FROM = "2.22.0.dev20260830"  # after 2.22.0.dev20260823
 TF_XLA_DET_PR = "https://github.com/tensorflow/tensorflow/pull/126101"
 JAX_SVD_FULL = "https://github.com/jax-ml/jax/issues/17518"
 TF_XLA_FFT = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/compiler/tf2xla/kernels/fft_ops.cc"
@@ -337,11 +342,13 @@ EXPECT = expectations(
             seen,
             framework="tensorflow",
             mode=TF_NOT_XLA,
-            versions=">=2.23",
-            link=TF_DET_ADJUGATE_PR,
-            reason=f"from 2.23 (measured on 2.23.0.dev20261026) TensorFlow's {op} gradient at an exactly singular "
-            "matrix no longer goes through matrix_inverse: det gives the adjugate, slogdet a finite gradient "
-            "(the SVD-based adjugate of this pull request, fixing tensorflow#119477)",
+            versions=f">={DET_GRAD_FROM}",
+            link=TF_DET_GRAD_CHANGE,
+            reason=f"from the tf-nightly of 2026-07-22 TensorFlow's {op} gradient at an exactly singular matrix no "
+            "longer goes through matrix_inverse: det gives the adjugate, slogdet a finite gradient (the bisect's "
+            "compare range, last raise on 2.22.0.dev20260720; PR 122823, an SVD-based adjugate for "
+            "tensorflow#119477, was closed without merging, and the same singular-matrix test is in the diff of "
+            "merged tensorflow#122826)",
         )
         for op, seen in (("det", "adjugate"), ("slogdet", "finite"))
     ],
@@ -359,10 +366,10 @@ EXPECT = expectations(
             raises("InvalidArgumentError", r"Detected unsupported operations.*(Log)?MatrixDeterminant"),
             framework="tensorflow",
             mode="xla",
-            versions="<2.23",
-            link=TF_DET_SINGULAR,
+            versions=f"<{XLA_DET_FROM}",
+            link=TF_XLA_DET_ISSUE,
             reason="XLA has no kernel for MatrixDeterminant/LogMatrixDeterminant: under jit_compile=True the "
-            "forward pass does not compile",
+            "forward pass does not compile (until the tf-nightly of 2026-08-30)",
         )
         for key in ("det-value", "det-grad", "slogdet-value", "slogdet-grad")
     ],
@@ -372,11 +379,12 @@ EXPECT = expectations(
             seen,
             framework="tensorflow",
             mode="xla",
-            versions=">=2.23",
+            versions=f">={XLA_DET_FROM}",
             link=TF_XLA_DET_PR,
-            reason="from 2.23 XLA lowers MatrixDeterminant/LogMatrixDeterminant through xla::SLogDet (this pull "
-            "request): det and slogdet compile, and where the LU leaves a rounding residue slogdet's gradient "
-            "is finite, not huge (measured on 2.23.0.dev20261026)",
+            reason="from the tf-nightly of 2026-08-30 XLA lowers MatrixDeterminant/LogMatrixDeterminant through "
+            "xla::SLogDet (this pull request, opened 2026-08-25; the bisect places the change between "
+            "2.22.0.dev20260823 and 2.22.0.dev20260830): det and slogdet compile, and where the LU leaves a "
+            "rounding residue slogdet's gradient is finite, not huge (measured on 2.23.0.dev20261026)",
         )
         for key, seen in (("slogdet-grad[residue]", "finite"),)
     ],

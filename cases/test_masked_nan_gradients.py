@@ -28,7 +28,7 @@ Declared surprises:
   entry is 0 (min(1/n, 1/c), one where): the identity's gradient there is the cotangent, which
   ``clip_by_norm`` (two-tap where) and ``torch.renorm`` give; ``clip_grads`` of one tensor too.
 - PyTorch ``clip_grad_norm_`` rescales ``.grad`` in place without autograd: no gradient.
-- TensorFlow 2.23 (tf-nightly): ``where(x > 0, x**0.5, 0)`` and ``where(x != 0, x**-1, 0)`` no
+- tf-nightly (from 2026-10-10): ``where(x > 0, x**0.5, 0)`` and ``where(x != 0, x**-1, 0)`` no
   longer leak NaN at a masked 0 (``_PowGrad`` zeroes an infinite factor where the upstream
   gradient is 0), in every mode; up to 2.21, and in JAX and PyTorch, they do.
 
@@ -141,8 +141,9 @@ EXPECT = expectations(
             key,
             observed,
             framework="tensorflow",
-            versions=">=2.23",
-            reason="from 2.23 _PowGrad zeroes an infinite x**(p-1) where the upstream gradient is 0 (_GradCxPow in "
+            versions=">=2.23.0.dev20261010",
+            reason="from tf-nightly 2026-10-10 _PowGrad zeroes an infinite x**(p-1) where the upstream gradient is 0 "
+            "(_GradCxPow in "
             "math_grad.py of 2.23.0.dev20261026), in every mode: the masked entry at x = 0 gets 0 * p * 0 = 0, not "
             "0 * inf = NaN (up to 2.21, and in JAX and PyTorch, NaN)" + why + "; no pull request for it turned up "
             "in a search, the file is the link",

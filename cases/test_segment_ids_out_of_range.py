@@ -48,7 +48,7 @@ Out of scope here: ``tf.SparseTensor`` with duplicate indices (structured-tensor
 ties of max/min gradients (kink-subgradients covers them).
 
 ``tf.math.bincount`` (weighted, ``minlength=maxlength=n``): a value >= n is ignored, a negative one
-refused on CPU; XLA dropped negatives until the 2.23 nightly, which refuses them too; up to TF 2.14
+refused on CPU; XLA dropped negatives until the tf-nightly of 2026-06-18, which refuses them too; up to TF 2.14
 (an unsorted_segment_sum underneath) negatives were dropped, values >= n refused, and the weights
 had a gradient, which 2.15's DenseBincount has not. ``jnp.bincount`` counts a negative value into
 bin 0 and is differentiable; ``torch.bincount`` refuses negatives, grows past n, has no derivative.
@@ -1171,11 +1171,14 @@ BINCOUNT = Expectations(
                 "dropped",
                 framework="tensorflow",
                 mode="xla",
-                versions="<2.23",
-                link="https://github.com/tensorflow/tensorflow/issues/117960",
+                versions="<2.22.0.dev20260618",
+                link="https://github.com/tensorflow/tensorflow/compare/ebc4e33f56f...3161fd65377",
                 reason="XLA's DenseBincount checked nothing: a negative value's weight is dropped (a scatter out of "
-                "bounds), no error; the 2.23 nightly raises 'Input arr must be non-negative!' as eager does "
-                "(tensorflow PR 121118)",
+                "bounds), no error (tensorflow#117960). From the tf-nightly of 2026-06-18 (the bisect's compare "
+                "range: last drop on 2.22.0.dev20260616) it raises 'Input arr must be non-negative!' for these "
+                "values, as eager does; the description of merged PR 122706 says XLA drops negative values "
+                "passed at run time, which is not what the nightly does with the values these rows pass "
+                "(measured on every nightly the bisect probed after 2026-06-18)",
             )
             for c in ("negative", "below")
         ],

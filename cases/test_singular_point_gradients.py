@@ -34,9 +34,11 @@ Declared surprises (details at each declaration):
 - tensorflow#12071: the norm of [1e-19] (float32) has gradient inf in TF's kernels, which
   flush the subnormal square to 0; a compiled program that returns the norm with its gradient
   computes the norm as |x| and gives 1, the gradient alone is +inf there too.
-- TF 2.23 (tf-nightly): the x-gradients of xlogy, xlog1py and xdivy are unmasked (log(y),
-  log1p(y), 1/y at x = 0, as in JAX), tf.norm's gradient at the zero vector is 0 (PyTorch's
-  subgradient), and the second derivative of x**0 at 0 is 0; each declared with its change.
+- tf-nightly (the 2.22 line from July 2026, placed nightly by nightly by ``autodiff-semantics
+  bisect``): the x-gradients of xlogy and xlog1py (2026-07-17) and xdivy (2026-09-16) are unmasked
+  (log(y), log1p(y), 1/y at x = 0, as in JAX), tf.norm's gradient at the zero vector is 0
+  (PyTorch's subgradient, 2026-08-23), and the second derivative of x**0 at 0 is 0 (2026-10-10);
+  each declared from the first nightly with it, with its change.
 
 Sources: https://github.com/tensorflow/tensorflow/issues/12071,
 https://github.com/tensorflow/tensorflow/issues/4914,
@@ -264,6 +266,12 @@ NO_XDIVY = {
             "https://docs.jax.dev/en/latest/jax.numpy.html"),
     "torch": ("torch has no xdivy or divide_no_nan", "https://pytorch.org/docs/stable/torch.html"),
 }  # fmt: skip
+#: The first tf-nightly with each change of 2.21 -> 2.23.0.dev20261026 (``autodiff-semantics bisect``,
+#: reports/nightly/bisect.json: the last nightly before it, the compare link between the two)
+XLOGY_FROM = "2.22.0.dev20260717"  # after 2.22.0.dev20260716
+NORM_FROM = "2.22.0.dev20260823"  # after 2.22.0.dev20260809
+XDIVY_FROM = "2.22.0.dev20260916"  # after 2.22.0.dev20260914
+POW_FROM = "2.23.0.dev20261010"  # after 2.23.0.dev20261006
 NEG_ZERO_RSQRT = (
     "pow(x, -0.5) becomes rsqrt(x), and rsqrt(-0) = -inf where IEEE pow(-0, -0.5) = +inf: the derivative "
     "p * x**(p - 1) of x**0.5 (first order) and x**1.5 (second order) at x = -0 is -inf, not +inf"
@@ -282,19 +290,20 @@ DECLARED = [
         link=TF_GRAPPLER,
     ),
     *_declare(
-        ["dx[xlogy@x=0,y>0]", "dx[xlog1py@x=0,y>-1]"], "zero", framework="tensorflow", versions="<2.23",
+        ["dx[xlogy@x=0,y>0]", "dx[xlog1py@x=0,y>-1]"], "zero", framework="tensorflow", versions=f"<{XLOGY_FROM}",
         reason="_XLogyGrad/_XLog1pyGrad compute the x-gradient as xlogy(x != 0, y): 0 wherever x = 0, although "
         "xlogy(x, y) = x*log(y) is linear in x (both one-sided differences are log(y)); JAX and PyTorch give log(y)",
         link="https://github.com/tensorflow/tensorflow/issues/56873",
     ),
     expect(
-        "seed[tensorflow#56873]", "zero; zero", framework="tensorflow", versions="<2.23",
+        "seed[tensorflow#56873]", "zero; zero", framework="tensorflow", versions=f"<{XLOGY_FROM}",
         reason="the issue as reported: d/dx xlog1py(x, 1) at x = 0 is 0, not log1p(1) = 0.693 (x-gradient masked "
         "by x != 0)",
         link="https://github.com/tensorflow/tensorflow/issues/56873",
     ),
     *_declare(
-        ["side_dx[xlogy@x=0,y>0]", "side_dx[xlog1py@x=0,y>-1]"], "none", framework="tensorflow", versions="<2.23",
+        ["side_dx[xlogy@x=0,y>0]", "side_dx[xlog1py@x=0,y>-1]"], "none", framework="tensorflow",
+        versions=f"<{XLOGY_FROM}",
         reason="the masked 0 is neither one-sided difference (both are log(y), log1p(y))",
         link="https://github.com/tensorflow/tensorflow/issues/119476",
     ),
@@ -310,12 +319,21 @@ DECLARED = [
         link=TF_MATH_GRAD,
     ),
     expect(
-        "seed[tensorflow#12071]", "1,nan,1,+inf", framework="tensorflow", mode="eager|function|graph", versions="<2.23",
+        "seed[tensorflow#12071]", "1,nan,1,+inf", framework="tensorflow", mode="eager|function|graph",
+        versions=f"<{NORM_FROM}",
         reason="(1e-19)**2 = 1e-38 is a float32 subnormal and TF's CPU kernels flush it to 0: norm 0, gradient "
         "x / 0 = inf, as the issue reports; under XLA (TF xla, jax.jit) a program that returns the norm with its "
         "gradient computes the norm as |x| = 1e-19 and the gradient 1, while the gradient alone still divides by "
         "the flushed sqrt(x*x) and is +inf (seed[tensorflow#12071:gradient-alone], every release to 2.21)",
         link="https://github.com/tensorflow/tensorflow/issues/12071",
+    ),
+    expect(
+        "seed[tensorflow#12071]", "1,nan,1,+inf", framework="tensorflow", mode="xla",
+        versions=">=2.22.0.dev20260731,<2.22.0.dev20260823",
+        reason="for three weeks of nightlies XLA's gradient of the row [1e-19] divided by the flushed norm again "
+        "(+inf), until the safe norm of 2026-08-23 (placed by autodiff-semantics bisect: last 1 on "
+        "2.22.0.dev20260727, first +inf on 2.22.0.dev20260731)",
+        link="https://github.com/tensorflow/tensorflow/compare/75879c752e0...323afda8d60",
     ),
     expect(
         "seed[tensorflow#12071]", "1,nan,1,+inf", framework="tensorflow", mode="xla", versions="<2.13",
@@ -337,62 +355,70 @@ DECLARED = [
         reason="the folded x**0 has gradient 0, which both one-sided differences of x**0 = 1 give",
         link=TF_CONSTANT_FOLDING,
     ),
-    # ---- TensorFlow 2.23 (measured on tf-nightly 2.23.0.dev20261026; each with the change that made it)
+    # ---- since tf-nightly builds of the 2.22 and 2.23 lines (measured on 2.23.0.dev20261026; each bound is the
+    # first nightly with the new answer, placed by `autodiff-semantics bisect`: reports/nightly/bisect.json)
     *_declare(
-        ["dx[xlogy@x=0,y=0]", "dx[xlog1py@x=0,y=-1]"], "-inf", framework="tensorflow", versions=">=2.23",
-        reason="from 2.23 _XLogyGrad/_XLog1pyGrad take the x-gradient as log(y) (log1p(y)) unmasked, for every x: "
+        ["dx[xlogy@x=0,y=0]", "dx[xlog1py@x=0,y=-1]"], "-inf", framework="tensorflow", versions=f">={XLOGY_FROM}",
+        reason="from tf-nightly 2026-07-17 _XLogyGrad/_XLog1pyGrad take the x-gradient as log(y) (log1p(y)) "
+        "unmasked, for every x: "
         "log(0) = -inf at y = 0, as in JAX (until 2.21 the mask x != 0 gave 0)",
         link=TF_XLOGY_PR,
     ),
     *_declare(
-        ["side_dx[xlogy@x=0,y=0]", "side_dx[xlog1py@x=0,y=-1]"], "both", framework="tensorflow", versions=">=2.23",
+        ["side_dx[xlogy@x=0,y=0]", "side_dx[xlog1py@x=0,y=-1]"], "both", framework="tensorflow",
+        versions=f">={XLOGY_FROM}",
         reason="xlogy(+-h, 0) = +-h * log(0) = -+inf: both one-sided differences in x are -inf, TF's unmasked answer "
-        "from 2.23",
+        "from tf-nightly 2026-07-17",
         link=TF_XLOGY_PR,
     ),
     *_declare(
-        ["dx[xlogy@x=0,y<0]", "dx[xlog1py@x=0,y<-1]"], "nan", framework="tensorflow", versions=">=2.23",
+        ["dx[xlogy@x=0,y<0]", "dx[xlog1py@x=0,y<-1]"], "nan", framework="tensorflow", versions=f">={XLOGY_FROM}",
         reason="the unmasked x-gradient log(y) is NaN for y < 0 (log1p(y) for y < -1), as in JAX; PyTorch still "
         "masks it to 0",
         link=TF_XLOGY_PR,
     ),
     expect(
-        "dx[xdivy@x=0,y=0]", "+inf", framework="tensorflow", versions=">=2.23",
-        reason="from 2.23 _XDivyGrad takes the x-gradient as reciprocal(y) for every x, the derivative of x / y: "
+        "dx[xdivy@x=0,y=0]", "+inf", framework="tensorflow", versions=f">={XDIVY_FROM}",
+        reason="from tf-nightly 2026-09-16 _XDivyGrad takes the x-gradient as reciprocal(y) for every x, the "
+        "derivative of x / y: "
         "1 / 0 = +inf at y = 0 (until 2.21 the mask x != 0 gave 0)",
         link=TF_XDIVY_PR,
     ),
     expect(
-        "dx[xdivy@x=0,y!=0]", "1/y", framework="tensorflow", versions=">=2.23",
-        reason="from 2.23 _XDivyGrad takes the x-gradient as reciprocal(y) for every x: 1/y at x = 0",
+        "dx[xdivy@x=0,y!=0]", "1/y", framework="tensorflow", versions=f">={XDIVY_FROM}",
+        reason="from tf-nightly 2026-09-16 _XDivyGrad takes the x-gradient as reciprocal(y) for every x: 1/y at x = 0",
         link=TF_XDIVY_PR,
     ),
     *_declare(
-        ["side_dx[xdivy@x=0,y=0]", "side_dx[xdivy@x=0,y!=0]"], "both", framework="tensorflow", versions=">=2.23",
+        ["side_dx[xdivy@x=0,y=0]", "side_dx[xdivy@x=0,y!=0]"], "both", framework="tensorflow",
+        versions=f">={XDIVY_FROM}",
         reason="xdivy(+-h, y) = +-h / y: both one-sided differences in x are 1/y (+inf at y = 0), TF's unmasked "
-        "answer from 2.23",
+        "answer from tf-nightly 2026-09-16",
         link=TF_XDIVY_PR,
     ),
     *_declare(
-        ["grad[norm@x=0]", "seed[pytorch#2421]"], "zero", framework="tensorflow", versions=">=2.23",
-        reason="from 2.23 tf.norm takes sqrt(maximum(sum(x**2), tiny)) under a where that keeps the exact 0, and "
+        ["grad[norm@x=0]", "seed[pytorch#2421]"], "zero", framework="tensorflow", versions=f">={NORM_FROM}",
+        reason="from tf-nightly 2026-08-23 tf.norm takes sqrt(maximum(sum(x**2), tiny)) under a where that keeps "
+        "the exact 0, and "
         "the EuclideanNorm gradient is div_no_nan(x, norm): the subgradient 0 at the zero vector, PyTorch's answer",
         link=TF_NORM_PR,
     ),
     expect(
-        "seed[tensorflow#12071]", "1,zero,1,zero", framework="tensorflow", versions=">=2.23",
-        reason="the safe norm of 2.23 in every mode: the flushed 1e-38 row is a zero norm with gradient 0 (under "
+        "seed[tensorflow#12071]", "1,zero,1,zero", framework="tensorflow", versions=f">={NORM_FROM}",
+        reason="the safe norm (tf-nightly 2026-08-23) in every mode: the flushed 1e-38 row is a zero norm with "
+        "gradient 0 (under "
         "XLA too, whose returned norm is now 0 rather than |x|)",
         link=TF_NORM_PR,
     ),
     expect(
-        "seed[tensorflow#12071:gradient-alone]", "1,zero,1,zero", framework="tensorflow", versions=">=2.23",
-        reason="the safe norm of 2.23: a zero (flushed) norm has gradient 0, in every mode",
+        "seed[tensorflow#12071:gradient-alone]", "1,zero,1,zero", framework="tensorflow", versions=f">={NORM_FROM}",
+        reason="the safe norm (tf-nightly 2026-08-23): a zero (flushed) norm has gradient 0, in every mode",
         link=TF_NORM_PR,
     ),
     *_declare(
-        ["grad2[x**0@0]", "grad2[x**0@-0]"], "zero", framework="tensorflow", versions=">=2.23",
-        reason="from 2.23 _PowGrad zeroes an infinite x**(y-1) where the upstream gradient is 0 (_GradCxPow in "
+        ["grad2[x**0@0]", "grad2[x**0@-0]"], "zero", framework="tensorflow", versions=f">={POW_FROM}",
+        reason="from tf-nightly 2026-10-10 _PowGrad zeroes an infinite x**(y-1) where the upstream gradient is 0 "
+        "(_GradCxPow in "
         "math_grad.py of 2.23.0.dev20261026): differentiating the first derivative 0 * x**-1 again sends a zero "
         "cotangent through it, so the second derivative at 0 is 0, not NaN (the first stays NaN: its cotangent "
         "is 1); no pull request for it turned up in a search, the file is the link",

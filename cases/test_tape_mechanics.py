@@ -243,9 +243,10 @@ EXPECT = expectations(
         "pow-at-zero[n=3|k=5]",
         "closed-form",
         framework="tensorflow",
-        versions=">=2.23",
+        versions=">=2.23.0.dev20261010",
         link=TF_MATH_GRAD,
-        reason="from 2.23 _PowGrad zeroes an infinite x**(p-1) where the upstream gradient is 0 (as in "
+        reason="from tf-nightly 2026-10-10 _PowGrad zeroes an infinite x**(p-1) where the upstream gradient is 0 "
+        "(as in "
         "masked-nan-gradients): x**3's 5th derivative at 0 is 0 in every mode; the 4th, and x**4's 5th, stay "
         "NaN (measured on 2.23.0.dev20261026)",
     ),
@@ -255,9 +256,10 @@ EXPECT = expectations(
         framework="tensorflow",
         mode="xla",
         device="cpu",
-        versions=">=2.23",
+        versions=">=2.22.0.dev20260713",
         link=TF_XLA_POOLING,
-        reason="from 2.23 (measured on 2.23.0.dev20261026) the float64 second derivative of a linear max_pool "
+        reason="from tf-nightly 2026-07-13 (measured on 2.23.0.dev20261026) the float64 second derivative of a "
+        "linear max_pool "
         "compiles under jit_compile=True (zeros, the closed form); the square one still needs MaxPoolGradGrad, "
         "which XLA_CPU_JIT registers for float32 only",
     ),

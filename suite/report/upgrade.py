@@ -166,7 +166,11 @@ def _context(report: dict) -> dict:
     for r in report.get("results") or []:
         for key, d in (r.get("declared") or {}).items():
             if isinstance(d, dict) and (d.get("reason") or d.get("link")):
-                declared.setdefault((r["behaviour"], key), (d.get("reason") or "", d.get("link") or ""))
+                entry = (d.get("reason") or "", d.get("link") or "")
+                if r.get("framework") == "tensorflow":  # the page is about TensorFlow's change: its reason first
+                    declared[(r["behaviour"], key, "tf")] = declared.get((r["behaviour"], key, "tf"), entry)
+                declared.setdefault((r["behaviour"], key), entry)
+    declared = {(b, k): declared.get((b, k, "tf"), v) for (b, k, *rest), v in declared.items() if not rest}
     oracles = {}
     for k, per in query.answers(report).items():
         joined = {
