@@ -171,13 +171,16 @@ class Envs:
         env["TF_XLA_FLAGS"] = f"{flags} --tf_xla_persistent_cache_directory={self.root / 'tf-xla' / version}".strip()
         cmd = [str(py), "-m", "suite", "run", "--profile", "ci", "--jobs", "1", "--report-dir", str(out), "--", *tests]
         start = time.monotonic()
+        out.mkdir(parents=True, exist_ok=True)
+        log = out / "probe.log"  # the run's own output, for a person to read when a probe fails
         try:
-            subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+            with open(log, "w", encoding="utf-8") as f:
+                subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, text=True, timeout=timeout, env=env)
         except subprocess.TimeoutExpired:
-            raise ProbeError(f"its rows took over {timeout:.0f} s") from None
+            raise ProbeError(f"its rows took over {timeout:.0f} s (its output: {log})") from None
         report = out / "latest.json"
         if not report.exists():
-            raise ProbeError("the suite wrote no report (see the run's output by running it by hand)")
+            raise ProbeError(f"the suite wrote no report (its output: {log})")
         r = json.loads(report.read_text(encoding="utf-8"))
         tf = r["environment"]["frameworks"].get("tensorflow", {})
         if pep440(str(tf.get("version", ""))) != version:

@@ -222,3 +222,16 @@ def test_the_command_bisects_two_reports_with_a_fake_index_and_runner(tmp_path, 
     calls.clear()
     assert cli.main(["bisect", str(old), str(new), "--state", str(state), "--cache-dir", str(tmp_path / "c")]) == 0
     assert calls == []
+
+
+def test_a_probe_whose_run_writes_no_report_names_the_log_that_holds_its_output(tmp_path, monkeypatch):
+    fake = tmp_path / "python"  # stands for a nightly's python: says why it failed, writes nothing
+    fake.write_text("#!/bin/sh\necho 'ImportError: the nightly is broken'\nexit 1\n")
+    fake.chmod(0o755)
+    envs = nightlies.Envs(tmp_path / "cache", out=lambda line: None)
+    monkeypatch.setattr(nightlies.Envs, "env", lambda self, version: fake)
+    with pytest.raises(bs.ProbeError, match="probe.log") as err:
+        envs.probe(NIGHTLIES[0], ["cases/test_x.py::test_y"])
+    log = tmp_path / "cache" / "runs" / NIGHTLIES[0] / "probe.log"
+    assert str(log) in str(err.value)
+    assert "the nightly is broken" in log.read_text()

@@ -162,15 +162,14 @@ def bisect_summary(state) -> str:
 def _context(report: dict) -> dict:
     """From the new report: per (behaviour, key), the oracles' answers (framework -> the values
     its rows saw, :func:`query.answers`) and the declaration's reason and link where declared."""
-    declared: dict = {}
+    tensorflow: dict = {}  # the page is about TensorFlow's change: its reason first
+    other: dict = {}
     for r in report.get("results") or []:
         for key, d in (r.get("declared") or {}).items():
             if isinstance(d, dict) and (d.get("reason") or d.get("link")):
-                entry = (d.get("reason") or "", d.get("link") or "")
-                if r.get("framework") == "tensorflow":  # the page is about TensorFlow's change: its reason first
-                    declared[(r["behaviour"], key, "tf")] = declared.get((r["behaviour"], key, "tf"), entry)
-                declared.setdefault((r["behaviour"], key), entry)
-    declared = {(b, k): declared.get((b, k, "tf"), v) for (b, k, *rest), v in declared.items() if not rest}
+                into = tensorflow if r.get("framework") == "tensorflow" else other
+                into.setdefault((r["behaviour"], key), (d.get("reason") or "", d.get("link") or ""))
+    declared = {**other, **tensorflow}
     oracles = {}
     for k, per in query.answers(report).items():
         joined = {
