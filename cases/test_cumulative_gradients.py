@@ -22,15 +22,18 @@ declared below:
   exclusive, not reverse), x)``, so wherever ``x_i = 0`` element i is 0 instead of its product of
   others (0/0 gave NaN until ``div_no_nan``, tensorflow#3862; 0 since, tensorflow#119430): at
   ``0,2,3`` the gradient is ``[0, 0, 0]``, not ``[9, 0, 0]``. Where the true element is 0 too
-  (``exclusive+reverse`` at ``0,2,3``, ``exclusive`` at ``2,3,0``) the answer is right. Near 0
-  the same division loses elements whose ``cumprod(x) * dy`` underflows, and its second derivative
-  (PyTorch's too) cancels to errors of about eps / x, so cumprod's drawn values start at 1/8
-  (``POSITIVE``: what was measured there).
+  (``exclusive+reverse`` at ``0,2,3``, ``exclusive`` at ``2,3,0``) the answer is right. So it is
+  through TF 2.21 and the nightlies before ``FIXED`` (2.22.0.dev20260627, bisected:
+  tensorflow#120282 routes the gradient through zero factors; every element at every zero pattern
+  is the product of others since, in every mode). Near 0 the same division loses elements whose
+  ``cumprod(x) * dy`` underflows, and its second derivative (PyTorch's too) cancels to errors of
+  about eps / x, so cumprod's drawn values start at 1/8 (``POSITIVE``: what was measured there).
 
 Sources: https://github.com/tensorflow/tensorflow/issues/119430 (the bug and the table of wrong
 elements), https://github.com/tensorflow/tensorflow/issues/3862 (the division formula and its
 NaN at zeros), https://github.com/tensorflow/tensorflow/pull/120282 (the zero-safe fix, merged;
-no release with it measured here),
+first in tf-nightly 2.22.0.dev20260627, in no release yet),
+https://github.com/tensorflow/tensorflow/compare/fe9174988c7...dfb0fe03522 (the bisected range),
 https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py
 """
 
@@ -44,6 +47,9 @@ from suite.ops import properties
 TF_ISSUE = "https://github.com/tensorflow/tensorflow/issues/119430"
 TF_DIVISION = "https://github.com/tensorflow/tensorflow/issues/3862"
 TF_FIX = "https://github.com/tensorflow/tensorflow/pull/120282"
+#: the first tf-nightly whose Cumprod gradient is the product of others at zeros (bisected; the
+#: nightly before, 2.22.0.dev20260626, answers as 2.21)
+FIXED = "2.22.0.dev20260627"
 TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
 TF_CUMPROD = "https://www.tensorflow.org/api_docs/python/tf/raw_ops/Cumprod"
 TORCH_CUMPROD = "https://docs.pytorch.org/docs/stable/generated/torch.cumprod.html"
@@ -88,9 +94,11 @@ DECLARED = [
         f"grad[cumprod@{row}:{pattern}]",
         "mixed:both-sides,zero",
         framework="tensorflow",
+        versions=f"<{FIXED}",
         reason="the Cumprod gradient is div_no_nan(cumsum(cumprod(x) * dy, exclusive, not reverse), x): at x_i = 0 "
         "the division gives 0 instead of the product of the other factors (measured at 0,2,3: [0, 0, 0] where the "
-        "gradient of sum(cumprod(x)) is [9, 0, 0]); fixed by tensorflow#120282, in no release measured here",
+        "gradient of sum(cumprod(x)) is [9, 0, 0]); fixed by tensorflow#120282 from tf-nightly 2.22.0.dev20260627 "
+        "(bisected), in no release yet",
         link=TF_ISSUE,
     )
     for row, patterns in DROPPED.items()

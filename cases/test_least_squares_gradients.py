@@ -21,15 +21,28 @@ to A is the derivative with respect to the matrix. The special points give the w
 
 Where A has rank n - 1, x = pinv(A) b is the minimum-norm solution; its derivative along
 rank-preserving directions is the pseudo-inverse's (Golub and Pereyra), which is what JAX and PyTorch
-give at ``column-copy`` (measured: within 5e-7 in float32 and 1e-15 in float64).
+give at ``column-copy`` (measured: within 5e-7 in float32 and 1e-15 in float64). A kind (``finite``)
+cannot tell a right gradient there from a wrong one, so both rank n - 1 points also observe
+``grad-accuracy``: the gradient against that closed form (``_pinv_vjp``; PyTorch is ``exact`` at
+both, JAX at ``column-copy``).
 
 Declared surprises:
 
 - At rank n - 1 TensorFlow's Cholesky of ``A^T A`` fails (Eigen's LLT, "Filling lower-triangular
   output with NaNs"): value and gradient are NaN in every mode, at a column copy and at a zero column
-  (tensorflow#115505, open; PR 127566 would fall back to the QR kernel).
+  (tensorflow#115505), through TF 2.21 and the nightlies before ``FALLBACK``.
 - Near-singular in float32 the rounded Gramian is not positive definite: value and gradient NaN
   again, where JAX and PyTorch give finite answers.
+- From tf-nightly ``FALLBACK`` (2.23.0.dev20260925, bisected; tensorflow#127566) a failed Cholesky
+  falls back to the QR kernel, ``stop_gradient(MatrixSolveLs(fast=False))``: the value at rank
+  n - 1 is the minimum-norm one in every mode but XLA, and each mode breaks the gradient its own
+  way. Eager: finite and silently wrong, only the residuals' partial derivative
+  (``grad-accuracy`` ``rel-err~1e+00``, the zero column's elements exactly 0). tf.function and v1
+  graph: NaN still (the cond sends zeros into the failed branch it captured, and 0 times NaN is
+  NaN), and forward mode raises "Gradient not defined for fast=False" at every input (it traces
+  both branches). XLA: MatrixSolveLs has no XLA kernel, so lstsq no longer compiles at all, at any
+  rank (reverse mode and second order raise
+  InvalidArgumentError, forward mode the ValueError first).
 - JAX's gradient is NaN where the SVD returns an exactly zero singular value (``zero-column``): the
   SVD's JVP for a tall matrix divides by the singular values (``_svd_jvp_rule``).
 
@@ -108,12 +121,76 @@ def _pinv_solution(a, b):
     return np.concatenate([x, np.sum(r * r, axis=-2, keepdims=True)], axis=-2)
 
 
+def _pinv_vjp(a, b, w):
+    """The float64 gradient of ``<w, _pinv_solution(a, b)>`` with respect to ``a``, from the
+    pseudo-inverse's derivative (Golub and Pereyra): ``d(M+) = -M+ dM M+ + M+ M+^T dM^T (I - M M+)
+    + (I - M+ M) dM^T M+^T M+``, one element of ``M`` at a time. At rank n - 1 this is what JAX and
+    PyTorch give (differences cannot: the solution jumps in the directions that restore the rank)."""
+    m = DESIGN + np.asarray(a, np.float64)
+    b, w = np.asarray(b, np.float64), np.asarray(w, np.float64)
+    pinv = np.linalg.pinv(m)
+    x = pinv @ b
+    r = m @ x - b
+    left, right = np.eye(m.shape[0]) - m @ pinv, np.eye(m.shape[1]) - pinv @ m
+    grad = np.zeros_like(m)
+    for i, j in np.ndindex(*m.shape):
+        dm = np.zeros_like(m)
+        dm[i, j] = 1.0
+        dpinv = -pinv @ dm @ pinv + pinv @ pinv.T @ dm.T @ left + right @ dm.T @ pinv.T @ pinv
+        dx = dpinv @ b
+        dr = dm @ x + m @ dx
+        grad[i, j] = np.sum(w[:-1] * dx) + np.sum(w[-1] * 2.0 * np.sum(r * dr, axis=-2))
+    return grad
+
+
+#: the first tf-nightly with tensorflow#127566's fallback (bisected: 2.22.0.dev20260924, the nightly before,
+#: answers as 2.21; https://github.com/tensorflow/tensorflow/compare/9edd58f895c...4470f2f1dd9)
+FALLBACK = "2.23.0.dev20260925"
+BEFORE, SINCE = f"<{FALLBACK}", f">={FALLBACK}"
+TF_FALLBACK = "https://github.com/tensorflow/tensorflow/pull/127566"
+RANK_DEFICIENT = ("column-copy", "zero-column")
+
 TF_RANK_DEFICIENT = dict(
     framework="tensorflow",
+    versions=BEFORE,
     link=TF_ISSUE,
     reason="fast=True solves the normal equations with a Cholesky factorization of A^T A, which does not exist "
     "at rank n - 1: Eigen's LLT fails and TensorFlow fills the factor with NaN, so value and gradient are NaN "
-    "where the minimum-norm solution pinv(A) b is finite (open; PR 127566 would fall back to the QR kernel)",
+    "where the minimum-norm solution pinv(A) b is finite",
+)
+TF_STOPPED = dict(
+    framework="tensorflow",
+    mode="eager",
+    versions=SINCE,
+    link=TF_FALLBACK,
+    reason="where the Cholesky fails, lstsq now returns stop_gradient(MatrixSolveLs(fast=False)): the value is the "
+    "minimum-norm solution, but the solution's own dependence on A is cut, so the gradient is only the residuals' "
+    "partial derivative through A: finite and silently wrong (the zero column's elements exactly 0)",
+)
+TF_CAPTURED_NAN = dict(
+    framework="tensorflow",
+    mode="function|graph",
+    versions=SINCE,
+    link=TF_FALLBACK,
+    reason="traced, the fallback is cond_v2(failed, stop_gradient(MatrixSolveLs(fast=False)), composite): the "
+    "value is the minimum-norm solution, but the cond's gradient sends zeros into the failed composite branch "
+    "it captured, and 0 times its NaN Cholesky gradient is NaN",
+)
+TF_NO_XLA_KERNEL = dict(
+    framework="tensorflow",
+    mode="xla",
+    versions=SINCE,
+    link=TF_FALLBACK,
+    reason="the fallback's MatrixSolveLs has no XLA kernel, and the cond holds it whatever the input: "
+    "tf.linalg.lstsq no longer compiles under jit_compile=True, at any rank (InvalidArgumentError)",
+)
+TF_FORWARD_THROUGH_COND = dict(
+    framework="tensorflow",
+    mode="function|xla|graph",
+    versions=SINCE,
+    link=TF_FALLBACK,
+    reason="forward mode traces both branches of the fallback's cond, and stop_gradient does not hide "
+    "MatrixSolveLs(fast=False) from its JVP: ValueError('Gradient not defined for fast=False') at every input",
 )
 
 ops.register(
@@ -125,36 +202,66 @@ ops.register(
         jax=_jax,
         torch=_torch,
         reference=_pinv_solution,
+        point_vjp=_pinv_vjp,  # at rank n - 1 a finite gradient is not yet a right one
         domain={"float32": (-0.25, 0.25), "float64": (-0.25, 0.25)},
         pairs=((np.float32, (4, 3)), (np.float64, (4, 3))),
         elementwise=False,  # every element of x mixes every element of A and b: an array-level floor
         points=(
-            _point("column-copy", COLUMN_COPY, "finite", value="exact"),
-            _point("zero-column", ZERO_COLUMN, "finite", value="exact"),
+            _point("column-copy", COLUMN_COPY, "finite", value="exact", also=(("grad-accuracy", "exact"),)),
+            _point("zero-column", ZERO_COLUMN, "finite", value="exact", also=(("grad-accuracy", "exact"),)),
             _point("near-singular", NEAR_SINGULAR, "finite", dtypes=("float32",)),
         ),
         declared=(
-            expect("grad[lstsq@column-copy]", "nan", **TF_RANK_DEFICIENT),
-            expect("value[lstsq@column-copy]", "rel-err~inf", **TF_RANK_DEFICIENT),
-            expect("grad[lstsq@zero-column]", "nan", **TF_RANK_DEFICIENT),
-            expect("value[lstsq@zero-column]", "rel-err~inf", **TF_RANK_DEFICIENT),
+            *(
+                expect(f"{what}[lstsq@{point}]", answer, **TF_RANK_DEFICIENT)
+                for point in RANK_DEFICIENT
+                for what, answer in (("grad", "nan"), ("value", "rel-err~inf"), ("grad-accuracy", "rel-err~inf"))
+            ),
             expect(
                 "grad[lstsq@near-singular]",
                 "nan",
                 framework="tensorflow",
+                versions=BEFORE,
                 link=TF_DOC,
                 reason="the fast path is documented to be stable only for cond(A) < 1/sqrt(eps) (2.9e3 in float32); "
                 "at 5.6e4 the rounded A^T A is not positive definite, the Cholesky fails and the gradient is NaN "
                 "(JAX's SVD and PyTorch's gelsy give finite ones)",
             ),
+            expect("grad[lstsq@zero-column]", "mixed:finite,zero", **TF_STOPPED),
+            *(expect(f"grad-accuracy[lstsq@{point}]", "rel-err~1e+00", **TF_STOPPED) for point in RANK_DEFICIENT),
+            *(
+                expect(key, answer, **TF_CAPTURED_NAN)
+                for point in RANK_DEFICIENT
+                for key, answer in ((f"grad[lstsq@{point}]", "nan"), (f"grad-accuracy[lstsq@{point}]", "rel-err~inf"))
+            ),
+            expect("grad[lstsq@near-singular]", "nan", **TF_CAPTURED_NAN),
+            *(
+                expect(
+                    f"{prop}[lstsq]",
+                    raises("InvalidArgumentError", r"No registered 'MatrixSolveLs' OpKernel for XLA"),
+                    **TF_NO_XLA_KERNEL,
+                )
+                for prop in ("reverse", "second")
+            ),  # fmt: skip
             expect(
-                "grad[lstsq@zero-column]",
-                "nan",
-                framework="jax",
-                link=JAX_SVD_JVP,
-                reason="jnp.linalg.lstsq is differentiated through svd(full_matrices=False), whose JVP for a tall "
-                "matrix divides (I - U U^T) dA V by the singular values (_svd_jvp_rule): an exactly zero one "
-                "gives NaN, though the value masks it (PyTorch's pinv-based backward is finite)",
+                "forward[lstsq]",
+                raises("ValueError", r"Gradient not defined for fast=False"),
+                **TF_FORWARD_THROUGH_COND,
+            ),
+            *(
+                expect(
+                    key,
+                    answer,
+                    framework="jax",
+                    link=JAX_SVD_JVP,
+                    reason="jnp.linalg.lstsq is differentiated through svd(full_matrices=False), whose JVP for a tall "
+                    "matrix divides (I - U U^T) dA V by the singular values (_svd_jvp_rule): an exactly zero one "
+                    "gives NaN, though the value masks it (PyTorch's pinv-based backward is finite)",
+                )
+                for key, answer in (
+                    ("grad[lstsq@zero-column]", "nan"),
+                    ("grad-accuracy[lstsq@zero-column]", "rel-err~inf"),
+                )
             ),
         ),
     )

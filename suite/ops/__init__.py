@@ -67,7 +67,9 @@ class Point:
     key: str | None = None
     #: further observations at the point a behaviour's own properties make, ((prefix, kind), ...):
     #: each one's key is ``<prefix>[<op>@<name>]`` (``side``: which one-sided difference the
-    #: gradient is; ``grad2``: the second derivative's kind), its kind the default
+    #: gradient is; ``grad2``: the second derivative's kind; ``grad-accuracy``: the first
+    #: argument's gradient against the entry's ``point_vjp``, ``exact`` or ``rel-err~<order>``,
+    #: where a kind alone cannot tell a finite wrong gradient from the right one), its kind the default
     also: tuple = ()
 
 
@@ -121,6 +123,9 @@ class Op:
     #: their accuracy): f', f'' of a one-argument op; a binary op's ``(a, b) -> (df/da, df/db)``;
     #: a reduction's ``vjp(x, w)``
     derivatives: tuple = ()
+    #: ``vjp(*args, w) -> d<w, f>/d args[0]`` in float64 at a special point whose gradient is held
+    #: to a closed form (``grad-accuracy``) because differences cannot give it (a rank change)
+    point_vjp: Callable | None = None
 
     def __post_init__(self):
         for fw in registry.NAMES:
@@ -299,15 +304,19 @@ def summary(kinds) -> str:
     return kinds[0] if len(kinds) == 1 else "mixed:" + ",".join(kinds)
 
 
-def accuracy(y, ref) -> str:
+def accuracy(y, ref, tol: cmp.Tolerance = cmp.VALUE) -> str:
     """``exact`` when ``y`` is within its dtype's value tolerance of the float64 ``ref``, else
-    ``rel-err~<order>``.
+    ``rel-err~<order>``; with ``tol=cmp.GRAD``, a gradient: within the gradient tolerance, its
+    elements near zero held at the array's floor (:func:`suite.compare.rel_err`).
 
     >>> accuracy(np.float64(1 + 5e-9), 1.0), accuracy(np.float32(1.0), 1.0), accuracy(np.float64(0.0), -1e-20)
     ('rel-err~1e-08', 'exact', 'rel-err~1e+00')
+    >>> accuracy(np.float32([1.0, 1e-9]), [1.0, 0.0], cmp.GRAD), accuracy(np.float32([1.0, 0.0]), [1.0, 0.5], cmp.GRAD)
+    ('exact', 'rel-err~1e+00')
     """
     y = np.asarray(y)
-    err = cmp.rel_err(y.astype(np.float64), np.broadcast_to(np.asarray(ref, np.float64), y.shape), rtol=0.0)
-    if err <= cmp.VALUE.of(y.dtype):
+    ref = np.broadcast_to(np.asarray(ref, np.float64), y.shape)
+    err = cmp.rel_err(y.astype(np.float64), ref, rtol=0.0 if tol is cmp.VALUE else None, dtype=y.dtype)
+    if err <= tol.of(y.dtype):
         return "exact"
     return "rel-err~inf" if not np.isfinite(err) else f"rel-err~{10.0 ** round(np.log10(err)):.0e}"
