@@ -149,10 +149,27 @@ ops.register(
                 "forward[resize_bilinear]",
                 "none",
                 framework="tensorflow",
+                versions=">=2.18",
                 reason="ResizeBilinearGrad is registered NotDifferentiable, so TensorFlow's forward mode (forward "
                 "over reverse) gives a None J t instead of M t, silently, in every mode",
                 link=TF_IMAGE_GRAD,
             )
+        ]
+        + [
+            expect(
+                f"{prop}[resize_bilinear]",
+                raises(error, r"ResizeBilinearGrad"),
+                framework="tensorflow",
+                mode=modes,
+                versions="<2.18",
+                reason="before TF 2.18 ResizeBilinearGrad has no gradient registered at all (not even "
+                "NotDifferentiable), so forward mode (forward over reverse) and the second derivative of "
+                "bilinear resizing raise 'gradient registry has no entry for: ResizeBilinearGrad' (measured on "
+                "2.14-2.17; 2.18 and later give None, read as the zero second derivative)",
+                link=TF_NO_GRAD_GRAD,
+            )
+            for prop in ("forward", "second")
+            for error, modes in (("LookupError", "eager|graph"), ("StagingError", "function|xla"))
         ],
     )
 )
@@ -238,6 +255,18 @@ ops.register(
             )
             for prop in ("reverse", "forward", "second")
             for error, modes in (("LookupError", "eager|graph"), ("StagingError", "function|xla"))
+        ]
+        + [
+            expect(
+                f"{prop}[resize_area]",
+                raises("ValueError", r'Unknown resize method "area"'),
+                framework="jax",
+                versions="<=0.4.30",
+                reason="jax.image.resize has no area method in JAX 0.4.30 (the JAX of the TF 2.12-2.17 envs, "
+                "NumPy 1): 'Unknown resize method' (measured; JAX 0.10.2 has it)",
+                link=JAX_RESIZE,
+            )
+            for prop in ("reverse", "forward", "second")
         ],
     )
 )

@@ -124,13 +124,36 @@ def pin_worker(workerinput: dict) -> list[int] | None:
     return mine
 
 
+_EXIT_STATUS = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    session.config.stash[_EXIT_STATUS] = int(session.exitstatus)  # as the report writer left it
+
+
 def pytest_unconfigure(config):
     """Before the interpreter shuts down: close what is still open and collect the reference
-    cycles that may hold tf.data iterators, so ``Py_FinalizeEx`` has nothing to wait for."""
+    cycles that may hold tf.data iterators, so ``Py_FinalizeEx`` has nothing to wait for.
+    Under the CLI's supervisor (:data:`suite.options.FAST_EXIT_ENV`), not in an xdist worker: end the process
+    with the session's status as the first exit handler, after pytest has restored its output."""
+    import atexit
     import gc
+    import os
+    import sys
 
     resources.release()
     gc.collect()
+    status = config.stash.get(_EXIT_STATUS, None)
+    if status is None or not os.environ.get(options.FAST_EXIT_ENV) or hasattr(config, "workerinput"):
+        return
+
+    def end_now():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+    atexit.register(end_now)  # registered last, so it runs first
 
 
 @pytest.hookimpl(wrapper=True)

@@ -12,9 +12,11 @@ report with zero rows.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
+from suite import options
 from suite.report import files, schema
 from suite.report.schema import Row, last_record
 
@@ -59,7 +61,8 @@ def _supervise(argv, report_dir: Path, jsonl: Path, state: dict, max_crashes: in
         # Ctrl-C (to the terminal's group) and ``kill -INT <pid>`` (to this process alone,
         # as timeout, IDEs and job runners send it) both end the run the same way, and a
         # second SIGINT from the group cannot break the child while it writes the report.
-        state["child"] = child = subprocess.Popen(cmd, **_own_process_group())
+        env = {**os.environ, options.FAST_EXIT_ENV: "1"}  # the child ends once its report is written
+        state["child"] = child = subprocess.Popen(cmd, env=env, **_own_process_group())
         signalled = state["signalled"]
         rc = child.wait()
         # Interrupted: the stream says so, or the signal ended the child before its footer. A

@@ -204,6 +204,31 @@ def tf_xla_cache_dir(environ=os.environ, version: str | None = None) -> Path | N
     return None if root is None or not version else root / "tf-xla" / version
 
 
+#: The first TensorFlow whose XLA compiles with :data:`TF_XLA_CACHE_FLAG` set. With the flag,
+#: 2.12-2.15 fail every XLA compilation on this CPU, an empty cache directory too (measured
+#: 2026-11-29 on one XLA row of each release env: 2.14.1 and 2.15.1 "TargetRegistry::lookupTarget
+#: failed: No available targets are compatible with triple "unknown"", 2.13.1 "Not an XLA
+#: Runtime executable"; 2.16.2 passes and writes its entries)
+TF_XLA_CACHE_SINCE = (2, 16)
+
+
+def tf_xla_cache_works(version: str | None) -> bool:
+    """Does TensorFlow ``version`` compile XLA programs with a persistent cache set?
+
+    >>> tf_xla_cache_works("2.15.1"), tf_xla_cache_works("2.16.2"), tf_xla_cache_works("2.23.0.dev20261026")
+    (False, True, True)
+    >>> tf_xla_cache_works(None)
+    False
+    """
+    if not version:
+        return False
+    try:
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= TF_XLA_CACHE_SINCE
+
+
 def without_tf_xla_cache(flags: str) -> str | None:
     """``TF_XLA_FLAGS`` without the persistent cache (for a process whose first XLA
     compilation is what it measures); ``None`` when nothing else is left.
@@ -231,7 +256,10 @@ def _tf_xla_cache(environ) -> None:
     flags = environ.get("TF_XLA_FLAGS", "")
     if TF_XLA_CACHE_FLAG in flags:
         return
-    path = tf_xla_cache_dir(environ, tf_distribution_version())
+    version = tf_distribution_version()
+    if not tf_xla_cache_works(version):
+        return
+    path = tf_xla_cache_dir(environ, version)
     if path is None:
         return
     try:
