@@ -292,23 +292,23 @@ EXPECT = expectations(
         "numpy-behavior[numpy-float64]",
         "float64/float32",
         framework="tensorflow",
-        versions=">=2.15",
+        versions=">=2.18",
         link=TF_NUMPY_BEHAVIOR,
         reason="with NumPy behaviour on, a NumPy float64 scalar is a float64 operand, not a weak one: the float32 "
         "tensor is promoted to float64 (prefer_float32=True keeps float32); the gradient is cast back to the "
-        "variable's float32. From TF 2.15 (its new type promotion): 2.12-2.14 convert the NumPy scalar to the "
-        "tensor's float32 (float32/float32, measured)",
+        "variable's float32. From TF 2.18: 2.12-2.17 convert the NumPy scalar to the tensor's "
+        "float32 (float32/float32, measured)",
     ),
     *[
         expect(
             f"{key}[numpy-int64]",
             "float64/float32",
             framework="tensorflow",
-            versions=">=2.15",
+            versions=">=2.18",
             link=TF_NUMPY_BEHAVIOR,
             reason="with NumPy behaviour on, a NumPy int64 scalar is an int64 operand, and float32 with int64 "
             "promotes to float64 (as in NumPy), prefer_float32 or not; the gradient is cast back to float32. From "
-            "TF 2.15: 2.12-2.14 convert it to the tensor's float32 (float32/float32, measured)",
+            "TF 2.18: 2.12-2.17 convert it to the tensor's float32 (float32/float32, measured)",
         )
         for key in NUMPY_KEYS
     ],

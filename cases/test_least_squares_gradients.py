@@ -2,17 +2,20 @@
 
 ``tf.linalg.lstsq(A, b)`` (``fast=True``, the default) solves the normal equations with a Cholesky
 factorization of ``A^T A``; JAX's ``jnp.linalg.lstsq`` goes through an SVD, PyTorch's
-``torch.linalg.lstsq`` through LAPACK's ``gelsy`` on the CPU (a rank-revealing QR) with a backward
-pass built on ``pinv``. One op-table entry, ``lstsq``: a tall A (4 x 3) and three right-hand sides
-b (4 x 3, an inconsistent system, so the residual ``r = A x - b`` is not zero); its program returns
-the solution x (3 x 3) with the residuals ``sum(r * r, axis=-2)`` as a fourth row (PyTorch returns
-residuals without a gradient, pytorch#147543, so every framework computes them from x). The float64
-reference is the pseudo-inverse closed form, ``x = pinv(A) b``. The matrix an example solves with is
-``DESIGN + A``: A is drawn within 0.25 of a fixed design whose singular values (6, 3.5, 1.5) are
-farther apart than any draw can move them, so every drawn system has full rank (condition number at
-most 11) and the generic properties (reverse mode against the reference, the oracles and float64
-central differences, forward mode, second order) compare every example; the derivative with respect
-to A is the derivative with respect to the matrix. The special points give the whole matrix:
+``torch.linalg.lstsq`` with ``driver="gelsd"`` (an SVD) with a backward pass built on ``pinv``: its
+default CPU driver, ``gelsy`` (a rank-revealing QR), decides the rank of an exactly rank-deficient
+float32 matrix from MKL's rounding, which varies from call to call (measured: ``column-copy``'s
+value exact in some of 25 calls, off by about 1 in others, one thread or two). One op-table entry,
+``lstsq``: a tall A (4 x 3) and three right-hand sides b (4 x 3, an inconsistent system, so the
+residual ``r = A x - b`` is not zero); its program returns the solution x (3 x 3) with the residuals
+``sum(r * r, axis=-2)`` as a fourth row (PyTorch returns residuals without a gradient,
+pytorch#147543, so every framework computes them from x). The float64 reference is the
+pseudo-inverse closed form, ``x = pinv(A) b``. The matrix an example solves with is ``DESIGN + A``:
+A is drawn within 0.25 of a fixed design whose singular values (6, 3.5, 1.5) are farther apart than
+any draw can move them, so every drawn system has full rank (condition number at most 11) and the
+generic properties (reverse mode against the reference, the oracles and float64 central differences,
+forward mode, second order) compare every example; the derivative with respect to A is the
+derivative with respect to the matrix. The special points give the whole matrix:
 
 - ``column-copy``: the third column a copy of the first (rank 2);
 - ``zero-column``: the third column zero (rank 2, an exactly zero singular value);
@@ -108,7 +111,7 @@ def _jax(jax, a, b):
 
 def _torch(torch, a, b):
     m = torch.as_tensor(DESIGN, dtype=a.dtype) + a
-    x = torch.linalg.lstsq(m, b).solution  # driver gelsy on the CPU
+    x = torch.linalg.lstsq(m, b, driver="gelsd").solution  # the SVD: gelsy (the default) decides rank from MKL rounding
     r = m @ x - b
     return torch.cat([x, (r * r).sum(dim=-2, keepdim=True)], dim=-2)
 

@@ -561,3 +561,26 @@ def test_the_upgrade_view_puts_what_to_act_on_first_with_the_oracles_and_the_dec
     md = upgrade.markdown(m)
     assert "**1 a user may need to act on**" in md
     assert "- **now raises** `bincount`: `dropped` → `raises:X`, in TensorFlow xla (cpu); JAX: dropped; declared" in md
+
+
+def test_the_upgrade_view_gives_a_change_the_reason_its_own_rows_matched_not_another_modes():
+    """A key that changed eagerly to the undeclared answer, while traced rows keep a declared
+    one, shows no reason: the traced rows' declaration explains their answer, not this one."""
+    from suite.report import upgrade
+
+    traced = {
+        "grad": {"reason": "traced: the cond captures NaN", "link": "https://github.com/tensorflow/tensorflow/pull/2"}
+    }
+
+    def rows(eager_value):
+        return [
+            _row(behaviour="ls", test="cases/test_ls.py::t[tensorflow-eager-cpu]", mode="eager",
+                 observed={"grad": eager_value}, expected={"grad": eager_value}),
+            _row(behaviour="ls", test="cases/test_ls.py::t[tensorflow-graph-cpu]", mode="graph",
+                 observed={"grad": "nan"}, expected={"grad": "nan"}, declared=traced),
+        ]  # fmt: skip
+
+    m = upgrade.model(_release("2.21.0", rows("nan")), _release("2.23.0", rows("finite")), "a", "b")
+    (change,) = m["behaviours"][0]["changes"]
+    assert change["where"] and "eager" in change["where"] and "graph" not in change["where"]
+    assert (change["reason"], change["link"]) == ("", "")

@@ -69,7 +69,7 @@ def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool =
     behaviours: dict = {}
     for (b, k, o, n), e in sorted(grouped.items()):
         kind = min(e["kinds"], key=difflib_.CLASSES.index)  # the one most in need of action
-        answers, (reason, link) = context["answers"].get((b, k), {}), context["declared"].get((b, k), ("", ""))
+        answers, (reason, link) = context["answers"].get((b, k), {}), _declared_for(context, k, e["ids"])
         behaviours.setdefault(b, []).append(
             {
                 "key": k,
@@ -161,15 +161,15 @@ def bisect_summary(state) -> str:
 
 def _context(report: dict) -> dict:
     """From the new report: per (behaviour, key), the oracles' answers (framework -> the values
-    its rows saw, :func:`query.answers`) and the declaration's reason and link where declared."""
-    tensorflow: dict = {}  # the page is about TensorFlow's change: its reason first
-    other: dict = {}
+    its rows saw, :func:`query.answers`); per (TensorFlow test, key), the reason and link of the
+    declaration that row matched."""
+    rows: dict = {}
     for r in report.get("results") or []:
+        if r.get("framework") != "tensorflow":
+            continue
         for key, d in (r.get("declared") or {}).items():
             if isinstance(d, dict) and (d.get("reason") or d.get("link")):
-                into = tensorflow if r.get("framework") == "tensorflow" else other
-                into.setdefault((r["behaviour"], key), (d.get("reason") or "", d.get("link") or ""))
-    declared = {**other, **tensorflow}
+                rows[(r["test"], key)] = (d.get("reason") or "", d.get("link") or "")
     oracles = {}
     for k, per in query.answers(report).items():
         joined = {
@@ -177,7 +177,13 @@ def _context(report: dict) -> dict:
         }
         if joined:
             oracles[k] = joined
-    return {"answers": oracles, "declared": declared}
+    return {"answers": oracles, "rows": rows}
+
+
+def _declared_for(context: dict, key: str, ids) -> tuple[str, str]:
+    """The reason and link of a change seen in the TensorFlow rows ``ids``: the declaration those
+    rows matched, or none (one of another mode, or an oracle's, would explain another answer)."""
+    return next((context["rows"][(t, key)] for t in sorted(ids) if (t, key) in context["rows"]), ("", ""))
 
 
 def _env():
