@@ -26,7 +26,7 @@ import numpy as np
 
 from suite import ops
 from suite.behaviours import behaviour
-from suite.expectations import expect, raises
+from suite.expectations import expect
 from suite.ops import properties
 
 TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
@@ -346,7 +346,6 @@ SQUARES_X = (
     "the derivative is 1/sqrt(x*x + 1) (1/sqrt(x*x - 1) for acosh): x*x overflows float32 above 1.8e19, so the "
     "gradient is 0 where 1/|x| = 3.3e-20 is a normal number (TensorFlow's kernel keeps it; measured at 3e19)"
 )
-SOFTSIGN_MODES = {"LookupError": "eager|graph", "StagingError": "function|xla"}
 unary(
     "softsign",
     "nn.softsign",
@@ -382,35 +381,21 @@ unary(
             "(TensorFlow and PyTorch answer 0; measured at 3e19)",
         )
     ]
-    + [
-        expect(
-            f"{prop}[softsign]",
-            raises(error, SOFTSIGN_GRAD),
-            framework="tensorflow",
-            mode=modes,
-            versions=">=2.13,<2.22.0.dev20260830"
-            if (prop, error) == ("forward", "LookupError")
-            else "<2.22.0.dev20260830",
-            reason="TensorFlow registered no gradient for SoftsignGrad, so neither forward mode (forward "
-            "over reverse) nor a second derivative of softsign existed; registered since (measured on "
-            "2.23.0.dev20261026)",
-            link="https://github.com/tensorflow/tensorflow/pull/126092",
-        )
-        for prop in ("forward", "second")
-        for error, modes in SOFTSIGN_MODES.items()
-    ]
-    + [
-        expect(
-            "forward[softsign]",
-            raises("StagingError", SOFTSIGN_GRAD),
-            framework="tensorflow",
-            mode="eager|graph",
-            versions="<2.13",
-            reason="TF 2.12's ForwardAccumulator builds the forward-over-backward JVP in a tf.function in every mode, "
+    + ops.missing_gradient(
+        "softsign",
+        ("forward", "second"),
+        SOFTSIGN_GRAD,
+        versions="<2.22.0.dev20260830",
+        reason="TensorFlow registered no gradient for SoftsignGrad, so neither forward mode (forward "
+        "over reverse) nor a second derivative of softsign existed; registered since (measured on "
+        "2.23.0.dev20261026)",
+        link="https://github.com/tensorflow/tensorflow/pull/126092",
+        early=(
+            "TF 2.12's ForwardAccumulator builds the forward-over-backward JVP in a tf.function in every mode, "
             "so the missing SoftsignGrad gradient surfaces as a StagingError there too (measured)",
-            link=TF_NN_GRAD,
-        )
-    ],
+            TF_NN_GRAD,
+        ),
+    ),
 )
 # ELU and SELU near 0 and at -40: values within 0.1 of the kink are judged at the special points
 JAX_EXPM1 = dict(

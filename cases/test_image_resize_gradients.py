@@ -60,25 +60,6 @@ JAX_RESIZE = "https://docs.jax.dev/en/latest/_autosummary/jax.image.resize.html"
 TORCH_INTERPOLATE = "https://pytorch.org/docs/stable/generated/torch.nn.functional.interpolate.html"
 
 
-def _refusals(entry, props, pattern, *, versions=None, **kw):
-    """TensorFlow's refusal of ``props`` of ``entry`` (a missing gradient): LookupError eagerly and in
-    a v1 graph, StagingError where a function is traced, and, in TF 2.12, a StagingError for forward
-    mode in every mode (its ForwardAccumulator builds the JVP in a tf.function; measured)."""
-    out = []
-    for prop in props:
-        for error, modes in (("LookupError", "eager|graph"), ("StagingError", "function|xla")):
-            bound = versions
-            if (prop, error) == ("forward", "LookupError"):
-                bound = ">=2.13" + (f",{versions}" if versions else "")
-            out.append(expect(f"{prop}[{entry}]", raises(error, pattern), framework="tensorflow", mode=modes,
-                              versions=bound, **kw))  # fmt: skip
-        if prop == "forward":
-            early = "<2.13" + (f",{versions}" if versions else "")
-            out.append(expect(f"{prop}[{entry}]", raises("StagingError", pattern), framework="tensorflow",
-                              mode="eager|graph", versions=early, **kw))  # fmt: skip
-    return out
-
-
 TORCH_AREA = (
     "PyTorch's mode='area' is adaptive_avg_pool2d over whole pixels (bins floor(i in/out) to ceil((i + 1) "
     "in/out)), another matrix than TensorFlow's and JAX's area, which weigh the fraction of a pixel a box covers"
@@ -176,7 +157,7 @@ ops.register(
                 link=TF_IMAGE_GRAD,
             )
         ]
-        + _refusals(
+        + ops.missing_gradient(
             "resize_bilinear",
             ("forward", "second"),
             r"ResizeBilinearGrad",
@@ -229,7 +210,7 @@ ops.register(
         pairs=PAIRS,
         # M^T 1: the stretched kernel reaches every pixel
         points=(ops.Point("ones", (1.0,), "finite", dtypes=("float32",)),),
-        declared=_refusals(
+        declared=ops.missing_gradient(
             "resize_antialias_nearest",
             ("forward", "second"),
             r"ScaleAndTranslateGrad|ResizeNearestNeighborGrad",
@@ -264,7 +245,7 @@ ops.register(
         reference=_reference(AREA),
         elementwise=False,
         pairs=PAIRS,
-        declared=_refusals(
+        declared=ops.missing_gradient(
             "resize_area",
             ("reverse", "forward", "second"),
             r"ResizeArea",

@@ -19,7 +19,7 @@ import platform
 import sys
 from pathlib import Path
 
-from suite import registry
+from suite import registry, versions as vr
 
 #: Frameworks in import order: torch before TensorFlow (DESIGN.md, process hygiene).
 FRAMEWORKS = registry.IMPORT_ORDER
@@ -204,12 +204,12 @@ def tf_xla_cache_dir(environ=os.environ, version: str | None = None) -> Path | N
     return None if root is None or not version else root / "tf-xla" / version
 
 
-#: The first TensorFlow whose XLA compiles with :data:`TF_XLA_CACHE_FLAG` set. With the flag,
+#: The TensorFlow releases whose XLA compiles with :data:`TF_XLA_CACHE_FLAG` set. With the flag,
 #: 2.12-2.15 fail every XLA compilation on this CPU, an empty cache directory too (measured
 #: 2026-11-29 on one XLA row of each release env: 2.14.1 and 2.15.1 "TargetRegistry::lookupTarget
 #: failed: No available targets are compatible with triple "unknown"", 2.13.1 "Not an XLA
 #: Runtime executable"; 2.16.2 passes and writes its entries)
-TF_XLA_CACHE_SINCE = (2, 16)
+TF_XLA_CACHE_VERSIONS = ">=2.16"
 
 
 def tf_xla_cache_works(version: str | None) -> bool:
@@ -217,16 +217,15 @@ def tf_xla_cache_works(version: str | None) -> bool:
 
     >>> tf_xla_cache_works("2.15.1"), tf_xla_cache_works("2.16.2"), tf_xla_cache_works("2.23.0.dev20261026")
     (False, True, True)
-    >>> tf_xla_cache_works(None)
-    False
+    >>> tf_xla_cache_works(None), tf_xla_cache_works("unknown")
+    (False, False)
     """
     if not version:
         return False
     try:
-        major, minor = (int(part) for part in version.split(".")[:2])
-    except ValueError:
+        return vr.in_range(version, TF_XLA_CACHE_VERSIONS)
+    except vr.VersionError:  # not a version this project can read: no cache rather than a failed run
         return False
-    return (major, minor) >= TF_XLA_CACHE_SINCE
 
 
 def without_tf_xla_cache(flags: str) -> str | None:

@@ -38,7 +38,7 @@ from typing import Callable
 import numpy as np
 
 from suite import compare as cmp, finite_diff, registry
-from suite.expectations import Expectations
+from suite.expectations import Expectations, expect, raises
 from suite.ops.error import ULPS, Terms  # noqa: F401  (the entries' vocabulary)
 from suite.program import Program
 
@@ -241,6 +241,35 @@ def register(op: Op) -> Op:
     return op
 
 
+def missing_gradient(entry: str, props, pattern: str, *, versions=None, reason, link, early=None) -> list:
+    """TensorFlow's refusal of the properties ``props`` (``forward``, ``second``) of the table
+    entry ``entry`` where a gradient they need is not registered: a LookupError matching
+    ``pattern`` eagerly and in a v1 graph, a StagingError where a function is traced
+    (tf.function, XLA); and for forward mode before 2.13 a StagingError in every mode (TF
+    2.12's ForwardAccumulator builds the JVP in a tf.function; measured). ``versions`` bounds
+    all of them; ``early`` is ``(reason, link)`` of the 2.12 forward declaration where it
+    differs from ``reason`` and ``link``.
+
+    >>> [(e.mode, e.versions) for e in missing_gradient("f", ("forward",), "FGrad", reason="r", link="l")]
+    [('eager|graph', '>=2.13'), ('function|xla', None), ('eager|graph', '<2.13')]
+    """
+
+    def bound(*clauses):
+        return ",".join(c for c in (*clauses, versions) if c) or None
+
+    out = []
+    for prop in props:
+        for error, modes in (("LookupError", "eager|graph"), ("StagingError", "function|xla")):
+            early_clause = ">=2.13" if (prop, error) == ("forward", "LookupError") else None
+            out.append(expect(f"{prop}[{entry}]", raises(error, pattern), framework="tensorflow", mode=modes,
+                              versions=bound(early_clause), reason=reason, link=link))  # fmt: skip
+        if prop == "forward":
+            why, where = early or (reason, link)
+            out.append(expect(f"{prop}[{entry}]", raises("StagingError", pattern), framework="tensorflow",
+                              mode="eager|graph", versions=bound("<2.13"), reason=why, link=where))  # fmt: skip
+    return out
+
+
 def entries(behaviour: str) -> list[Op]:
     """The table's entries reported under ``behaviour``, in registration order."""
     return [op for op in _TABLE.values() if op.behaviour == behaviour]
@@ -304,19 +333,23 @@ def summary(kinds) -> str:
     return kinds[0] if len(kinds) == 1 else "mixed:" + ",".join(kinds)
 
 
-def accuracy(y, ref, tol: cmp.Tolerance = cmp.VALUE) -> str:
-    """``exact`` when ``y`` is within its dtype's value tolerance of the float64 ``ref``, else
-    ``rel-err~<order>``; with ``tol=cmp.GRAD``, a gradient: within the gradient tolerance, its
-    elements near zero held at the array's floor (:func:`suite.compare.rel_err`).
+def accuracy(y, ref, *, gradient: bool = False) -> str:
+    """``exact`` when ``y`` is within its dtype's value tolerance of the float64 ``ref`` (purely
+    relative, element by element), else ``rel-err~<order>``; with ``gradient=True``, a
+    gradient: within the gradient tolerance, its elements near zero held at the array's floor
+    (:func:`suite.compare.rel_err`).
 
     >>> accuracy(np.float64(1 + 5e-9), 1.0), accuracy(np.float32(1.0), 1.0), accuracy(np.float64(0.0), -1e-20)
     ('rel-err~1e-08', 'exact', 'rel-err~1e+00')
-    >>> accuracy(np.float32([1.0, 1e-9]), [1.0, 0.0], cmp.GRAD), accuracy(np.float32([1.0, 0.0]), [1.0, 0.5], cmp.GRAD)
-    ('exact', 'rel-err~1e+00')
+    >>> accuracy(np.float32([1.0, 1e-9]), [1.0, 0.0], gradient=True)
+    'exact'
+    >>> accuracy(np.float32([1.0, 0.0]), [1.0, 0.5], gradient=True)
+    'rel-err~1e+00'
     """
     y = np.asarray(y)
     ref = np.broadcast_to(np.asarray(ref, np.float64), y.shape)
-    err = cmp.rel_err(y.astype(np.float64), ref, rtol=0.0 if tol is cmp.VALUE else None, dtype=y.dtype)
+    tol = cmp.GRAD if gradient else cmp.VALUE
+    err = cmp.rel_err(y.astype(np.float64), ref, rtol=None if gradient else 0.0, dtype=y.dtype)
     if err <= tol.of(y.dtype):
         return "exact"
     return "rel-err~inf" if not np.isfinite(err) else f"rel-err~{10.0 ** round(np.log10(err)):.0e}"
