@@ -132,11 +132,17 @@ def pytest_sessionfinish(session, exitstatus):
     session.config.stash[_EXIT_STATUS] = int(session.exitstatus)  # as the report writer left it
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
     """Before the interpreter shuts down: close what is still open and collect the reference
     cycles that may hold tf.data iterators, so ``Py_FinalizeEx`` has nothing to wait for.
-    Under the CLI's supervisor (:data:`suite.options.FAST_EXIT_ENV`), not in an xdist worker: end the process
-    with the session's status as the first exit handler, after pytest has restored its output."""
+    Under the CLI's supervisor (:data:`suite.options.FAST_EXIT_ENV`), end the process without
+    the frameworks' teardown (TensorFlow's, JAX's and PyTorch's exit handlers and module
+    finalisation take seconds): the supervised pytest with the session's status as the first
+    exit handler, after pytest has restored its output; an xdist worker at once, as the last
+    unconfigure hook, since xdist's ``workerfinished`` (its results and status) has been sent
+    in ``pytest_sessionfinish`` and the controller would otherwise wait for each worker's
+    interpreter to finish before it can end."""
     import atexit
     import gc
     import os
@@ -145,7 +151,7 @@ def pytest_unconfigure(config):
     resources.release()
     gc.collect()
     status = config.stash.get(_EXIT_STATUS, None)
-    if status is None or not os.environ.get(options.FAST_EXIT_ENV) or hasattr(config, "workerinput"):
+    if status is None or not os.environ.get(options.FAST_EXIT_ENV):
         return
 
     def end_now():
@@ -153,6 +159,8 @@ def pytest_unconfigure(config):
         sys.stderr.flush()
         os._exit(status)
 
+    if hasattr(config, "workerinput"):
+        end_now()
     atexit.register(end_now)  # registered last, so it runs first
 
 
