@@ -333,23 +333,26 @@ def summary(kinds) -> str:
     return kinds[0] if len(kinds) == 1 else "mixed:" + ",".join(kinds)
 
 
-def accuracy(y, ref, *, gradient: bool = False) -> str:
+def accuracy(y, ref, *, ulps: float | None = None) -> str:
     """``exact`` when ``y`` is within its dtype's value tolerance of the float64 ``ref`` (purely
-    relative, element by element), else ``rel-err~<order>``; with ``gradient=True``, a
-    gradient: within the gradient tolerance, its elements near zero held at the array's floor
-    (:func:`suite.compare.rel_err`).
+    relative, element by element), else ``rel-err~<order>``. With ``ulps``, a gradient of a
+    mixing op (``grad-accuracy``): every element within ``ulps`` units of rounding of the
+    array's largest (the normwise bound of a linear-algebra result, whose every element sums
+    terms of the whole array's size).
 
     >>> accuracy(np.float64(1 + 5e-9), 1.0), accuracy(np.float32(1.0), 1.0), accuracy(np.float64(0.0), -1e-20)
     ('rel-err~1e-08', 'exact', 'rel-err~1e+00')
-    >>> accuracy(np.float32([1.0, 1e-9]), [1.0, 0.0], gradient=True)
-    'exact'
-    >>> accuracy(np.float32([1.0, 0.0]), [1.0, 0.5], gradient=True)
-    'rel-err~1e+00'
+    >>> accuracy(np.float32([1.0, 1e-6]), [1.0, 0.0], ulps=16), accuracy(np.float32([1.0, 1e-5]), [1.0, 0.0], ulps=16)
+    ('exact', 'rel-err~1e-05')
     """
     y = np.asarray(y)
     ref = np.broadcast_to(np.asarray(ref, np.float64), y.shape)
-    tol = cmp.GRAD if gradient else cmp.VALUE
-    err = cmp.rel_err(y.astype(np.float64), ref, rtol=None if gradient else 0.0, dtype=y.dtype)
-    if err <= tol.of(y.dtype):
+    if ulps is None:
+        tol = cmp.VALUE.of(y.dtype)
+        err = cmp.rel_err(y.astype(np.float64), ref, rtol=0.0, dtype=y.dtype)
+    else:  # the floor is the array's largest element: |y_i - ref_i| <= ulps eps max|ref|
+        tol = ulps * cmp.EPS[cmp.real_name(y.dtype)]
+        err = cmp.rel_err(y.astype(np.float64), ref, rtol=tol, dtype=y.dtype, ulps=ulps)
+    if err <= tol:
         return "exact"
     return "rel-err~inf" if not np.isfinite(err) else f"rel-err~{10.0 ** round(np.log10(err)):.0e}"
