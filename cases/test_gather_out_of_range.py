@@ -52,7 +52,7 @@ from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, out_of_range as oor, strategies as ss
 from suite.behaviours import behaviour, on
-from suite.expectations import expect, expectations, raises
+from suite.expectations import expect, expect_keys, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
 from suite.out_of_range import CATEGORIES, categories, classify, classify_grad
 from suite.program import Program
@@ -106,10 +106,6 @@ def _keys(kind, api, above, negative, below):
 POLICY_VERSIONS = ">=2.18"
 
 
-def _declare(kind, api, observed, cats=CATEGORIES, **where):
-    return [expect(f"{kind}:{api}[{c}]", observed, **where) for c in cats]
-
-
 # Defaults: tf.gather's CPU contract for the shared spelling "gather" (tf.gather, and x[idx]
 # in JAX/PyTorch); each oracle-only API's documented behaviour (jnp.take: fill (NaN) with
 # NumPy negatives; mode="clip" clamps; .at[].get is x[idx]; torch.gather/index_select
@@ -152,20 +148,19 @@ EXPECT = expectations(
         reason="the XLA lowering of GatherV2 uses XLA Gather, which clamps start indices into range "
         "and checks nothing: [1 2 3 4 5][[0, 1, 6]] -> [1 2 5] (open issue, TF 2.21)",
     ),
-    *_declare(
-        "forward",
-        "gather",
+    *expect_keys(
+        "forward:gather[{c}]",
         "clamp",
-        ("negative", "below"),
+        over={"c": ("negative", "below")},
         framework="tensorflow",
         mode="xla",
         link=XLA_NEGATIVE,
         reason="XLA clamps negative indices to row 0 (no NumPy wrap, no error)",
     ),
-    *_declare(
-        "forward",
-        "gather",
+    *expect_keys(
+        "forward:gather[{c}]",
         "zero-fill",
+        over={"c": CATEGORIES},
         framework="tensorflow",
         mode="eager|function|graph",
         device="gpu",
@@ -173,11 +168,10 @@ EXPECT = expectations(
         reason="tf.gather docs: on GPU an out-of-bound index stores 0 in the output "
         "(the GPU kernel does not check indices); declared, not measured here",
     ),
-    *_declare(
-        "forward",
-        "gather",
+    *expect_keys(
+        "forward:gather[{c}]",
         "clamp",
-        ("above", "below"),
+        over={"c": ("above", "below")},
         framework="jax",
         link=JAX_OOB,
         reason="JAX indexing clamps out-of-bound retrievals into range (XLA Gather semantics)",
@@ -193,22 +187,20 @@ EXPECT = expectations(
         )
         for fw in ("jax", "torch")
     ],
-    *_declare(
-        "forward",
-        "gather",
+    *expect_keys(
+        "forward:gather[{c}]",
         raises("IndexError", TORCH_OUT_OF_BOUNDS),
-        ("above", "below"),
+        over={"c": ("above", "below")},
         framework="torch",
-        device="cpu",  # CUDA rows are declared skips (oor.skip_torch_cuda)
+        device="cpu",
         link=NUMPY_INDEXING,
         reason="PyTorch indexing checks bounds like NumPy: 'index 6 is out of bounds for dimension 0'",
     ),
     # -- the shared spelling, gradient (only the gradient fetched)
-    *_declare(
-        "grad",
-        "gather",
+    *expect_keys(
+        "grad:gather[{c}]",
         "dropped",
-        ("negative", "below"),
+        over={"c": ("negative", "below")},
         framework="tensorflow",
         mode="function|graph",
         device="cpu",
@@ -226,20 +218,20 @@ EXPECT = expectations(
         reason="the forward is pruned, but unsorted_segment_sum validates ids < num_segments on CPU: "
         "'segment_ids[2] = 6 is out of range [0, 5)' comes from the gradient, not the gather",
     ),
-    *_declare(
-        "grad",
-        "gather",
+    *expect_keys(
+        "grad:gather[{c}]",
         "dropped",
+        over={"c": CATEGORIES},
         framework="tensorflow",
         mode="xla",
         link=XLA_SCATTER,
         reason="the gradient's segment sum lowers to XLA Scatter, which skips out-of-bounds updates: "
         "the forward read row clip(i) but no gradient flows there",
     ),
-    *_declare(
-        "grad",
-        "gather",
+    *expect_keys(
+        "grad:gather[{c}]",
         "dropped",
+        over={"c": CATEGORIES},
         framework="tensorflow",
         mode="eager|function|graph",
         device="gpu",
@@ -247,11 +239,10 @@ EXPECT = expectations(
         reason="GPU gather does not raise and unsorted_segment_sum on GPU ignores "
         "out-of-bound ids (docs: 'safe but unspecified'); declared, not measured here",
     ),
-    *_declare(
-        "grad",
-        "gather",
+    *expect_keys(
+        "grad:gather[{c}]",
         "dropped",
-        ("above", "below"),
+        over={"c": ("above", "below")},
         framework="jax",
         link=JAX_OOB,
         reason="the transpose of JAX's clamped gather is a scatter-add that drops out-of-bound "
@@ -268,70 +259,68 @@ EXPECT = expectations(
         )
         for fw in ("jax", "torch")
     ],
-    *_declare(
-        "grad",
-        "gather",
+    *expect_keys(
+        "grad:gather[{c}]",
         raises("IndexError", TORCH_OUT_OF_BOUNDS),
-        ("above", "below"),
+        over={"c": ("above", "below")},
         framework="torch",
-        device="cpu",  # CUDA rows are declared skips (oor.skip_torch_cuda)
+        device="cpu",
         link=NUMPY_INDEXING,
         reason="the forward raises, so there is no gradient",
     ),
     # -- tf.gather_nd and bad_indices_policy
-    *_declare(
-        "forward",
-        "tf.gather_nd",
+    *expect_keys(
+        "forward:tf.gather_nd[{c}]",
         "clamp",
+        over={"c": CATEGORIES},
         framework="tensorflow",
         mode="xla",
         link=XLA_GATHER_ND,
         reason="XLA lowers GatherNd to a clamping XLA Gather; nothing is checked",
     ),
-    *_declare(
-        "forward",
-        "tf.gather_nd/2",
+    *expect_keys(
+        "forward:tf.gather_nd/2[{c}]",
         "clamp",
+        over={"c": CATEGORIES},
         framework="tensorflow",
         mode="xla",
         link=XLA_GATHER_ND,
         reason="XLA lowers GatherNd to a clamping XLA Gather; nothing is checked",
     ),
-    *_declare(
-        "forward",
-        "tf.gather_nd(ERROR)",
+    *expect_keys(
+        "forward:tf.gather_nd(ERROR)[{c}]",
         "clamp",
+        over={"c": CATEGORIES},
         framework="tensorflow",
         mode="xla",
         versions=POLICY_VERSIONS,
         link=XLA_GATHER_ND,
         reason="bad_indices_policy='ERROR' promises an error, but the XLA lowering ignores it and clamps",
     ),
-    *_declare(
-        "forward",
-        "tf.gather_nd",
+    *expect_keys(
+        "forward:tf.gather_nd[{c}]",
         "zero-fill",
+        over={"c": CATEGORIES},
         framework="tensorflow",
         mode="eager|function|graph",
         device="gpu",
         link=GATHER_ND,
         reason="GatherNd docs: the default policy ignores bad indices on GPU (output 0); declared, not measured here",
     ),
-    *_declare(
-        "forward",
-        "tf.gather_nd/2",
+    *expect_keys(
+        "forward:tf.gather_nd/2[{c}]",
         "zero-fill",
+        over={"c": CATEGORIES},
         framework="tensorflow",
         mode="eager|function|graph",
         device="gpu",
         link=GATHER_ND,
         reason="GatherNd docs: the default policy ignores bad indices on GPU (output 0); declared, not measured here",
     ),
-    *_declare(
-        "grad",
-        "tf.gather_nd",
+    *expect_keys(
+        "grad:tf.gather_nd[{c}]",
         "dropped",
-        ("negative", "below"),
+        over={"c": ("negative", "below")},
         framework="tensorflow",
         mode="function|graph",
         device="cpu",
@@ -349,10 +338,10 @@ EXPECT = expectations(
         reason="[k, 1] index vectors: the forward is pruned, and the refusal is unsorted_segment_sum's "
         "'segment_ids[i] = j is out of range [0, n)' from the gradient, as for tf.gather",
     ),
-    *_declare(
-        "grad",
-        "tf.gather_nd/2",
+    *expect_keys(
+        "grad:tf.gather_nd/2[{c}]",
         SCATTER_ND_IAE,
+        over={"c": CATEGORIES},
         framework="tensorflow",
         mode="function|graph",
         device="cpu",
@@ -361,19 +350,19 @@ EXPECT = expectations(
         "the CPU ScatterNd kernel refuses every out-of-range index: 'indices[i] = [j, 0] does not "
         "index into shape [...]' (eager runs the GatherNd forward, which refuses first)",
     ),
-    *_declare(
-        "grad",
-        "tf.gather_nd",
+    *expect_keys(
+        "grad:tf.gather_nd[{c}]",
         "dropped",
+        over={"c": CATEGORIES},
         framework="tensorflow",
         mode="xla",
         link=XLA_SCATTER,
         reason="XLA Scatter skips out-of-bounds updates",
     ),
-    *_declare(
-        "grad",
-        "tf.gather_nd/2",
+    *expect_keys(
+        "grad:tf.gather_nd/2[{c}]",
         "dropped",
+        over={"c": CATEGORIES},
         framework="tensorflow",
         mode="xla",
         link=XLA_SCATTER,
@@ -388,10 +377,10 @@ EXPECT = expectations(
         link=XLA_SCATTER,
         reason="XLA Scatter skips out-of-bounds updates",
     ),
-    *_declare(
-        "grad",
-        "tf.gather_nd",
+    *expect_keys(
+        "grad:tf.gather_nd[{c}]",
         "dropped",
+        over={"c": CATEGORIES},
         framework="tensorflow",
         device="gpu",
         mode="eager|function|graph",
@@ -408,10 +397,10 @@ EXPECT = expectations(
         link=SEGMENT_SUM,
         reason="GPU unsorted_segment_sum ignores out-of-bound ids; declared, not measured here",
     ),
-    *_declare(
-        "grad",
-        "tf.gather_nd/2",
+    *expect_keys(
+        "grad:tf.gather_nd/2[{c}]",
         "dropped",
+        over={"c": CATEGORIES},
         framework="tensorflow",
         device="gpu",
         mode="eager|function|graph",
@@ -419,10 +408,10 @@ EXPECT = expectations(
         reason="scatter_nd docs: on GPU an out-of-bound index is ignored; declared, not measured here",
     ),
     # -- version differences of bad_indices_policy (added in 2.18), measured on 2.18.1-2.21.0
-    *_declare(
-        "forward",
-        "tf.gather_nd(IGNORE)",
+    *expect_keys(
+        "forward:tf.gather_nd(IGNORE)[{c}]",
         "clamp",
+        over={"c": CATEGORIES},
         framework="tensorflow",
         mode="xla",
         versions=">=2.18,<2.21",
@@ -430,10 +419,10 @@ EXPECT = expectations(
         reason="TF 2.18-2.20: the XLA lowering of GatherNd ignores the policy and clamps "
         "(2.21 zero-fills as the policy promises)",
     ),
-    *_declare(
-        "forward",
-        "tf.gather_nd/2(IGNORE)",
+    *expect_keys(
+        "forward:tf.gather_nd/2(IGNORE)[{c}]",
         "clamp",
+        over={"c": CATEGORIES},
         framework="tensorflow",
         mode="xla",
         versions=">=2.18,<2.21",
@@ -441,10 +430,10 @@ EXPECT = expectations(
         reason="TF 2.18-2.20: the XLA lowering of GatherNd ignores the policy and clamps "
         "(2.21 zero-fills as the policy promises)",
     ),
-    *_declare(
-        "grad",
-        "tf.gather_nd/2(IGNORE)",
+    *expect_keys(
+        "grad:tf.gather_nd/2(IGNORE)[{c}]",
         SCATTER_ND_IAE,
+        over={"c": CATEGORIES},
         framework="tensorflow",
         mode="eager|function|graph",
         device="cpu",

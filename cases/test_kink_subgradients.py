@@ -47,7 +47,7 @@ from hypothesis import example, given, strategies as st
 
 from suite import compare as cmp, finite_diff, ops, strategies as ss
 from suite.behaviours import behaviour
-from suite.expectations import expect, expectations, raises
+from suite.expectations import expect, expect_each, expectations, raises
 from suite.ops import properties
 from suite.program import Program, dispatch
 
@@ -79,11 +79,6 @@ BEHAVIOUR = behaviour(
 )
 
 
-def _each(key, **by_framework):
-    """One declared expectation per framework: ``framework=(observed, reason, link)``."""
-    return [expect(key, o, framework=f, reason=r, link=lk) for f, (o, r, lk) in by_framework.items()]
-
-
 TF_FIRST = "math_grad.py _MaximumGrad/_MinimumGrad return grad*(x >= y) (x <= y for minimum) to x and the rest to y"
 JAX_SPLIT = "lax.max/min's JVP gives each argument half at a tie, Autograd's symmetric convention, kept on purpose"
 TORCH_SPLIT = "derivatives.yaml maximum/minimum: grad/2 to each side where self == other (since issue 56734)"
@@ -94,7 +89,7 @@ KINK_KINDS = {
     **{"abs@0": "mean", "sign@0": "zero", "maximum(x,0)@0": "mean", "clip@-1": "right", "clip@6": "left"},
 }
 KINK_DECLARED = [
-    *_each(
+    *expect_each(
         "maximum(x,0)@0",
         tensorflow=("right", "tf.maximum's tie goes to the first argument, x: 1, the right derivative", TF_MATH_GRAD),
         jax=("mean", "jnp.maximum splits the tie: 0.5, not relu's 0", "https://github.com/jax-ml/jax/issues/37821"),
@@ -103,7 +98,7 @@ KINK_DECLARED = [
     *[
         e
         for bound, inner in (("clip@-1", "right"), ("clip@6", "left"))
-        for e in _each(
+        for e in expect_each(
             bound,
             tensorflow=(
                 inner,
@@ -118,7 +113,7 @@ KINK_DECLARED = [
             torch=(inner, "clamp_backward passes grad where min <= x <= max (bounds included)", TORCH_DERIVATIVES),
         )
     ],
-    *_each(
+    *expect_each(
         "leaky_relu@0",
         tensorflow=("left", "LeakyReluGrad is (x > 0).select(grad, grad*alpha): alpha at 0", TF_RELU_KERNELS),
         jax=(
@@ -128,7 +123,7 @@ KINK_DECLARED = [
         ),
         torch=("left", "leaky_relu_backward: grad * where(x > 0, 1, negative_slope)", TORCH_DERIVATIVES),
     ),
-    *_each(
+    *expect_each(
         "abs@0",
         tensorflow=("mean", "_AbsGrad is grad*sign(x): 0 at 0, the mean of -1 and 1", TF_MATH_GRAD),
         jax=("right", "abs's JVP is select(x >= 0, g, -g): 1 at 0", "https://github.com/jax-ml/jax/issues/37820"),
@@ -147,19 +142,19 @@ EXPECT = expectations(
         **{f"{k}[signed zeros]": "stable" for k in ("top_k[k=1]", "top_k[k=3]", "sort[ascending]", "sort[descending]")},
         **{k: "split-evenly" for k in ("segment_max", "unsorted_segment_max", "unsorted_segment_min")},
     },
-    *_each(
+    *expect_each(
         "maximum",
         tensorflow=("first-argument", TF_FIRST, TF_MATH_GRAD),
         jax=("split-evenly", JAX_SPLIT, JAX_MAX_CONVENTION),
         torch=("split-evenly", TORCH_SPLIT, TORCH_MAXIMUM_TIES),
     ),
-    *_each(
+    *expect_each(
         "minimum",
         tensorflow=("first-argument", TF_FIRST, TF_MATH_GRAD),
         jax=("split-evenly", JAX_SPLIT, JAX_MAX_CONVENTION),
         torch=("split-evenly", TORCH_SPLIT, TORCH_MAXIMUM_TIES),
     ),
-    *_each(
+    *expect_each(
         "max(dim)",
         tensorflow=("split-evenly", "tf.reduce_max's _MinOrMaxGrad divides by the number of maxima", TF_MATH_GRAD),
         jax=(
@@ -174,7 +169,7 @@ EXPECT = expectations(
             "https://docs.pytorch.org/docs/stable/generated/torch.amax.html",
         ),
     ),
-    *_each(
+    *expect_each(
         "sort[descending]",
         tensorflow=(
             "stable",

@@ -67,7 +67,7 @@ from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, out_of_range as oor, strategies as ss
 from suite.behaviours import behaviour, on
-from suite.expectations import Expectations, expect, expectations, raises
+from suite.expectations import Expectations, expect, expect_keys, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
 from suite.program import Program
 
@@ -196,10 +196,6 @@ JAX_KEYS = [
 ]
 
 
-def _each(key, observed, names, cats=CATEGORIES, **where):
-    return [expect(key.format(api=api, c=c), observed, **where) for api in names for c in cats]
-
-
 EXPECT = expectations(
     {
         # TensorFlow's CPU answers: ids >= n refused by the kernel, negative ids dropped (the docs)
@@ -222,22 +218,20 @@ EXPECT = expectations(
         **{f"sorted:{api}[gap]": "zero" if api != "prod" else "one" for api in SORTED},
     },
     # -- XLA: nothing raises; the forward drops, the gradient's gather clamps
-    *_each(
+    *expect_keys(
         "forward:{api}[{c}]",
         "dropped",
-        UNSORTED,
-        ("above",),
+        over={"api": UNSORTED, "c": ("above",)},
         framework="tensorflow",
         mode="xla",
         link=TF_XLA_UNCHECKED,
         reason="the XLA lowering of UnsortedSegment* is an XLA Scatter, which skips out-of-bounds updates: "
         "no error, the id >= n is dropped (eager and graph raise)",
     ),
-    *_each(
+    *expect_keys(
         "grad:{api}[{c}]",
         "leaks",
-        LEAKING,
-        ("above",),
+        over={"api": LEAKING, "c": ("above",)},
         framework="tensorflow",
         mode="xla",
         link=XLA_GATHER_CLAMPS,
@@ -245,11 +239,10 @@ EXPECT = expectations(
         "element the forward dropped receives the last segment's cotangent (gather and scatter are not duals "
         "out of bounds; JAX fixed the same bug in its segment_sum, jax#8634)",
     ),
-    *_each(
+    *expect_keys(
         "grad:{api}[{c}]",
         "dropped",
-        ("max", "min"),
-        ("above",),
+        over={"api": ("max", "min"), "c": ("above",)},
         framework="tensorflow",
         mode="xla",
         link=XLA_GATHER_CLAMPS,
@@ -257,11 +250,9 @@ EXPECT = expectations(
         "it did not reach: the mask is false and the gradient 0",
     ),
     # -- GPU (declared from the docs; no TensorFlow GPU here)
-    *_each(
-        "{api}",
-        "dropped",
+    *expect_keys(
         [f"{k}:{api}[above]" for k in ("forward", "grad") for api in UNSORTED],
-        ("",),
+        "dropped",
         framework="tensorflow",
         mode="eager|function|graph",
         device="gpu",
@@ -304,20 +295,18 @@ EXPECT = expectations(
         for api, v in (("max", "-inf"), ("min", "+inf"))
     ],
     # -- JAX drops every out-of-range id
-    *_each(
-        "{api}",
-        "dropped",
+    *expect_keys(
         [f"{k}:{api}[{c}]" for k, api in JAX_KEYS for c in CATEGORIES],
-        ("",),
+        "dropped",
         framework="jax",
         link=JAX_SEGMENT_SUM,
         reason="jax.ops.segment_* default to mode FILL_OR_DROP: 'values outside of the range [0, num_segments) "
         "are dropped and do not contribute', and their gradient drops them too (jax#8634 fixed)",
     ),
-    *_each(
+    *expect_keys(
         "grad:prod[{c}]",
         JAX_PROD_NO_GRAD,
-        ("prod",),
+        over={"c": CATEGORIES},
         framework="jax",
         link=JAX_PROD_GRAD,
         reason="segment_prod is scatter_mul, whose gradient JAX implements only with unique_indices=True "
@@ -350,77 +339,69 @@ EXPECT = expectations(
         for c, v in (("unsorted", "as-unsorted"), ("negative", "dropped"), ("below", "dropped"))
     ],
     # -- PyTorch refuses every out-of-range id
-    *_each(
-        "{api}",
-        TORCH_OOB,
+    *expect_keys(
         [f"{k}:{api}[{c}]" for k in ("forward", "grad") for api in apis("unsorted", "torch") for c in CATEGORIES],
-        ("",),
+        TORCH_OOB,
         framework="torch",
-        device="cpu",  # CUDA rows with out-of-range ids are declared skips
+        device="cpu",
         link=TORCH_SCATTER_REDUCE,
         reason="index_add and scatter_reduce check every index on CPU ('index 3 is out of bounds for "
         "dimension 0 with size 3'), negatives too: no value, no gradient",
     ),
     # -- a NaN in a dropped row (kept rows are isolated everywhere; the dropped row's own gradient differs)
-    *_each(
+    *expect_keys(
         "nan-row:prod[{c}]",
         "nan",
-        ("prod",),
-        ("negative", "below"),
+        over={"c": ("negative", "below")},
         framework="tensorflow",
         link=TF_PROD_GRAD,
         reason="_UnsortedSegmentProdGrad multiplies the gathered cotangent (0 at a dropped id) by "
         "prod / x, which is NaN where x is: 0 * NaN, so the dropped NaN row's own gradient is NaN (the kept "
         "rows keep theirs)",
     ),
-    *_each(
+    *expect_keys(
         "nan-row:{api}[{c}]",
         "leaks",
-        ("sum", "mean", "sqrt_n"),
-        ("above",),
+        over={"api": ("sum", "mean", "sqrt_n"), "c": ("above",)},
         framework="tensorflow",
         mode="xla",
         link=XLA_GATHER_CLAMPS,
         reason="the gradient gathers the cotangent at the ids, and XLA Gather clamps an id >= n to n-1: the "
         "dropped NaN row receives the last segment's cotangent (the kept rows keep theirs)",
     ),
-    *_each(
+    *expect_keys(
         "nan-row:{api}[{c}]",
         "isolated",
-        ("max", "min"),
-        ("above",),
+        over={"api": ("max", "min"), "c": ("above",)},
         framework="tensorflow",
         mode="xla",
         link=TF_XLA_UNCHECKED,
         reason="XLA raises nowhere: the id >= n is dropped from the forward, and the max/min gradient compares "
         "the NaN row with the clamped segment's value, which it did not reach: 0 there, the kept rows keep theirs",
     ),
-    *_each(
+    *expect_keys(
         "nan-row:{api}[{c}]",
         "isolated",
-        ("sum", "max", "min"),
-        ("above",),
+        over={"api": ("sum", "max", "min"), "c": ("above",)},
         framework="jax",
         link=JAX_SEGMENT_SUM,
         reason="jax.ops.segment_* drop every id outside [0, num_segments) (FILL_OR_DROP), in the gradient too: the "
         "NaN row gets 0 and the kept rows keep theirs",
     ),
-    *_each(
+    *expect_keys(
         "nan-row:prod[{c}]",
         "nan",
-        ("prod",),
-        ("above",),
+        over={"c": ("above",)},
         framework="tensorflow",
         mode="xla",
         link=TF_PROD_GRAD,
         reason="XLA's gather clamps the id >= n to the last segment, whose cotangent times prod / x at the NaN "
         "row is NaN (the kept rows keep theirs)",
     ),
-    *_each(
+    *expect_keys(
         "nan-row:{api}[above]",
         "isolated",
-        ("sum", "mean", "sqrt_n", "max", "min"),
-        ("",),
+        over={"api": ("sum", "mean", "sqrt_n", "max", "min")},
         framework="tensorflow",
         mode="eager|function|graph",
         device="gpu",
@@ -438,20 +419,20 @@ EXPECT = expectations(
         reason="on GPU the id >= n is not checked and its cotangent is dropped, but prod / x is NaN at the "
         "NaN row (0 * NaN, as for a negative id); declared, not measured",
     ),
-    *_each(
+    *expect_keys(
         "nan-row:prod[{c}]",
         JAX_PROD_NO_GRAD,
-        ("prod",),
+        over={"c": CATEGORIES},
         framework="jax",
         link=JAX_PROD_GRAD,
         reason="segment_prod is scatter_mul, whose gradient JAX implements only with unique_indices=True",
     ),
-    *_each(
+    *expect_keys(
         "nan-row:{api}[{c}]",
         TORCH_OOB,
-        apis("unsorted", "torch"),
+        over={"api": apis("unsorted", "torch"), "c": CATEGORIES},
         framework="torch",
-        device="cpu",  # CUDA rows with out-of-range ids are declared skips
+        device="cpu",
         link=TORCH_INDEX_ADD,
         reason="index_add and scatter_reduce check every index on CPU, negatives too: no gradient to isolate",
     ),

@@ -57,7 +57,7 @@ from hypothesis import given, strategies as st
 
 from suite import compare as cmp, finite_diff, ops, strategies as ss
 from suite.behaviours import behaviour
-from suite.expectations import expect, expectations, raises
+from suite.expectations import expect, expect_keys, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
 from suite.program import Program
 
@@ -256,10 +256,6 @@ AGREED = {
 }  # fmt: skip
 
 
-def _declare(keys, observed, **how):
-    return [expect(k, observed, **how) for k in keys]
-
-
 #: Where xdivy and divide_no_nan have no spelling: the reason and the link
 NO_XDIVY = {
     "jax": ("jax.numpy, jax.lax and jax.scipy.special have no xdivy or divide_no_nan",
@@ -278,48 +274,69 @@ NEG_ZERO_RSQRT = (
 )
 DECLARED = [
     # ---- TensorFlow
-    *_declare(
-        ["grad[x**0.5@-0]", "grad2[x**1.5@-0]"], "-inf", framework="tensorflow", mode="function|graph",
+    *expect_keys(
+        ["grad[x**0.5@-0]", "grad2[x**1.5@-0]"],
+        "-inf",
+        framework="tensorflow",
+        mode="function|graph",
         reason=f"grappler's arithmetic optimizer (ConvertPowStage) runs in tf.function and v1 graphs: "
         f"{NEG_ZERO_RSQRT}; eager and XLA keep Pow",
         link=TF_GRAPPLER,
     ),
     expect(
-        "side[x**0.5@-0]", "none", framework="tensorflow", mode="function|graph",
+        "side[x**0.5@-0]",
+        "none",
+        framework="tensorflow",
+        mode="function|graph",
         reason="the -inf that grappler's rsqrt gives at -0 is no one-sided limit (the right one is +inf)",
         link=TF_GRAPPLER,
     ),
-    *_declare(
-        ["dx[xlogy@x=0,y>0]", "dx[xlog1py@x=0,y>-1]"], "zero", framework="tensorflow", versions=f"<{XLOGY_FROM}",
+    *expect_keys(
+        ["dx[xlogy@x=0,y>0]", "dx[xlog1py@x=0,y>-1]"],
+        "zero",
+        framework="tensorflow",
+        versions=f"<{XLOGY_FROM}",
         reason="_XLogyGrad/_XLog1pyGrad compute the x-gradient as xlogy(x != 0, y): 0 wherever x = 0, although "
         "xlogy(x, y) = x*log(y) is linear in x (both one-sided differences are log(y)); JAX and PyTorch give log(y)",
         link="https://github.com/tensorflow/tensorflow/issues/56873",
     ),
     expect(
-        "seed[tensorflow#56873]", "zero; zero", framework="tensorflow", versions=f"<{XLOGY_FROM}",
+        "seed[tensorflow#56873]",
+        "zero; zero",
+        framework="tensorflow",
+        versions=f"<{XLOGY_FROM}",
         reason="the issue as reported: d/dx xlog1py(x, 1) at x = 0 is 0, not log1p(1) = 0.693 (x-gradient masked "
         "by x != 0)",
         link="https://github.com/tensorflow/tensorflow/issues/56873",
     ),
-    *_declare(
-        ["side_dx[xlogy@x=0,y>0]", "side_dx[xlog1py@x=0,y>-1]"], "none", framework="tensorflow",
+    *expect_keys(
+        ["side_dx[xlogy@x=0,y>0]", "side_dx[xlog1py@x=0,y>-1]"],
+        "none",
+        framework="tensorflow",
         versions=f"<{XLOGY_FROM}",
         reason="the masked 0 is neither one-sided difference (both are log(y), log1p(y))",
         link="https://github.com/tensorflow/tensorflow/issues/119476",
     ),
-    *_declare(
-        ["dy[xlogy@x=0,y=0]", "dy[xlog1py@x=0,y=-1]"], "zero", framework="tensorflow",
+    *expect_keys(
+        ["dy[xlogy@x=0,y=0]", "dy[xlog1py@x=0,y=-1]"],
+        "zero",
+        framework="tensorflow",
         reason="the y-gradient is xdivy(x, y) (xdivy(x, y + 1) for xlog1py): 0 where x = 0 even at y = 0, the "
         "derivative of xlogy(0, y) = 0; JAX and PyTorch compute x / y = 0 / 0 = NaN",
         link=TF_MATH_GRAD,
     ),
-    *_declare(
-        ["side_dy[xlogy@x=0,y=0]", "side_dy[xlog1py@x=0,y=-1]"], "both", framework="tensorflow",
+    *expect_keys(
+        ["side_dy[xlogy@x=0,y=0]", "side_dy[xlog1py@x=0,y=-1]"],
+        "both",
+        framework="tensorflow",
         reason="xlogy(0, y) is 0 for every y, so both one-sided differences in y are 0, TF's answer",
         link=TF_MATH_GRAD,
     ),
     expect(
-        "seed[tensorflow#12071]", "1,nan,1,+inf", framework="tensorflow", mode="eager|function|graph",
+        "seed[tensorflow#12071]",
+        "1,nan,1,+inf",
+        framework="tensorflow",
+        mode="eager|function|graph",
         versions=f"<{NORM_FROM}",
         reason="(1e-19)**2 = 1e-38 is a float32 subnormal and TF's CPU kernels flush it to 0: norm 0, gradient "
         "x / 0 = inf, as the issue reports; under XLA (TF xla, jax.jit) a program that returns the norm with its "
@@ -328,7 +345,10 @@ DECLARED = [
         link="https://github.com/tensorflow/tensorflow/issues/12071",
     ),
     expect(
-        "seed[tensorflow#12071]", "1,nan,1,+inf", framework="tensorflow", mode="xla",
+        "seed[tensorflow#12071]",
+        "1,nan,1,+inf",
+        framework="tensorflow",
+        mode="xla",
         versions=">=2.22.0.dev20260731,<2.22.0.dev20260823",
         reason="for three weeks of nightlies XLA's gradient of the row [1e-19] divided by the flushed norm again "
         "(+inf), until the safe norm of 2026-08-23 (placed by autodiff-semantics bisect: last 1 on "
@@ -336,87 +356,126 @@ DECLARED = [
         link="https://github.com/tensorflow/tensorflow/compare/75879c752e0...323afda8d60",
     ),
     expect(
-        "seed[tensorflow#12071]", "1,nan,1,+inf", framework="tensorflow", mode="xla", versions="<2.13",
+        "seed[tensorflow#12071]",
+        "1,nan,1,+inf",
+        framework="tensorflow",
+        mode="xla",
+        versions="<2.13",
         reason="TF 2.12's XLA computes the returned norm as |x| = 1e-19 too, but its gradient of the row [1e-19] "
         "still divides by the flushed sqrt(x*x): +inf (measured in the baselines: 2.12 +inf, 2.13-2.21 1)",
         link="https://github.com/tensorflow/tensorflow/issues/12071",
     ),
-    *_declare(
+    *expect_keys(
         ["grad[x**0@0]", "grad[x**0@-0]", "grad2[x**0@0]", "grad2[x**0@-0]", "grad2[x**1@0]", "grad2[x**1@-0]"],
-        "zero", framework="tensorflow", mode="function", versions="<2.17",
+        "zero",
+        framework="tensorflow",
+        mode="function",
+        versions="<2.17",
         reason="up to TF 2.16, grappler's constant folding in tf.function folds pow(x, 0) (and the x**0 in the "
         "derivative of x**1) to ones, so its gradient is 0 where eager and XLA give 0 * x**-1 = NaN (measured per "
         "release: 2.12-2.16 zero, 2.17 on NaN; switching constant folding off, not the arithmetic optimizer, "
         "brings the NaN back); the v1 graph rows give NaN in every release (measured)",
         link=TF_CONSTANT_FOLDING,
     ),
-    *_declare(
-        ["side[x**0@0]", "side[x**0@-0]"], "both", framework="tensorflow", mode="function", versions="<2.17",
+    *expect_keys(
+        ["side[x**0@0]", "side[x**0@-0]"],
+        "both",
+        framework="tensorflow",
+        mode="function",
+        versions="<2.17",
         reason="the folded x**0 has gradient 0, which both one-sided differences of x**0 = 1 give",
         link=TF_CONSTANT_FOLDING,
     ),
     # ---- since tf-nightly builds of the 2.22 and 2.23 lines (measured on 2.23.0.dev20261026; each bound is the
     # first nightly with the new answer, placed by `autodiff-semantics bisect`: reports/nightly/bisect.json)
-    *_declare(
-        ["dx[xlogy@x=0,y=0]", "dx[xlog1py@x=0,y=-1]"], "-inf", framework="tensorflow", versions=f">={XLOGY_FROM}",
+    *expect_keys(
+        ["dx[xlogy@x=0,y=0]", "dx[xlog1py@x=0,y=-1]"],
+        "-inf",
+        framework="tensorflow",
+        versions=f">={XLOGY_FROM}",
         reason="from tf-nightly 2026-07-17 _XLogyGrad/_XLog1pyGrad take the x-gradient as log(y) (log1p(y)) "
         "unmasked, for every x: "
         "log(0) = -inf at y = 0, as in JAX (until 2.21 the mask x != 0 gave 0)",
         link=TF_XLOGY_PR,
     ),
-    *_declare(
-        ["side_dx[xlogy@x=0,y=0]", "side_dx[xlog1py@x=0,y=-1]"], "both", framework="tensorflow",
+    *expect_keys(
+        ["side_dx[xlogy@x=0,y=0]", "side_dx[xlog1py@x=0,y=-1]"],
+        "both",
+        framework="tensorflow",
         versions=f">={XLOGY_FROM}",
         reason="xlogy(+-h, 0) = +-h * log(0) = -+inf: both one-sided differences in x are -inf, TF's unmasked answer "
         "from tf-nightly 2026-07-17",
         link=TF_XLOGY_PR,
     ),
-    *_declare(
-        ["dx[xlogy@x=0,y<0]", "dx[xlog1py@x=0,y<-1]"], "nan", framework="tensorflow", versions=f">={XLOGY_FROM}",
+    *expect_keys(
+        ["dx[xlogy@x=0,y<0]", "dx[xlog1py@x=0,y<-1]"],
+        "nan",
+        framework="tensorflow",
+        versions=f">={XLOGY_FROM}",
         reason="the unmasked x-gradient log(y) is NaN for y < 0 (log1p(y) for y < -1), as in JAX; PyTorch still "
         "masks it to 0",
         link=TF_XLOGY_PR,
     ),
     expect(
-        "dx[xdivy@x=0,y=0]", "+inf", framework="tensorflow", versions=f">={XDIVY_FROM}",
+        "dx[xdivy@x=0,y=0]",
+        "+inf",
+        framework="tensorflow",
+        versions=f">={XDIVY_FROM}",
         reason="from tf-nightly 2026-09-16 _XDivyGrad takes the x-gradient as reciprocal(y) for every x, the "
         "derivative of x / y: "
         "1 / 0 = +inf at y = 0 (until 2.21 the mask x != 0 gave 0)",
         link=TF_XDIVY_PR,
     ),
     expect(
-        "dx[xdivy@x=0,y!=0]", "1/y", framework="tensorflow", versions=f">={XDIVY_FROM}",
+        "dx[xdivy@x=0,y!=0]",
+        "1/y",
+        framework="tensorflow",
+        versions=f">={XDIVY_FROM}",
         reason="from tf-nightly 2026-09-16 _XDivyGrad takes the x-gradient as reciprocal(y) for every x: 1/y at x = 0",
         link=TF_XDIVY_PR,
     ),
-    *_declare(
-        ["side_dx[xdivy@x=0,y=0]", "side_dx[xdivy@x=0,y!=0]"], "both", framework="tensorflow",
+    *expect_keys(
+        ["side_dx[xdivy@x=0,y=0]", "side_dx[xdivy@x=0,y!=0]"],
+        "both",
+        framework="tensorflow",
         versions=f">={XDIVY_FROM}",
         reason="xdivy(+-h, y) = +-h / y: both one-sided differences in x are 1/y (+inf at y = 0), TF's unmasked "
         "answer from tf-nightly 2026-09-16",
         link=TF_XDIVY_PR,
     ),
-    *_declare(
-        ["grad[norm@x=0]", "seed[pytorch#2421]"], "zero", framework="tensorflow", versions=f">={NORM_FROM}",
+    *expect_keys(
+        ["grad[norm@x=0]", "seed[pytorch#2421]"],
+        "zero",
+        framework="tensorflow",
+        versions=f">={NORM_FROM}",
         reason="from tf-nightly 2026-08-23 tf.norm takes sqrt(maximum(sum(x**2), tiny)) under a where that keeps "
         "the exact 0, and "
         "the EuclideanNorm gradient is div_no_nan(x, norm): the subgradient 0 at the zero vector, PyTorch's answer",
         link=TF_NORM_PR,
     ),
     expect(
-        "seed[tensorflow#12071]", "1,zero,1,zero", framework="tensorflow", versions=f">={NORM_FROM}",
+        "seed[tensorflow#12071]",
+        "1,zero,1,zero",
+        framework="tensorflow",
+        versions=f">={NORM_FROM}",
         reason="the safe norm (tf-nightly 2026-08-23) in every mode: the flushed 1e-38 row is a zero norm with "
         "gradient 0 (under "
         "XLA too, whose returned norm is now 0 rather than |x|)",
         link=TF_NORM_PR,
     ),
     expect(
-        "seed[tensorflow#12071:gradient-alone]", "1,zero,1,zero", framework="tensorflow", versions=f">={NORM_FROM}",
+        "seed[tensorflow#12071:gradient-alone]",
+        "1,zero,1,zero",
+        framework="tensorflow",
+        versions=f">={NORM_FROM}",
         reason="the safe norm (tf-nightly 2026-08-23): a zero (flushed) norm has gradient 0, in every mode",
         link=TF_NORM_PR,
     ),
-    *_declare(
-        ["grad2[x**0@0]", "grad2[x**0@-0]"], "zero", framework="tensorflow", versions=f">={POW_FROM}",
+    *expect_keys(
+        ["grad2[x**0@0]", "grad2[x**0@-0]"],
+        "zero",
+        framework="tensorflow",
+        versions=f">={POW_FROM}",
         reason="from tf-nightly 2026-10-10 _PowGrad zeroes an infinite x**(y-1) where the upstream gradient is 0 "
         "(_GradCxPow in "
         "math_grad.py of 2.23.0.dev20261026): differentiating the first derivative 0 * x**-1 again sends a zero "
@@ -426,14 +485,22 @@ DECLARED = [
     ),
     # ---- JAX
     expect(
-        "seed[tensorflow#12071:gradient-alone]", "1,nan,1,1", framework="jax", mode="eager", versions="<0.11",
+        "seed[tensorflow#12071:gradient-alone]",
+        "1,nan,1,1",
+        framework="jax",
+        mode="eager",
+        versions="<0.11",
         reason="eager JAX runs the norm's forward as a program of its own whose output (the norm, kept for the "
         "backward pass) XLA computes as |x| = 1e-19, so the gradient is 1; jax.jit of the gradient alone divides by "
         "sqrt(x*x) with the subnormal 1e-38 flushed to 0 (XLA:CPU's denormals-are-zero): +inf, as TF",
         link="https://github.com/jax-ml/jax/issues/37762",
     ),
     expect(
-        "seed[tensorflow#12071:gradient-alone]", "1,nan,1,+inf", framework="jax", mode="eager", device="cpu",
+        "seed[tensorflow#12071:gradient-alone]",
+        "1,nan,1,+inf",
+        framework="jax",
+        mode="eager",
+        device="cpu",
         versions=">=0.11",
         reason="measured with JAX 0.11.2 on the CPU (0.10.2 gave 1): eager JAX too now divides by sqrt(x*x) with "
         "the subnormal 1e-38 flushed to 0 by XLA:CPU's denormals-are-zero, so the gradient is +inf as under jit "
@@ -441,62 +508,87 @@ DECLARED = [
         link="https://github.com/jax-ml/jax/issues/37762",
     ),
     expect(
-        "seed[tensorflow#12071]", "1,nan,1,+inf", framework="jax", mode="eager|jit", device="cpu", versions=">=0.11",
+        "seed[tensorflow#12071]",
+        "1,nan,1,+inf",
+        framework="jax",
+        mode="eager|jit",
+        device="cpu",
+        versions=">=0.11",
         reason="measured with JAX 0.11.2 on the CPU (0.10.2 gave 1): with the norm among the outputs too, the "
         "gradient now divides by the flushed sqrt(x*x) (XLA:CPU's denormals-are-zero) and is +inf, as in TF up "
         "to 2.21; the JAX change that moved it was not traced",
         link="https://github.com/jax-ml/jax/issues/37762",
     ),
     expect(
-        "seed[tensorflow#12071:gradient-alone]", "1,nan,1,1", framework="jax", mode="jit", device="gpu",
+        "seed[tensorflow#12071:gradient-alone]",
+        "1,nan,1,1",
+        framework="jax",
+        mode="jit",
+        device="gpu",
         reason="XLA:GPU keeps float32 subnormals (denormals-are-zero is XLA:CPU's mode), so sqrt(x*x) of 1e-19 is "
         "1e-19 and the gradient 1 (measured on an H100, JAX 0.11.2)",
         link="https://github.com/jax-ml/jax/issues/19689",
     ),
-    *_declare(
-        ["grad[rsqrt@-0]"], "-inf", framework="jax",
+    *expect_keys(
+        ["grad[rsqrt@-0]"],
+        "-inf",
+        framework="jax",
         reason="rsqrt's JVP is g * -0.5 * rsqrt(x) / x: at x = -0, (-inf) / (-0) = +inf, times -0.5 = -inf; "
         "TF's RsqrtGrad (-0.5 * g * y**3) and PyTorch give +inf",
         link=JAX_LAX,
     ),
     expect(
-        "side[rsqrt@-0]", "none", framework="jax",
+        "side[rsqrt@-0]",
+        "none",
+        framework="jax",
         reason="rsqrt(-0) = -inf, so the right difference quotient (rsqrt(h) + inf) / h is +inf, not JAX's -inf",
         link=JAX_LAX,
     ),
-    *_declare(
-        ["dx[xlogy@x=0,y=0]", "dx[xlog1py@x=0,y=-1]"], "-inf", framework="jax",
+    *expect_keys(
+        ["dx[xlogy@x=0,y=0]", "dx[xlog1py@x=0,y=-1]"],
+        "-inf",
+        framework="jax",
         reason="xlogy's custom JVP is x_dot * log(y) + y_dot * x / y with no mask: log(0) = -inf for x",
         link=JAX_SPECIAL,
     ),
-    *_declare(
-        ["side_dx[xlogy@x=0,y=0]", "side_dx[xlog1py@x=0,y=-1]"], "both", framework="jax",
+    *expect_keys(
+        ["side_dx[xlogy@x=0,y=0]", "side_dx[xlog1py@x=0,y=-1]"],
+        "both",
+        framework="jax",
         reason="xlogy(+-h, 0) = +-h * log(0) = -+inf: both one-sided differences in x are -inf, JAX's answer",
         link=JAX_SPECIAL,
     ),
-    *_declare(
-        ["dx[xlogy@x=0,y<0]", "dx[xlog1py@x=0,y<-1]"], "nan", framework="jax",
+    *expect_keys(
+        ["dx[xlogy@x=0,y<0]", "dx[xlog1py@x=0,y<-1]"],
+        "nan",
+        framework="jax",
         reason="the unmasked x-gradient log(y) is NaN for y < 0 (log1p(y) for y < -1); TF and PyTorch mask it to 0",
         link=JAX_SPECIAL,
     ),
     expect(
-        "seed[tensorflow#2295]", "nan,+inf,0.624,zero", framework="jax",
+        "seed[tensorflow#2295]",
+        "nan,+inf,0.624,zero",
+        framework="jax",
         reason="jnp.clip's backward multiplies the cotangent by a 0/1 mask (max/min JVP), and pow's +inf at the "
         "clamped 0 times 0 is NaN at y = -0.5; TF's Maximum gradient and torch.clamp select (where) and give 0",
         link=JAX_LAX,
     ),
     # ---- PyTorch
-    *_declare(
-        ["grad[x**0@0]", "grad[x**0@-0]"], "zero", framework="torch",
+    *expect_keys(
+        ["grad[x**0@0]", "grad[x**0@-0]"],
+        "zero",
+        framework="torch",
         reason="pow_backward returns zeros_like(self) for the exponent 0; TF and JAX compute 0 * x**-1 = 0 * inf = NaN",
         link=TORCH_MANUAL,
     ),
-    *_declare(
-        ["side[x**0@0]", "side[x**0@-0]", "side_dx[pow@x=0,y=0]"], "both", framework="torch",
+    *expect_keys(
+        ["side[x**0@0]", "side[x**0@-0]", "side_dx[pow@x=0,y=0]"],
+        "both",
+        framework="torch",
         reason="x**0 = 1 on both sides, so both one-sided differences are 0, PyTorch's answer",
         link=TORCH_MANUAL,
     ),
-    *_declare(
+    *expect_keys(
         ["grad2[x**0@0]", "grad2[x**0@-0]"],
         raises("RuntimeError", r"does not require grad"),
         framework="torch",
@@ -504,91 +596,122 @@ DECLARED = [
         "derivative again raises",
         link=TORCH_MANUAL,
     ),
-    *_declare(
-        ["grad2[x**1@0]", "grad2[x**1@-0]"], "zero", framework="torch",
+    *expect_keys(
+        ["grad2[x**1@0]", "grad2[x**1@-0]"],
+        "zero",
+        framework="torch",
         reason="x**1's derivative is 1 * x.pow(0), whose own backward is pow_backward for the exponent 0: zeros; TF "
         "and JAX differentiate y * x**(y-1) to 0 * x**-1 = NaN",
         link=TORCH_MANUAL,
     ),
-    *_declare(
-        ["grad[x**0.5@-0]", "grad2[x**1.5@-0]"], "-inf", framework="torch",
+    *expect_keys(
+        ["grad[x**0.5@-0]", "grad2[x**1.5@-0]"],
+        "-inf",
+        framework="torch",
         reason=f"the CPU pow kernel computes a scalar exponent -0.5 as rsqrt: {NEG_ZERO_RSQRT}",
         link=TORCH_POW_KERNEL,
     ),
     expect(
-        "side[x**0.5@-0]", "none", framework="torch",
+        "side[x**0.5@-0]",
+        "none",
+        framework="torch",
         reason="the -inf that rsqrt gives at -0 is no one-sided limit (the right one is +inf)",
         link=TORCH_POW_KERNEL,
     ),
     expect(
-        "dx[pow@x=0,y=0]", "zero", framework="torch",
+        "dx[pow@x=0,y=0]",
+        "zero",
+        framework="torch",
         reason="pow_backward_self is where(exponent == 0, 0, grad * exponent * self**(exponent - 1))",
         link=TORCH_MANUAL,
     ),
-    *_declare(
-        ["dy[atan2@y=0,x=0]", "dx[atan2@y=0,x=0]"], "zero", framework="torch",
+    *expect_keys(
+        ["dy[atan2@y=0,x=0]", "dx[atan2@y=0,x=0]"],
+        "zero",
+        framework="torch",
         reason="atan2_backward fills the reciprocal of y*y + x*x with 0 where it is 0; TF and JAX compute 0 / 0",
         link=TORCH_MANUAL,
     ),
     expect(
-        "side_dx[atan2@y=0,x=0]", "right", framework="torch",
+        "side_dx[atan2@y=0,x=0]",
+        "right",
+        framework="torch",
         reason="atan2(0, h) = 0 for h > 0: the right difference in x is 0 (the left is unbounded: atan2(0, -h) = pi)",
         link=TORCH_MANUAL,
     ),
-    *_declare(
-        ["grad[norm@x=0]", "seed[pytorch#2421]"], "zero", framework="torch",
+    *expect_keys(
+        ["grad[norm@x=0]", "seed[pytorch#2421]"],
+        "zero",
+        framework="torch",
         reason="norm_backward masks where the norm is 0 (masked_fill_(norm == 0, 0)): the subgradient 0, the fix of "
         "pytorch#2421; TF and JAX compute x / 0 = NaN",
         link="https://github.com/pytorch/pytorch/issues/2421",
     ),
     expect(
-        "seed[tensorflow#12071:gradient-alone]", "1,zero,1,1", framework="torch",
+        "seed[tensorflow#12071:gradient-alone]",
+        "1,zero,1,1",
+        framework="torch",
         reason="norm_backward gives the zero row the subgradient 0 and torch does not flush 1e-38: gradient 1",
         link=TORCH_MANUAL,
     ),
     expect(
-        "seed[tensorflow#12071]", "1,zero,1,1", framework="torch",
+        "seed[tensorflow#12071]",
+        "1,zero,1,1",
+        framework="torch",
         reason="norm_backward gives the zero row the subgradient 0, and torch's vector norm of [1e-19] is 1e-19 "
         "(no flush to zero), so its gradient is 1",
         link=TORCH_MANUAL,
     ),
-    *_declare(
-        ["grad[reduce_std@constant]", "grad[reduce_std@one-element]", "seed[tensorflow#56830]"], "zero",
+    *expect_keys(
+        ["grad[reduce_std@constant]", "grad[reduce_std@one-element]", "seed[tensorflow#56830]"],
+        "zero",
         framework="torch",
         reason="std_backward masks where the std is 0 (pytorch#4320, fixed by #45468); TF and JAX differentiate "
         "sqrt(variance) at 0: 0 * inf = NaN",
         link="https://github.com/pytorch/pytorch/issues/4320",
     ),
     expect(
-        "side[reduce_std@one-element]", "both", framework="torch",
+        "side[reduce_std@one-element]",
+        "both",
+        framework="torch",
         reason="the std of one element is 0 whatever it is: both one-sided differences are 0, PyTorch's answer",
         link="https://github.com/pytorch/pytorch/issues/4320",
     ),
     expect(
-        "grad[l2_normalize@x=0]", "1e+12", framework="torch",
+        "grad[l2_normalize@x=0]",
+        "1e+12",
+        framework="torch",
         reason="F.normalize is x / max(||x||, eps=1e-12): 1/eps at the zero vector; tf.math.l2_normalize is "
         "x * rsqrt(max(sum(x**2), epsilon=1e-12)): 1/sqrt(epsilon) = 1e6",
         link="https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html",
     ),
     expect(
-        "side[l2_normalize@x=0]", "none", framework="torch",
+        "side[l2_normalize@x=0]",
+        "none",
+        framework="torch",
         reason="the eps only acts below ||x|| = 1e-12, far inside the difference step: F.normalize(+-h e_i) = "
         "+-e_i and both quotients grow without bound, not 1e12",
         link="https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html",
     ),
     # ---- ops a framework does not have
     # (xdivy's and divide_no_nan's own keys: declared by their entries, from their absent spellings)
-    *(expect("seed[tensorflow#60715]", "unavailable", framework=fw, reason=why, link=link)
-      for fw, (why, link) in NO_XDIVY.items()),
+    *(
+        expect("seed[tensorflow#60715]", "unavailable", framework=fw, reason=why, link=link)
+        for fw, (why, link) in NO_XDIVY.items()
+    ),
     # (l2_normalize's and moments' own keys: declared by their entries, from their absent spellings)
     # appended last: a declaration's id is its place in this list, which the baselines record
     expect(
-        "seed[tensorflow#12071:gradient-alone]", "1,nan,1,1", framework="jax", mode="eager", device="gpu",
+        "seed[tensorflow#12071:gradient-alone]",
+        "1,nan,1,1",
+        framework="jax",
+        mode="eager",
+        device="gpu",
         reason="on the GPU, eager JAX (0.11.2, measured on an H100) keeps computing the norm as |x| = 1e-19 "
         "(XLA:GPU keeps float32 subnormals), so the gradient is 1",
         link="https://github.com/jax-ml/jax/issues/19689",
     ),
-]  # fmt: skip
+]
 
 
 # ---------------------------------------------------------------- the elementwise entries

@@ -48,7 +48,7 @@ from hypothesis import given, strategies as st
 
 from suite import compare as cmp, out_of_range as oor, strategies as ss
 from suite.behaviours import behaviour, declared_skip
-from suite.expectations import expect, expectations, raises
+from suite.expectations import expect, expect_keys, expectations, raises
 from suite.program import Program
 
 TF_DOC = "https://www.tensorflow.org/api_docs/python/tf/nn/sparse_softmax_cross_entropy_with_logits"
@@ -97,10 +97,6 @@ def _all(kind, api, value):
     return _keys(kind, api, **{c: value for c in CATEGORIES})
 
 
-def _declare(kind, observed, apis, cats=CATEGORIES, **where):
-    return [expect(f"{kind}:{api}[{c}]", observed, **where) for api in apis for c in cats]
-
-
 # jnp.take_along_axis's documented fill (NaN) with NumPy negatives, for the oracle-only spelling.
 _JAX_FILL = {"above": "nan", "negative": "wrap", "below": "nan", "ignore-index": "nan"}
 _JAX_FILL_GRAD = {"above": "softmax", "negative": "wrap", "below": "softmax", "ignore-index": "softmax"}
@@ -126,38 +122,38 @@ EXPECT = expectations(
         "issue-example": raises("InvalidArgumentError", ISSUE_MESSAGE.replace("[", r"\[").replace(")", r"\)")),
     },
     # -- XLA: no check, NaN rows (measured on CPU; the lowering is the same on GPU)
-    *_declare(
-        "loss",
+    *expect_keys(
+        "loss:{api}[{c}]",
         "nan",
-        ("xent", "keras"),
+        over={"api": ("xent", "keras"), "c": CATEGORIES},
         framework="tensorflow",
         mode="xla",
         link=TF_XLA_NAN,
         reason="the XLA lowering of SparseSoftmaxCrossEntropyWithLogits checks no label: a one-hot "
         "compare that matches no class, and the row is NaN (the GPU contract) on CPU too, silently",
     ),
-    *_declare(
-        "grad",
+    *expect_keys(
+        "grad:{api}[{c}]",
         "nan",
-        ("xent", "keras"),
+        over={"api": ("xent", "keras"), "c": CATEGORIES},
         framework="tensorflow",
         mode="xla",
         link=TF_XLA_NAN,
         reason="XLA: the backprop row of an out-of-range label is NaN, as the loss row",
     ),
-    *_declare(
-        "mean",
+    *expect_keys(
+        "mean:{api}[{c}]",
         "nan",
-        ("xent", "keras"),
+        over={"api": ("xent", "keras"), "c": CATEGORIES},
         framework="tensorflow",
         mode="xla",
         link=TF_XLA_NAN,
         reason="XLA: one NaN row makes the batch mean NaN",
     ),
-    *_declare(
-        "mean-grad",
+    *expect_keys(
+        "mean-grad:{api}[{c}]",
         "per-row/batch",
-        ("xent", "keras"),
+        over={"api": ("xent", "keras"), "c": CATEGORIES},
         framework="tensorflow",
         mode="xla",
         link=TF_XLA_NAN,
@@ -165,10 +161,10 @@ EXPECT = expectations(
         "NaN in the bad rows only, the in-range rows keep their gradient although the loss is NaN",
     ),
     # -- GPU: the documented NaN rows (declared, not measured here)
-    *_declare(
-        "loss",
+    *expect_keys(
+        "loss:{api}[{c}]",
         "nan",
-        ("xent", "keras"),
+        over={"api": ("xent", "keras"), "c": CATEGORIES},
         framework="tensorflow",
         mode="eager|function|graph",
         device="gpu",
@@ -176,20 +172,20 @@ EXPECT = expectations(
         reason="tf.nn.sparse_softmax_cross_entropy_with_logits docs: other "
         "values return NaN for corresponding loss and gradient rows on GPU; declared, not measured here",
     ),
-    *_declare(
-        "grad",
+    *expect_keys(
+        "grad:{api}[{c}]",
         "nan",
-        ("xent", "keras"),
+        over={"api": ("xent", "keras"), "c": CATEGORIES},
         framework="tensorflow",
         mode="eager|function|graph",
         device="gpu",
         link=TF_GPU_NAN,
         reason="GPU: NaN gradient rows (the docs, issue 8484); declared, not measured here",
     ),
-    *_declare(
-        "mean",
+    *expect_keys(
+        "mean:{api}[{c}]",
         "nan",
-        ("xent", "keras"),
+        over={"api": ("xent", "keras"), "c": CATEGORIES},
         framework="tensorflow",
         mode="eager|function|graph",
         device="gpu",
@@ -197,10 +193,10 @@ EXPECT = expectations(
         reason="GPU: a NaN row makes the mean NaN ('everything in the "
         "model becomes NaN', issue 8484); declared, not measured here",
     ),
-    *_declare(
-        "mean-grad",
+    *expect_keys(
+        "mean-grad:{api}[{c}]",
         "per-row/batch",
-        ("xent", "keras"),
+        over={"api": ("xent", "keras"), "c": CATEGORIES},
         framework="tensorflow",
         mode="eager|function|graph",
         device="gpu",
@@ -225,10 +221,10 @@ EXPECT = expectations(
         for kind, table in (("loss", _JAX_FILL), ("grad", _JAX_FILL_GRAD), ("mean", _JAX_MEAN))
         for c in CATEGORIES
     ],
-    *_declare(
-        "mean-grad",
+    *expect_keys(
+        "mean-grad:{api}[{c}]",
         "per-row/batch",
-        ("xent",),
+        over={"api": ("xent",), "c": CATEGORIES},
         framework="jax",
         link=TAKE_ALONG_AXIS,
         reason="the filled NaN is a constant: its gradient is dropped, the mean's gradient is the "

@@ -16,9 +16,10 @@ test fails and the report shows the old (declared) and new (observed) value.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import sys
 
-from suite import versions as vr
+from suite import registry, versions as vr
 
 _ALL: list["Expectation"] = []
 
@@ -131,12 +132,50 @@ class Expectation:
 
 def expect(key: str, observed, *, framework=None, mode=None, device=None, versions=None, reason, link) -> Expectation:
     """A declared divergence. ``mode`` may list alternatives: ``"function|xla"``."""
+    return _expect(key, observed, framework, mode, device, versions, reason, link, caller=sys._getframe(1))
+
+
+def _expect(key, observed, framework, mode, device, versions, reason, link, *, caller) -> Expectation:
     if not reason or not link:
         raise ValueError(f"declared divergence for {key!r} needs a reason and a link")
-    _check_not_bare_raises(observed, f"{sys._getframe(1).f_globals.get('__name__', '?')}: declared {key!r}")
+    _check_not_bare_raises(observed, f"{caller.f_globals.get('__name__', '?')}: declared {key!r}")
     if versions:
         vr.check_range(versions)  # fail at import on a malformed range
     return Expectation(key, observed, framework, mode, device, versions, reason, link)
+
+
+def expect_keys(keys, observed, *, over=None, framework=None, mode=None, device=None, versions=None, reason, link):
+    """One declared divergence per key, with one answer, reason and link: ``keys`` is a list
+    of keys, or one template expanded over the product of ``over``'s lists, in their order.
+
+    >>> [e.key for e in expect_keys("grad:{api}[{c}]", "dropped", over={"api": ("sum", "max"), "c": ("above",
+    ...  "below")}, reason="r", link="l")]
+    ['grad:sum[above]', 'grad:sum[below]', 'grad:max[above]', 'grad:max[below]']
+    """
+    if over is not None:
+        names = list(over)
+        keys = [keys.format(**dict(zip(names, values))) for values in itertools.product(*over.values())]
+    elif isinstance(keys, str):
+        raise TypeError(f"expect_keys({keys!r}, ...): a list of keys, or a template with over={{name: values}}")
+    caller = sys._getframe(1)
+    return [_expect(k, observed, framework, mode, device, versions, reason, link, caller=caller) for k in keys]
+
+
+def expect_each(key: str, *, mode=None, device=None, versions=None, **by_framework) -> list[Expectation]:
+    """One declared divergence of ``key`` per framework, each with its own answer, reason and
+    link: ``tensorflow=(observed, reason, link)``, ``jax=(...)``, ``torch=(...)``.
+
+    >>> [(e.framework, e.observed) for e in expect_each("k", jax=("mean", "r", "l"), torch=("left", "r", "l"))]
+    [('jax', 'mean'), ('torch', 'left')]
+    """
+    unknown = sorted(set(by_framework) - set(registry.NAMES))
+    if unknown:
+        raise ValueError(f"expect_each({key!r}): unknown framework(s) {unknown}; known: {list(registry.NAMES)}")
+    caller = sys._getframe(1)
+    return [
+        _expect(key, observed, framework, mode, device, versions, reason, link, caller=caller)
+        for framework, (observed, reason, link) in by_framework.items()
+    ]
 
 
 class Expectations:
