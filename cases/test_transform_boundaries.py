@@ -20,13 +20,22 @@ straight-through estimator ``v + stop_gradient(round(v) - v)`` computed by an in
 ``tf.function`` (an inner ``jax.jit`` for JAX; PyTorch's spelling has no function boundary and is
 the control) gives ``d/dx [ste(x) * x] = x + round(x)``.
 
-Second order through ``tf.image.resize`` is image-resize-gradients' (its ``second[...]`` rows).
+``tape.jacobian`` with pfor on and off over a menu of layers (tensorflow#33919, #23397, #36256,
+#38391, #57343, #37795, #60085): a dilated ``tf.nn.conv2d``, ``tf.nn.conv1d``, leaky ReLU, a
+broadcasting binary op and a batch of zero rows, against float64 central differences,
+``jax.jacrev`` and ``torch.func.jacrev``. Measured on TF 2.21: with TensorFlow's own CPU kernels
+(oneDNN off, the suite's setting) the dilated convolution has no input gradient at all outside XLA,
+and the while-loop Jacobian of an empty batch fails eagerly, in a v1 graph and under XLA, each
+in its own way, where pfor gives the empty Jacobian.
+
+Second order through ``tf.image.resize`` is image-resize-gradients' (its ``second[...]`` rows);
+Keras ``Resizing`` and LSTM layers are not encoded here.
 """
 
 import functools
 
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from suite import compare as cmp, ops, strategies as ss
 from suite.behaviours import behaviour
@@ -42,6 +51,8 @@ TF_NUMPY = "https://github.com/tensorflow/tensorflow/issues/36596"
 TF_STOP_IN_FUNCTION = "https://github.com/tensorflow/tensorflow/issues/51473"
 JAX_TRACER_CONVERSION = "https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerArrayConversionError"
 TORCH_NUMPY = "https://pytorch.org/docs/stable/generated/torch.Tensor.numpy.html"
+TF_JACOBIAN = "https://www.tensorflow.org/api_docs/python/tf/GradientTape#jacobian"
+TF_CONV_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/core/kernels/conv_grad_input_ops.cc"
 
 BEHAVIOUR = behaviour(
     "transform-boundaries",
@@ -275,6 +286,16 @@ properties.bind(globals(), "transform-boundaries")
 #: ``whole``: the output is NumPy's sin(x); ``partial``: x * sin(x), sin from ``x.numpy()``;
 #: ``ufunc``: x * np.sin(x), the NumPy function applied to the tensor itself
 ROUND_TRIPS = ("whole", "partial", "ufunc")
+#: the layers of the Jacobian menu, each with its input shape: a dilated Conv2D (NHWC, 3x3 kernel,
+#: dilation 2), a Conv1D (NWC, kernel 3, two channels in and out), leaky ReLU, a broadcasting binary
+#: op, and a batch of zero rows
+JAC_LAYERS = {
+    "dilated-conv2d": (1, 5, 5, 1),
+    "conv1d": (1, 6, 2),
+    "leaky-relu": (2, 3),
+    "broadcast-binary": (2, 3),
+    "empty-batch": (0, 3),
+}
 EXPECT = expectations(
     {
         # TensorFlow's eager tape: NumPy's value is a constant it never saw
@@ -282,6 +303,7 @@ EXPECT = expectations(
         "numpy-round-trip[partial]": "numpy-constant",
         "numpy-round-trip[ufunc]": "numpy-constant",
         "inner-function-stop-gradient": "closed-form",
+        **{f"jacobian[{layer}|{how}]": "closed-form" for layer in JAC_LAYERS for how in ("pfor", "while")},
     },
     *expect_keys(
         ["numpy-round-trip[whole]", "numpy-round-trip[partial]"],
@@ -300,6 +322,45 @@ EXPECT = expectations(
         reason="traced, NumPy's __array__ conversion of a symbolic tensor refuses ('Cannot convert a symbolic "
         "tf.Tensor to a numpy array'), where eager TensorFlow converts and drops the term's derivative",
         link=TF_NUMPY,
+    ),
+    *expect_keys(
+        ["jacobian[dilated-conv2d|pfor]", "jacobian[dilated-conv2d|while]"],
+        raises("InvalidArgumentError", r"Current CPU implementations do not yet support dilation rates larger than 1"),
+        framework="tensorflow",
+        mode="eager|function|graph",
+        device="cpu",
+        reason="TensorFlow's own CPU kernel of Conv2DBackpropInput has no dilation (the suite runs TF with oneDNN "
+        "off, TF_ENABLE_ONEDNN_OPTS=0, for reproducible numerics; oneDNN's kernel has one): every derivative of "
+        "tf.nn.conv2d(dilations=2) with respect to its input raises, its plain gradient too, so no Jacobian, pfor "
+        "or not; XLA compiles it",
+        link=TF_CONV_GRAD,
+    ),
+    expect(
+        "jacobian[empty-batch|while]",
+        raises("ValueError", r"is not compatible with supplied shape"),
+        framework="tensorflow",
+        mode="eager",
+        reason="the while-loop Jacobian of a (0, 2) output of a (0, 3) input stacks zero gradients and reshapes "
+        "them to the Jacobian's (0, 2, 0, 3), which eagerly fails its shape check (pfor gives the empty Jacobian)",
+        link=TF_JACOBIAN,
+    ),
+    expect(
+        "jacobian[empty-batch|while]",
+        raises("InvalidArgumentError", r"Tried to stack elements of an empty list"),
+        framework="tensorflow",
+        mode="graph",
+        reason="in a v1 graph the row count is unknown, and the while loop's TensorArray of zero gradients cannot be "
+        "stacked without an element shape (pfor gives the empty Jacobian; tf.function, whose shapes are known, "
+        "the right one)",
+        link=TF_JACOBIAN,
+    ),
+    expect(
+        "jacobian[empty-batch|while]",
+        raises("InvalidArgumentError", r"Scatter dimension 0 is of size zero"),
+        framework="tensorflow",
+        mode="xla",
+        reason="XLA refuses the while-loop Jacobian's scatter into a zero-size tensor (pfor gives the empty Jacobian)",
+        link=TF_JACOBIAN,
     ),
     *expect_keys(
         [f"numpy-round-trip[{how}]" for how in ROUND_TRIPS],
@@ -428,3 +489,151 @@ def test_stop_gradient_inside_an_inner_function(subject, oracles, record, xw):
     record.close(name="value", out=out, ref=np.round(x) * x, oracle="closed-form", tol=cmp.VALUE)
     record.check(EXPECT, **{"inner-function-stop-gradient": inner_stop_kind(grad, x, w)})
     record.against(oracles, InnerStop, x, cotangent=w, got={"value": out, "grad": grad})
+
+
+# ---------------------------------------------------------------- tape.jacobian, pfor on and off
+K2 = (np.arange(9.0).reshape(3, 3, 1, 1) - 4.0) / 8.0
+K1 = (np.arange(12.0).reshape(3, 2, 2) - 6.0) / 8.0
+B = np.array([0.5, -1.0, 2.0])
+W = np.array([[0.5, -1.0], [1.5, 0.25], [-0.75, 1.0]])
+
+
+def _layer_numpy(x, layer):
+    """Each layer in float64 NumPy (SAME padding as the frameworks')."""
+    x = np.asarray(x, np.float64)
+    if layer == "dilated-conv2d":
+        xp = np.pad(x, ((0, 0), (2, 2), (2, 2), (0, 0)))
+        out = np.zeros_like(x)
+        for a in range(3):
+            for b in range(3):
+                out += K2[a, b, 0, 0] * xp[:, 2 * a : 2 * a + 5, 2 * b : 2 * b + 5, :]
+        return out
+    if layer == "conv1d":
+        xp = np.pad(x, ((0, 0), (1, 1), (0, 0)))
+        return sum(xp[:, k : k + 6, :] @ K1[k] for k in range(3))
+    if layer == "leaky-relu":
+        return np.where(x > 0, x, 0.2 * x)
+    if layer == "broadcast-binary":
+        return x * B + x[:, :1]
+    return np.tanh(x @ W)
+
+
+def _layer_tf(tf, x, layer):
+    if layer == "dilated-conv2d":
+        return tf.nn.conv2d(x, tf.constant(K2, x.dtype), strides=1, padding="SAME", dilations=2)
+    if layer == "conv1d":
+        return tf.nn.conv1d(x, tf.constant(K1, x.dtype), stride=1, padding="SAME")
+    if layer == "leaky-relu":
+        return tf.nn.leaky_relu(x, alpha=0.2)
+    if layer == "broadcast-binary":
+        return x * tf.constant(B, x.dtype) + x[:, :1]
+    return tf.tanh(tf.linalg.matmul(x, tf.constant(W, x.dtype)))
+
+
+def _layer_jax(jax, x, layer):
+    jnp, lax = jax.numpy, jax.lax
+    if layer == "dilated-conv2d":
+        dims = ("NHWC", "HWIO", "NHWC")
+        return lax.conv_general_dilated(x, jnp.asarray(K2, x.dtype), (1, 1), "SAME", rhs_dilation=(2, 2),
+                                        dimension_numbers=dims)  # fmt: skip
+    if layer == "conv1d":
+        return lax.conv_general_dilated(
+            x, jnp.asarray(K1, x.dtype), (1,), "SAME", dimension_numbers=("NWC", "WIO", "NWC")
+        )
+    if layer == "leaky-relu":
+        return jax.nn.leaky_relu(x, negative_slope=0.2)
+    if layer == "broadcast-binary":
+        return x * jnp.asarray(B, x.dtype) + x[:, :1]
+    return jnp.tanh(x @ jnp.asarray(W, x.dtype))
+
+
+def _layer_torch(torch, x, layer):
+    F = torch.nn.functional
+    if layer == "dilated-conv2d":
+        k = torch.as_tensor(K2, dtype=x.dtype).permute(3, 2, 0, 1)
+        return F.conv2d(x.permute(0, 3, 1, 2), k, padding="same", dilation=2).permute(0, 2, 3, 1)
+    if layer == "conv1d":
+        k = torch.as_tensor(K1, dtype=x.dtype).permute(2, 1, 0)
+        return F.conv1d(x.permute(0, 2, 1), k, padding="same").permute(0, 2, 1)
+    if layer == "leaky-relu":
+        return F.leaky_relu(x, negative_slope=0.2)
+    if layer == "broadcast-binary":
+        return x * torch.as_tensor(B, dtype=x.dtype) + x[:, :1]
+    return torch.tanh(x @ torch.as_tensor(W, dtype=x.dtype))
+
+
+class LayerJacobian(Program):
+    """The full Jacobian dy/dx of a layer: TF ``tape.jacobian`` with pfor on (``pfor``) or off
+    (``while``: one gradient per output in a while loop, on a persistent tape), ``jax.jacrev``,
+    ``torch.func.jacrev``."""
+
+    def tensorflow(tf, x, *, layer, how):
+        with tf.GradientTape(persistent=how != "pfor") as tape:
+            tape.watch(x)
+            y = _layer_tf(tf, x, layer)
+        return tape.jacobian(y, x, experimental_use_pfor=how == "pfor")
+
+    def jax(jax, x, *, layer, how):
+        return jax.jacrev(lambda v: _layer_jax(jax, v, layer))(x)
+
+    def torch(torch, x, *, layer, how):
+        return torch.func.jacrev(lambda v: _layer_torch(torch, v, layer))(x)
+
+
+def reference_jacobian(x, layer) -> np.ndarray:
+    """Central differences of the float64 layer, one input element at a time (exact for the
+    linear layers up to rounding; the drawn inputs keep 1/8 away from leaky ReLU's kink)."""
+    x = np.asarray(x, np.float64)
+    y = _layer_numpy(x, layer)
+    jac = np.zeros(y.shape + x.shape)
+    h = 1e-6
+    for idx in np.ndindex(*x.shape):
+        e = np.zeros_like(x)
+        e[idx] = h
+        jac[(Ellipsis, *idx)] = (_layer_numpy(x + e, layer) - _layer_numpy(x - e, layer)) / (2 * h)
+    return jac
+
+
+@st.composite
+def layer_inputs(draw):
+    """(layer, x): float32, 1/8 <= |x| <= 2 with drawn signs (off leaky ReLU's kink)."""
+    layer = draw(st.sampled_from(sorted(JAC_LAYERS)), label="layer")
+    shape = JAC_LAYERS[layer]
+    mag = draw(ss.float_arrays(dtype=np.float32, shape=shape, min_value=0.125, max_value=2.0), label="|x|")
+    sign = draw(ss.arrays(np.bool_, shape), label="sign")
+    return layer, np.where(sign, -mag, mag).astype(np.float32)
+
+
+def _explicit(layer):
+    """A fixed input of ``layer``'s shape: 1/8 .. 2 in magnitude, alternating in sign."""
+    shape = JAC_LAYERS[layer]
+    n = int(np.prod(shape))
+    v = (0.125 + 1.875 * np.arange(n) / max(n - 1, 1)) * np.where(np.arange(n) % 2, -1.0, 1.0)
+    return layer, v.reshape(shape).astype(np.float32)
+
+
+def _every_layer(test):
+    """Every layer with pfor on and off as an explicit example: no key waits for a draw."""
+    for layer in reversed(sorted(JAC_LAYERS)):
+        for how in ("while", "pfor"):
+            test = example(lx=_explicit(layer), how=how)(test)
+    return test
+
+
+@_every_layer
+@given(lx=layer_inputs(), how=st.sampled_from(["pfor", "while"]))
+def test_jacobian_of_layers_with_pfor_on_and_off(subject, oracles, record, lx, how):
+    """tape.jacobian over a menu of layers, vectorised (pfor) and in a while loop: the float64 Jacobian."""
+    layer, x = lx
+    record.example(layer=layer, x=x, how=how)
+    key = f"jacobian[{layer}|{how}]"
+    try:
+        jac = subject.run(LayerJacobian.of(subject), x, layer=layer, how=how)
+    except Exception as e:  # a refusal is the observation
+        record.check(EXPECT, **{key: cmp.error_name(e)})
+        return
+    ref = reference_jacobian(x, layer)
+    record.check(EXPECT, **{key: "closed-form" if cmp.near(jac, ref, factor=5.0) else "other"})
+    record.close(name=f"jacobian[{layer}]", out=jac, ref=ref.astype(np.float32), oracle="float64-differences",
+                 tol=cmp.FINITE_DIFF)  # fmt: skip
+    record.against(oracles, LayerJacobian, x, layer=layer, how=how, got={f"jacobian[{layer}]": jac})
