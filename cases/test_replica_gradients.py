@@ -47,6 +47,8 @@ https://github.com/tensorflow/tensorflow/issues/35333, https://github.com/tensor
 https://github.com/tensorflow/tensorflow/issues/52986
 """
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -220,73 +222,29 @@ def lookups(draw):
 
 
 # ---------------------------------------------------------------- the engines (peers)
-class Engines:
-    """The module's peer groups, each started on first use and killed when the module ends."""
-
-    def __init__(self, faults):
-        self.faults, self.groups, self.broken = list(faults), {}, {}
-
-    def available(self, name: str, record) -> bool:
-        """Whether the engine ``name`` starts; if not, the reason is noted on the row (once a module)."""
-        if name not in self.broken:
-            try:
-                self.group(name)
-                self.broken[name] = None
-            except pr.PeerError as e:
-                self.broken[name] = " ".join(str(e).split())[:200]
-        if self.broken[name]:
-            record.note(f"{name} not cross-checked: it does not start here ({self.broken[name]})")
-        return not self.broken[name]
-
-    def group(self, name: str) -> pr.PeerGroup:
-        if name not in self.groups:
-            target = f"cases._replica_peers:{name.split('-')[0]}"
-            if name == "tensorflow-mirrored":
-                g = pr.PeerGroup(name, target, configs={"strategy": "mirrored", "faults": self.faults})
-            elif name == "tensorflow-multi-worker":
-                cluster = {"worker": [f"127.0.0.1:{p}" for p in pr.free_ports(REPLICAS)]}
-                cfg = [
-                    {"strategy": "multi-worker", "faults": self.faults, "tf_config": {"cluster": cluster, "task": t}}
-                    for t in ({"type": "worker", "index": i} for i in range(REPLICAS))
-                ]
-                g = pr.PeerGroup(name, target, size=REPLICAS, configs=cfg)
-            elif name == "jax":
-                flags = " ".join(
-                    [*__import__("os").environ.get("XLA_FLAGS", "").split(), "--xla_force_host_platform_device_count=2"]
-                )
-                g = pr.PeerGroup(name, target, env={"XLA_FLAGS": flags, "JAX_ENABLE_X64": "1", "JAX_PLATFORMS": "cpu"})
-            else:
-                g = pr.PeerGroup(name, target, size=REPLICAS, configs={"port": pr.free_ports(1)[0]})
-            self.groups[name] = g
-        return self.groups[name]
-
-    def ask(self, name: str, mode: str, **req) -> dict:
-        """One answer, the replicas on the leading axis (a multi-process group's answers stacked)."""
-        answers = self.group(name).request({**req, "mode": mode})
-        return answers[0] if len(answers) == 1 else _stack(answers)
-
-    def close(self):
-        for g in self.groups.values():
-            g.close()
-
-
-def _stack(answers: list):
-    """The ranks' answers as one: arrays concatenated on the replica axis (``one_device`` is every
-    rank's own, the same: the first), lists joined, dicts merged key by key, anything else the first."""
-    first = answers[0]
-    if isinstance(first, dict):
-        return {k: first[k] if k == "one_device" else _stack([a[k] for a in answers]) for k in first}
-    if isinstance(first, np.ndarray):
-        return np.concatenate(answers)
-    if isinstance(first, list):
-        return [x for a in answers for x in a]
-    return first
+def _group(name: str, faults) -> pr.PeerGroup:
+    """The peer group of engine ``name``, with the run's TensorFlow ``faults``."""
+    target = f"cases._replica_peers:{name.split('-')[0]}"
+    if name == "tensorflow-mirrored":
+        return pr.PeerGroup(name, target, configs={"strategy": "mirrored", "faults": faults})
+    if name == "tensorflow-multi-worker":
+        cluster = {"worker": [f"127.0.0.1:{p}" for p in pr.free_ports(REPLICAS)]}
+        cfg = [
+            {"strategy": "multi-worker", "faults": faults, "tf_config": {"cluster": cluster, "task": t}}
+            for t in ({"type": "worker", "index": i} for i in range(REPLICAS))
+        ]
+        return pr.PeerGroup(name, target, size=REPLICAS, configs=cfg)
+    if name == "jax":
+        flags = " ".join([*os.environ.get("XLA_FLAGS", "").split(), "--xla_force_host_platform_device_count=2"])
+        return pr.PeerGroup(name, target, env={"XLA_FLAGS": flags, "JAX_ENABLE_X64": "1", "JAX_PLATFORMS": "cpu"})
+    return pr.PeerGroup(name, target, size=REPLICAS, configs={"port": pr.free_ports(1)[0]})
 
 
 @pytest.fixture(scope="module")
 def engines(request):
     """The peers, with the run's TensorFlow faults (a fault injected here must reach the peers)."""
-    e = Engines(getattr(request.config, "_adsem_faults", ()))
+    faults = list(getattr(request.config, "_adsem_faults", ()))
+    e = pr.Engines(lambda name: _group(name, faults))
     yield e
     e.close()
 
@@ -380,7 +338,7 @@ def test_all_reduce_sums_and_averages(subject, record, engines, b):
     record.scale = "inputs"
     G, full = _closed(w, X, y)
     n, dt = ROWS // REPLICAS, w.dtype
-    out = engines.ask(_engine(subject), subject.mode, op="grads", w=w, X=X, y=y)
+    out = engines.ask(_engine(subject), mode=subject.mode, op="grads", w=w, X=X, y=y)
     refs = {
         "local_mean": G / n,
         "local_global": G / ROWS,
@@ -428,7 +386,7 @@ def test_all_reduce_sums_and_averages(subject, record, engines, b):
         if not isinstance(out[k], str):
             record.close(name=f"{k} vs one device", out=out[k][0], ref=g_one, oracle=f"{subject.id} one device")
     for engine, mode in _others(subject, engines, record):
-        other = engines.ask(engine, mode, op="grads", w=w, X=X, y=y)
+        other = engines.ask(engine, mode=mode, op="grads", w=w, X=X, y=y)
         for k in refs:
             if not isinstance(out[k], str) and not isinstance(other[k], str):
                 record.close(name=f"{k} vs {engine}", out=out[k], ref=other[k], oracle=f"{engine}-{mode}")
@@ -447,7 +405,7 @@ def test_apply_gradients_against_one_device(subject, record, engines, b):
     record.scale = "inputs"
     _, full = _closed(w, X, y)
     steps = _steps(w, full)
-    out = engines.ask(_engine(subject), subject.mode, op="apply", w=w, X=X, y=y, lr=LR)
+    out = engines.ask(_engine(subject), mode=subject.mode, op="apply", w=w, X=X, y=y, lr=LR)
     record.close(
         name="one device", out=out["one_device"], ref=steps["one-device"].astype(w.dtype), oracle="closed-form"
     )
@@ -467,7 +425,7 @@ def test_apply_gradients_against_one_device(subject, record, engines, b):
                 name=f"{k} vs measured one device", out=got[0], ref=out["one_device"], oracle=f"{subject.id} one device"
             )
     for engine, mode in _others(subject, engines, record):
-        other = engines.ask(engine, mode, op="apply", w=w, X=X, y=y, lr=LR)
+        other = engines.ask(engine, mode=mode, op="apply", w=w, X=X, y=y, lr=LR)
         record.close(
             name=f"one device vs {engine}", out=out["one_device"], ref=other["one_device"], oracle=f"{engine}-{mode}"
         )
@@ -489,7 +447,7 @@ def test_embedding_gradient_through_all_reduce(subject, record, engines, t):
     for r in range(REPLICAS):
         np.add.at(local[r], ids[r * n : (r + 1) * n], np.asarray(c[r * n : (r + 1) * n], np.float64))
     total = local.sum(0)
-    out = engines.ask(_engine(subject), subject.mode, op="embedding", E=E, ids=ids, c=c, lr=LR)
+    out = engines.ask(_engine(subject), mode=subject.mode, op="embedding", E=E, ids=ids, c=c, lr=LR)
     kinds = set(out["kind"])
     record.check(EXPECT, **{"embedding-gradient": kinds.pop() if len(kinds) == 1 else "mixed"})
     if "reduced_kind" in out:
@@ -512,7 +470,7 @@ def test_embedding_gradient_through_all_reduce(subject, record, engines, t):
             oracle="closed-form",
         )
     for engine, mode in _others(subject, engines, record):
-        other = engines.ask(engine, mode, op="embedding", E=E, ids=ids, c=c, lr=LR)
+        other = engines.ask(engine, mode=mode, op="embedding", E=E, ids=ids, c=c, lr=LR)
         for k in ("local", "sum"):
             record.close(name=f"{k} vs {engine}", out=out[k], ref=other[k], oracle=f"{engine}-{mode}")
 
@@ -531,13 +489,13 @@ def test_multi_worker_matches_one_process(subject, record, engines, b):
     G, full = _closed(w, X, y)
     same = True
     for op, extra in (("grads", {}), ("apply", {"lr": LR})):
-        multi = engines.ask("tensorflow-multi-worker", subject.mode, op=op, w=w, X=X, y=y, **extra)
-        one = engines.ask("tensorflow-mirrored", subject.mode, op=op, w=w, X=X, y=y, **extra)
+        multi = engines.ask("tensorflow-multi-worker", mode=subject.mode, op=op, w=w, X=X, y=y, **extra)
+        one = engines.ask("tensorflow-mirrored", mode=subject.mode, op=op, w=w, X=X, y=y, **extra)
         for k, v in one.items():
             same &= _near(multi[k], np.asarray(v, np.float64))
             record.close(name=f"{op} {k}", out=multi[k], ref=v, oracle=f"{subject.id} one process")
     record.check(EXPECT, **{"multi-worker": "same-as-one-process" if same else "differs"})
-    grads = engines.ask("tensorflow-multi-worker", subject.mode, op="grads", w=w, X=X, y=y)
+    grads = engines.ask("tensorflow-multi-worker", mode=subject.mode, op="grads", w=w, X=X, y=y)
     record.close(name="mean", out=grads["mean"], ref=np.stack([full] * 2).astype(w.dtype), oracle="closed-form")
     record.close(name="local_global", out=grads["local_global"], ref=(G / ROWS).astype(w.dtype), oracle="closed-form")
 
@@ -602,7 +560,7 @@ def test_batch_norm_statistics_per_replica_or_synchronized(subject, record, engi
     record.example(X=X, c=c)
     record.scale = "inputs"
     forms = _bn_forms(X, c)
-    out = engines.ask(_engine(subject), subject.mode, op="batchnorm", X=X, c=c)
+    out = engines.ask(_engine(subject), mode=subject.mode, op="batchnorm", X=X, c=c)
     for how in ("default", "synchronized"):
         got = out[how]
         keys = {"y": f"batch-norm[{how}]", "g": f"batch-norm-grad[{how}]", "mm": f"moving-mean[{how}]"}

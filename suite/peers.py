@@ -41,6 +41,8 @@ import time
 import weakref
 from pathlib import Path
 
+import numpy as np
+
 from suite import compare as cmp
 
 #: Every peer's command line carries this, so a check can find leftovers (``ps -ef | grep``).
@@ -351,6 +353,64 @@ def lazy_groups(make):
     finally:
         for g in groups.values():
             g.close()
+
+
+class Engines:
+    """Named peer groups of a case module, each made by ``make(name)`` on first use and closed
+    with :meth:`close` (a module fixture's teardown); one that does not start is noted on the
+    rows that would have asked it, not failed. ``ask`` stacks a multi-process group's answers
+    on the leading axis (:func:`stack`)::
+
+        engines = peers.Engines(lambda name: peers.PeerGroup(name, "cases._my_peers:" + name))
+        if engines.available("jax", record):
+            answer = engines.ask("jax", mode="jit", op="grads", x=x)
+    """
+
+    def __init__(self, make):
+        self.make, self.groups, self.broken = make, {}, {}
+
+    def available(self, name: str, record) -> bool:
+        """Whether the engine ``name`` starts; if not, the reason is noted on the row (once a module)."""
+        if name not in self.broken:
+            try:
+                self.group(name)
+                self.broken[name] = None
+            except PeerError as e:
+                self.broken[name] = " ".join(str(e).split())[:200]
+        if self.broken[name]:
+            record.note(f"{name} not cross-checked: it does not start here ({self.broken[name]})")
+        return not self.broken[name]
+
+    def group(self, name: str) -> "PeerGroup":
+        if name not in self.groups:
+            self.groups[name] = self.make(name)
+        return self.groups[name]
+
+    def ask(self, name: str, **request) -> object:
+        """One answer: the group's only one, or its ranks' answers stacked."""
+        answers = self.group(name).request(request)
+        return answers[0] if len(answers) == 1 else stack(answers)
+
+    def close(self) -> None:
+        for g in self.groups.values():
+            g.close()
+
+
+def stack(answers: list):
+    """The ranks' answers as one: arrays concatenated on the replica axis (``one_device`` is every
+    rank's own, the same: the first), lists joined, dicts merged key by key, anything else the first.
+
+    >>> stack([{"g": np.ones(1), "one_device": 1}, {"g": np.zeros(1), "one_device": 1}])
+    {'g': array([1., 0.]), 'one_device': 1}
+    """
+    first = answers[0]
+    if isinstance(first, dict):
+        return {k: first[k] if k == "one_device" else stack([a[k] for a in answers]) for k in first}
+    if isinstance(first, np.ndarray):
+        return np.concatenate(answers)
+    if isinstance(first, list):
+        return [x for a in answers for x in a]
+    return first
 
 
 # ---------------------------------------------------------------- the peer's side
