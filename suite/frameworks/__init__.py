@@ -22,7 +22,7 @@ from pathlib import Path
 from suite import registry, versions as vr
 
 #: Frameworks in import order: torch before TensorFlow (DESIGN.md, process hygiene).
-FRAMEWORKS = registry.IMPORT_ORDER
+IMPORT_ORDER = registry.IMPORT_ORDER
 #: Execution modes per framework, in the order rows are shown.
 MODES = registry.MODES
 DEVICES = ("cpu", "gpu")
@@ -382,12 +382,12 @@ def compile_cache_used() -> str:
 
 def load(name: str) -> Framework:
     """Import one framework (and every one that must come before it) once per process."""
-    if name not in FRAMEWORKS:
-        raise KeyError(f"unknown framework {name!r}; known: {', '.join(FRAMEWORKS)}")
+    if name not in IMPORT_ORDER:
+        raise KeyError(f"unknown framework {name!r}; known: {', '.join(IMPORT_ORDER)}")
     if name in _loaded:
         return _loaded[name]
     hygiene()
-    for earlier in FRAMEWORKS[: FRAMEWORKS.index(name)]:
+    for earlier in IMPORT_ORDER[: IMPORT_ORDER.index(name)]:
         load(earlier)
     try:
         mod = importlib.import_module(name)
@@ -420,7 +420,7 @@ def on_load(hook) -> None:
 def environment() -> dict:
     """The report's ``environment`` block for the frameworks (measured, never typed in)."""
     out = {}
-    for name in FRAMEWORKS:
+    for name in IMPORT_ORDER:
         fw = load(name)
         entry = {"version": fw.version, "devices": list(fw.devices)}
         rev = git_revision(name) if fw.available else None
@@ -470,7 +470,7 @@ def gpu_name(name: str) -> str | None:
     return None
 
 
-def missing(*, frameworks=FRAMEWORKS, devices=DEVICES) -> dict[str, str]:
+def missing(*, frameworks=IMPORT_ORDER, devices=DEVICES) -> dict[str, str]:
     """What the run asked for and cannot have, by ``--allow-missing`` name, with the reason:
     a requested framework that does not import, and a requested GPU that JAX or PyTorch see
     but TensorFlow does not (a CUDA wheel built for another driver). Measured by importing.
@@ -553,7 +553,7 @@ class Spec:
         return f"{self.framework}-{self.mode}-{self.device}"
 
 
-def specs(*, frameworks=FRAMEWORKS, modes=None, devices=DEVICES) -> list[Spec]:
+def specs(*, frameworks=IMPORT_ORDER, modes=None, devices=DEVICES) -> list[Spec]:
     """Every framework x mode x device the options ask for, available or not. ``modes``
     filters TensorFlow's modes: ``None`` is every mode, an empty list none."""
     out = []
@@ -584,7 +584,7 @@ def runner(spec: Spec):
     return r
 
 
-def runners(*, frameworks=FRAMEWORKS, modes=None, devices=DEVICES) -> list:
+def runners(*, frameworks=IMPORT_ORDER, modes=None, devices=DEVICES) -> list:
     """Available runners only (unavailable ones are dropped silently: use specs() for rows)."""
     out = []
     for s in specs(frameworks=frameworks, modes=modes, devices=devices):
