@@ -175,13 +175,9 @@ def _behaviour_runs(report: dict) -> dict:
     return known
 
 
-def update(baseline: dict, partials: list[dict], names: list[str]) -> dict:
-    """``baseline`` with the rows, declarations and deprecations of the behaviours the
-    ``partials`` ran replaced by theirs (an incremental baseline: one behaviour re-run in every
-    release env, not the whole suite). The partials must be of the baseline's TensorFlow,
-    profile, options and fault set (other frameworks may have moved: each behaviour's run is
-    recorded in ``environment.behaviour_runs``, with its suite revision, date and versions)."""
-    env = dict(baseline["environment"])
+def _check_incremental(env: dict, partials: list[dict], names: list[str]) -> None:
+    """Refuse a partial of another TensorFlow, profile, options or fault set, or one that did not
+    run its behaviours whole."""
     for p, n in zip(partials, names[1:]):
         other = p["environment"]
         for key in ("hypothesis", "options", "faults", "allowed_missing"):
@@ -197,6 +193,11 @@ def update(baseline: dict, partials: list[dict], names: list[str]) -> dict:
             )
         if p.get("partial") or p.get("incomplete"):
             raise MergeError(f"{n} did not run its behaviours whole (interrupted or deselected rows)")
+
+
+def _replace_behaviours(baseline: dict, partials: list[dict]) -> tuple:
+    """(rows, declarations, deprecations, behaviour runs) of ``baseline`` with each behaviour a
+    partial ran replaced by the partial's, the later partial winning."""
     runs = _behaviour_runs(baseline)
     rows = list(baseline["results"])
     declared = list(baseline.get("declared") or ())
@@ -205,11 +206,23 @@ def update(baseline: dict, partials: list[dict], names: list[str]) -> dict:
         new = {r["behaviour"] for r in p["results"]}
         rows = [r for r in rows if r["behaviour"] not in new] + list(p["results"])
         declared = [d for d in declared if query.behaviour_of_module(d.get("module", "")) not in new]
-        declared += [{k: v for k, v in d.items() if k not in ("matched", "status")} for d in p.get("declared") or ()]
+        declared += p.get("declared") or ()
         deprecations = {b: m for b, m in deprecations.items() if b not in new}
         deprecations.update({b: m for b, m in (p.get("deprecations") or {}).items() if b in new})
         this = _behaviour_runs(p)
         runs.update({b: this[b] for b in new})
+    return rows, declared, deprecations, runs
+
+
+def update(baseline: dict, partials: list[dict], names: list[str]) -> dict:
+    """``baseline`` with the rows, declarations and deprecations of the behaviours the
+    ``partials`` ran replaced by theirs (an incremental baseline: one behaviour re-run in every
+    release env, not the whole suite). The partials must be of the baseline's TensorFlow,
+    profile, options and fault set (other frameworks may have moved: each behaviour's run is
+    recorded in ``environment.behaviour_runs``, with its suite revision, date and versions)."""
+    env = dict(baseline["environment"])
+    _check_incremental(env, partials, names)
+    rows, declared, deprecations, runs = _replace_behaviours(baseline, partials)
     env["behaviour_runs"] = dict(sorted(runs.items()))
     out = {
         "schema_version": schema.SCHEMA_VERSION,
