@@ -178,16 +178,9 @@ def _headroom(report) -> dict:
     return {"by_op": query.headroom_by_op(entries), "entries": entries, "slack": query.SLACK}
 
 
-def versions_model(reports, details=None, names=None) -> dict:
-    """Several releases' TensorFlow rows, computed once for the version matrix pages: the
-    outcome per behaviour and report (with the observation keys that moved since the report
-    before: TensorFlow's own, and the oracles' answers recorded in its rows, counted apart),
-    every observation that differs between reports, and the consecutive changelog. Reports of
-    the same version stay apart, labelled by ``names`` (default: from ``details``' file names)."""
-    if names is None and details:
-        names = [str(d).rsplit("/", 1)[-1].rsplit(".", 1)[0] if d else f"#{i + 1}" for i, d in enumerate(details)]
-    versions, bs, counts = query.version_outcomes(reports, names)
-    moved = query.moved_keys(reports, names)
+def _matrix_rows(reports, versions, bs, counts, moved) -> list[dict]:
+    """The version matrix's rows: per behaviour, a cell per report (its outcome counts, and the
+    keys that moved since the report before, TensorFlow's and the oracles' apart)."""
     rows = []
     for b in bs:
         cells = []
@@ -202,18 +195,37 @@ def versions_model(reports, details=None, names=None) -> dict:
                 "oracle_moved": [k for k in keys if query.ORACLE_KEY.match(k)],
             })  # fmt: skip
         rows.append({"behaviour": b, "anchor": anchor("changes", b), "cells": cells})
+    return rows
+
+
+def _change_cells(values) -> list[dict]:
+    """One cell per report of an observation's values: ``changed``, ``same``, ``first`` (the
+    first report that ran its test) or ``not-run``, with the value and the one before."""
+    shown = [v if v is not None else "(not observed)" for v in values]
+    cells = []
+    for i, changed in enumerate(query.changed_since_previous(values)):
+        before = query.previous_run(values, i)
+        kind = "not-run" if values[i] == query.NOT_RUN else "changed" if changed else "same"
+        if kind == "same" and before == query.NOT_RUN:  # the first release that ran the test
+            kind = "first"
+        old = "(not observed)" if before is None else before
+        cells.append({"kind": kind, "value": shown[i], "old": old})
+    return cells
+
+
+def versions_model(reports, details=None, names=None) -> dict:
+    """Several releases' TensorFlow rows, computed once for the version matrix pages: the
+    outcome per behaviour and report (with the observation keys that moved since the report
+    before: TensorFlow's own, and the oracles' answers recorded in its rows, counted apart),
+    every observation that differs between reports, and the consecutive changelog. Reports of
+    the same version stay apart, labelled by ``names`` (default: from ``details``' file names)."""
+    if names is None and details:
+        names = [str(d).rsplit("/", 1)[-1].rsplit(".", 1)[0] if d else f"#{i + 1}" for i, d in enumerate(details)]
+    versions, bs, counts = query.version_outcomes(reports, names)
+    rows = _matrix_rows(reports, versions, bs, counts, query.moved_keys(reports, names))
     changes = {}
     for e in query.observation_changes(reports):
-        shown = [v if v is not None else "(not observed)" for v in e["values"]]
-        cells = []
-        for i, changed in enumerate(query.changed_since_previous(e["values"])):
-            before = query.previous_run(e["values"], i)
-            kind = "not-run" if e["values"][i] == query.NOT_RUN else "changed" if changed else "same"
-            if kind == "same" and before == query.NOT_RUN:  # the first release that ran the test
-                kind = "first"
-            old = "(not observed)" if before is None else before
-            cells.append({"kind": kind, "value": shown[i], "old": old})
-        changes.setdefault(e["behaviour"], []).append({**e, "cells": cells})
+        changes.setdefault(e["behaviour"], []).append({**e, "cells": _change_cells(e["values"])})
     return {
         "versions": versions,
         "revisions": [suite_revision(r) for r in reports],
