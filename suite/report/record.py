@@ -386,19 +386,26 @@ class Record:
         if text not in self.notes:
             self.notes.append(text)
 
-    def row_fields(self, *, failed: bool = False, error_text: str = "") -> dict:
-        """The row's measured fields. ``failed``: what every example observed up to and
-        including the first that failed, and the reported failing example whole (not the
-        examples Hypothesis ran while shrinking); ``error_text`` picks the reported one."""
-        seen = self.observed
+    def _seen(self, failed: bool, error_text: str) -> dict:
+        """Every key's values: all the examples', or, for a failed row, those up to and including
+        the first failing example and the reported failing example whole."""
         if failed and self.failures:
             seen = {k: list(v) for k, v in (self._at_first_failure or {}).items()}
             for k, vs in (self.reported_failure(error_text) or {}).get("observed", {}).items():
                 seen.setdefault(k, []).extend(v for v in vs if v not in seen[k])
-        elif failed and self.examples:
-            seen = {k: list(v) for k, v in self.current.items()}
+            return seen
+        if failed and self.examples:
+            return {k: list(v) for k, v in self.current.items()}
+        return self.observed
+
+    def row_fields(self, *, failed: bool = False, error_text: str = "") -> dict:
+        """The row's measured fields. ``failed``: what every example observed up to and
+        including the first that failed, and the reported failing example whole (not the
+        examples Hypothesis ran while shrinking); ``error_text`` picks the reported one."""
         # Several values over the examples: sorted, so the order examples ran in is not a change.
-        observed = {k: (v[0] if len(v) == 1 else sorted(v, key=_order)) for k, v in seen.items()}
+        observed = {
+            k: (v[0] if len(v) == 1 else sorted(v, key=_order)) for k, v in self._seen(failed, error_text).items()
+        }
         expected = {k: v for k, v in self.expected.items() if not failed or k in observed}
         out = {
             "observed": observed,
