@@ -67,6 +67,43 @@ def _run(subject, op, args, w, v):
     return {k: np.asarray(a) for k, a in out.items() if a is not None}
 
 
+def _results(op, runners, args, w, v) -> dict:
+    """Each runner's quantities (or its error), once per runner id."""
+    results = {}
+    for r in runners:
+        if op.spelled(r.framework) and r.id not in results:
+            try:
+                results[r.id] = _run(r, op, args, w, v)
+            except Exception as e:  # the subject's own row records it
+                results[r.id] = {"error": f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"}
+    return results
+
+
+def _worst_element(op, q, a, b, args, w, v, eps) -> tuple[float, int]:
+    """The largest error of ``a`` against ``b`` in units of rounding of each element's magnitude
+    (the error model's terms), and where it is."""
+    kw = {"weights": w} if q.startswith("grad") else {}
+    kw = {"weights": tuple(w for _ in args)} if q == "jt" else kw
+    kw = {"weights": w, "weights2": v} if q.startswith("second") else kw
+    t = np.maximum(np.abs(b), error.scales(op, q, args, **kw))
+    with np.errstate(all="ignore"):
+        e = np.where((a == b) | (np.isnan(a) & np.isnan(b)), 0.0, np.abs(a - b) / (eps * t))
+    e = np.where(np.isnan(e), np.inf, e)
+    i = int(np.argmax(e)) if e.size else 0
+    return (float(e.flat[i]) if e.size else 0.0), i
+
+
+def _verdict(op, name: str, q: str, r: dict) -> dict:
+    """The table row of quantity ``q``: its tolerance, the headroom over the worst element, and
+    ``exceeded``, ``slack`` (more than :data:`SLACK` times), ``exact`` or ``ok``."""
+    tol = error.ulps(op, q)[name]
+    head = tol / r["observed"] if r["observed"] > 0 else float("inf")
+    verdict = "exceeded" if head < 1 else "slack" if head > SLACK and r["observed"] > 0 else "ok"
+    verdict = "exact" if r["observed"] == 0 else verdict
+    return {"behaviour": op.behaviour, "op": op.name, "dtype": name, "quantity": q, "tolerance": tol,
+            "headroom": head, "verdict": verdict, **r}  # fmt: skip
+
+
 def measure(op, dtype, subjects, oracles, points: int, rng) -> list[dict]:
     """One record per quantity: the worst element over every subject and oracle of another framework."""
     args = inputs(op, dtype, points, rng)
@@ -74,14 +111,7 @@ def measure(op, dtype, subjects, oracles, points: int, rng) -> list[dict]:
     w = (rng.choice([-1.0, 1.0], shape) * rng.uniform(0.25, 2.0, shape)).astype(dtype)
     v = (rng.choice([-1.0, 1.0], shape) * rng.uniform(0.25, 2.0, shape)).astype(dtype)
     name = np.dtype(dtype).name
-    eps = cmp.EPS[name]
-    results = {}
-    for r in [*subjects, *oracles.values()]:
-        if op.spelled(r.framework) and r.id not in results:
-            try:
-                results[r.id] = _run(r, op, args, w, v)
-            except Exception as e:  # the subject's own row records it
-                results[r.id] = {"error": f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"}
+    results = _results(op, [*subjects, *oracles.values()], args, w, v)
     worst: dict[str, dict] = {}
     for s in subjects:
         got = results.get(s.id, {})
@@ -93,28 +123,34 @@ def measure(op, dtype, subjects, oracles, points: int, rng) -> list[dict]:
                 a, b = got[q].astype(np.float64), ref[q].astype(np.float64)
                 if a.shape != b.shape:
                     continue
-                kw = {"weights": w} if q.startswith("grad") else {}
-                kw = {"weights": tuple(w for _ in args)} if q == "jt" else kw
-                kw = {"weights": w, "weights2": v} if q.startswith("second") else kw
-                t = np.maximum(np.abs(b), error.scales(op, q, args, **kw))
-                with np.errstate(all="ignore"):
-                    e = np.where((a == b) | (np.isnan(a) & np.isnan(b)), 0.0, np.abs(a - b) / (eps * t))
-                e = np.where(np.isnan(e), np.inf, e)
-                i = int(np.argmax(e)) if e.size else 0
-                seen = float(e.flat[i]) if e.size else 0.0
+                seen, i = _worst_element(op, q, a, b, args, w, v, cmp.EPS[name])
                 if q not in worst or seen > worst[q]["observed"]:
                     at = [float(x.flat[i]) for x in args]
                     worst[q] = {"observed": seen, "subject": s.id, "oracle": o.id, "at": at,
                                 "out": float(a.flat[i]), "ref": float(b.flat[i])}  # fmt: skip
-    rows = []
-    for q, r in sorted(worst.items()):
-        tol = error.ulps(op, q)[name]
-        head = tol / r["observed"] if r["observed"] > 0 else float("inf")
-        verdict = "exceeded" if head < 1 else "slack" if head > SLACK and r["observed"] > 0 else "ok"
-        verdict = "exact" if r["observed"] == 0 else verdict
-        rows.append({"behaviour": op.behaviour, "op": op.name, "dtype": name, "quantity": q, "tolerance": tol,
-                     "headroom": head, "verdict": verdict, **r})  # fmt: skip
-    return rows
+    return [_verdict(op, name, q, r) for q, r in sorted(worst.items())]
+
+
+def _chosen(p, wanted: str | None) -> list:
+    """The elementwise entries of every table behaviour, or those ``--ops`` names."""
+    for module in BEHAVIOURS.values():
+        importlib.import_module(module)
+    chosen = [op for b in BEHAVIOURS for op in ops.entries(b) if op.elementwise]
+    if not wanted:
+        return chosen
+    want = wanted.split(",")
+    unknown = sorted(set(want) - {op.name for op in chosen})
+    if unknown:
+        p.error(f"--ops: no elementwise entry named {', '.join(unknown)}")
+    return [op for op in chosen if op.name in want]
+
+
+def _report(rows) -> None:
+    for r in rows:
+        if r["verdict"] in ("exceeded", "slack"):
+            where = f"{r['subject']} vs {r['oracle']} at {r['at']}: {r['out']:.4g} vs {r['ref']:.4g}"
+            print(f"{r['verdict']:9s} {r['op']:14s} {r['dtype']:8s} {r['quantity']:8s} "
+                  f"observed {r['observed']:9.3g} ulp of {r['tolerance']:g} ({where})")  # fmt: skip
 
 
 def main(argv=None) -> int:
@@ -129,15 +165,7 @@ def main(argv=None) -> int:
 
     frameworks.hygiene()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    for module in BEHAVIOURS.values():
-        importlib.import_module(module)
-    chosen = [op for b in BEHAVIOURS for op in ops.entries(b) if op.elementwise]
-    if a.ops:
-        want = a.ops.split(",")
-        unknown = sorted(set(want) - {op.name for op in chosen})
-        if unknown:
-            p.error(f"--ops: no elementwise entry named {', '.join(unknown)}")
-        chosen = [op for op in chosen if op.name in want]
+    chosen = _chosen(p, a.ops)
     subjects = frameworks.runners(devices=("cpu",))
     oracles = {o.framework: o for o in frameworks.reference_oracles()}
     if len({s.framework for s in subjects}) < 2:
@@ -149,11 +177,7 @@ def main(argv=None) -> int:
             if np.dtype(dtype).name in op.domain and (not op.pairs or any(np.dtype(d) == dtype for d, _ in op.pairs)):
                 rows += measure(op, dtype, subjects, oracles, a.points, rng)
         print(f"[{k}/{len(chosen)}] {op.name} ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
-    for r in rows:
-        if r["verdict"] in ("exceeded", "slack"):
-            where = f"{r['subject']} vs {r['oracle']} at {r['at']}: {r['out']:.4g} vs {r['ref']:.4g}"
-            print(f"{r['verdict']:9s} {r['op']:14s} {r['dtype']:8s} {r['quantity']:8s} "
-                  f"observed {r['observed']:9.3g} ulp of {r['tolerance']:g} ({where})")  # fmt: skip
+    _report(rows)
     if a.output:
         a.output.parent.mkdir(parents=True, exist_ok=True)
         env = {"versions": frameworks.package_versions(), "points": a.points, "seed": a.seed, "slack": SLACK}
