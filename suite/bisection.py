@@ -229,11 +229,7 @@ def plan(state, busy=()) -> tuple[str, list[str]] | None:
         tests = sorted({w.test for w in ws if value_at(state, usable[end], w) is None})
         if tests:
             return None if end in busy_at else (usable[end], tests)
-    intervals: dict[tuple[int, int], list[Watch]] = {}
-    for w in ws:
-        for i, j in _open(_points(state, w, usable)):
-            if not any(i < b < j for b in busy_at):
-                intervals.setdefault((i, j), []).append(w)
+    intervals = _open_intervals(state, ws, usable, busy_at)
     if not intervals:
         return None
     (i, j), _ = max(intervals.items(), key=lambda kv: (len({w.test for w in kv[1]}), -kv[0][0]))
@@ -241,6 +237,17 @@ def plan(state, busy=()) -> tuple[str, list[str]] | None:
     tests = sorted({w.test for (a, b), group in intervals.items() if a < mid < b for w in group})
     tests = [t for t in tests if any(value_at(state, usable[mid], w) is None for w in ws if w.test == t)]
     return usable[mid], tests
+
+
+def _open_intervals(state, ws, usable, busy_at) -> dict:
+    """{(i, j): watches}: the open intervals of the usable nightlies' indices, each with the
+    watches still to be placed there, leaving out an interval with a busy probe inside."""
+    intervals: dict[tuple[int, int], list[Watch]] = {}
+    for w in ws:
+        for i, j in _open(_points(state, w, usable)):
+            if not any(i < b < j for b in busy_at):
+                intervals.setdefault((i, j), []).append(w)
+    return intervals
 
 
 def record(state, version: str, probe: Probe, tests) -> None:

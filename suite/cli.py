@@ -332,13 +332,17 @@ def _tf_version(report: dict, path) -> str:
     return bisection.pep440(str(v))
 
 
+def _watches(old: dict, new: dict, paths, keys) -> list:
+    """The changed TensorFlow observations to place, only those naming one of ``keys`` if given."""
+    ws = bisection.watches(diff.diff(old, new, str(paths[0]), str(paths[1])).changes)
+    return [w for w in ws if any(k in w.key or k in w.test for k in keys)] if keys else ws
+
+
 def cmd_bisect(args) -> int:
     """Place each change between two reports on the tf-nightly that made it."""
     paths = [_bisect_report(args.old), _bisect_report(args.new)]
     old, new = (schema.load(p) for p in paths)
-    ws = bisection.watches(diff.diff(old, new, str(paths[0]), str(paths[1])).changes)
-    if args.key:
-        ws = [w for w in ws if any(k in w.key or k in w.test for k in args.key)]
+    ws = _watches(old, new, paths, args.key)
     if not ws:
         print("no TensorFlow row changed an observation or its outcome between them: nothing to bisect")
         return 0
@@ -374,20 +378,28 @@ def cmd_bisect(args) -> int:
     )
     bisection.save_state(state, args.state)
     say(f"{n} probes ({envs.installed} nightlies installed); {bisection.status_line(state)}")
+    _print_placements(bisection.results(state))
+    return 1 if any(r["status"] == "open" for r in bisection.results(state)) else 0
+
+
+def _placement(r: dict) -> str:
+    """Where a bisected change was placed: its first nightly, the last old one and the compare
+    link; else its status (``open``, ``flaky``, ...)."""
+    flip = next((f for f in reversed(r["flips"]) if f["to"] == r["new"]), None)
+    if not flip or r["status"] != "placed":
+        return r["status"]
+    where = f"first in tf-nightly {flip['first_new']} ({flip['first_date']}); last old {flip['last_old']}"
+    return where + (f"; {flip['compare']}" if flip["compare"] else "")
+
+
+def _print_placements(results) -> None:
+    """One line per placement, with the keys it holds."""
     groups: dict = {}
-    for r in bisection.results(state):
-        flip = next((f for f in reversed(r["flips"]) if f["to"] == r["new"]), None)
-        where = (
-            f"first in tf-nightly {flip['first_new']} ({flip['first_date']}); last old {flip['last_old']}"
-            + (f"; {flip['compare']}" if flip["compare"] else "")
-            if flip and r["status"] == "placed"
-            else r["status"]
-        )
-        groups.setdefault(where, []).append(r)
+    for r in results:
+        groups.setdefault(_placement(r), []).append(r)
     for where, rs in groups.items():
         keys = sorted({r["key"] for r in rs})
         print(f"{where}: {len(rs)} change(s): {', '.join(keys[:6])}{' ...' if len(keys) > 6 else ''}")
-    return 1 if any(r["status"] == "open" for r in bisection.results(state)) else 0
 
 
 def cmd_diff(args) -> int:
