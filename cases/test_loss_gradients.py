@@ -568,58 +568,57 @@ def test_keras_probability_losses_at_saturation(subject, record, case):
     unsaturated rows' closed form, and per mode what a saturated row's value and gradient follow
     (Keras is TensorFlow's: no oracle has its activation-unwrapping)."""
     record.example(logits=case.logits, labels=case.labels, blogits=case.blogits, blabels=case.blabels, w=case.w)
-    f32 = np.float32
     for loss in LOSSES:
         z, y = (case.logits, case.labels) if loss == "categorical" else (case.blogits, case.blabels)
         sat = case.saturated if loss == "categorical" else case.bsaturated.any(-1)
         forms = keras_forms(case, loss)
-        ref_value, ref_grad = forms["logits"]
         for act in ACTIVATIONS:
             value, (grad, _) = subject.vjp(KerasProbabilityLoss.of(subject), z, y, cotangent=case.w, loss=loss, act=act)
-            calm = ~sat
-            if loss == "binary":  # an entry's gradient is its own: the unsaturated entries of every row
-                entries = ~case.bsaturated
-                record.close(
-                    name=f"{loss}[{act}] grad (unsaturated entries)",
-                    out=grad[entries],
-                    ref=ref_grad[entries].astype(f32),
-                    oracle="closed-form",
-                    scale=float(np.max(case.w)),
-                )
-            else:
-                record.close(
-                    name=f"{loss}[{act}] grad (unsaturated rows)",
-                    out=grad[calm],
-                    ref=ref_grad[calm].astype(f32),
-                    oracle="closed-form",
-                    scale=float(np.max(case.w)),
-                )
-            record.close(
-                name=f"{loss}[{act}] value (unsaturated rows)",
-                out=value[calm],
-                ref=ref_value[calm].astype(f32),
-                oracle="closed-form",
-            )
-            if not sat.any():
-                continue
-            v, scale = value[sat], max(record.input_scale(), 1.0)
-            fits = {"nan"} if np.isnan(v).any() else {"inf"} if np.isinf(v).any() else set()
-            for rule, (ref, _) in forms.items():
-                if not fits and _close(v, ref[sat], f32, scale):
-                    fits.add("clipped" if rule.startswith("clipped") else rule)
-            seen = oor.verdict(fits, none_fits="other")
-            if seen is not None:
-                record.check(EXPECT, **{_keras("value", loss, act): seen})
-            g = grad[sat] if loss == "categorical" else np.where(case.bsaturated, grad, 0)[sat]
-            gref = ref_grad[sat] if loss == "categorical" else np.where(case.bsaturated, ref_grad, 0)[sat]
-            fits = {"nan"} if np.isnan(g).any() else set()
-            if not fits and not np.any(g):
-                fits.add("zero")
-            if not fits and _close(g, gref, f32, float(np.max(case.w))):
-                fits.add("logits")
-            seen = oor.verdict(fits, none_fits="other")
-            if seen is not None:
-                record.check(EXPECT, **{_keras("grad", loss, act): seen})
+            _close_unsaturated(record, case, loss, act, value, grad, sat, forms["logits"])
+            if sat.any():
+                _check_saturated(record, case, loss, act, value, grad, sat, forms)
+
+
+def _close_unsaturated(record, case, loss, act, value, grad, sat, logits_form) -> None:
+    """Off saturation, value and gradient are the logits closed form (a binary entry's gradient
+    is its own: the unsaturated entries of every row)."""
+    f32 = np.float32
+    ref_value, ref_grad = logits_form
+    calm = ~sat
+    if loss == "binary":
+        entries = ~case.bsaturated
+        record.close(name=f"{loss}[{act}] grad (unsaturated entries)", out=grad[entries],
+                     ref=ref_grad[entries].astype(f32), oracle="closed-form", scale=float(np.max(case.w)))  # fmt: skip
+    else:
+        record.close(name=f"{loss}[{act}] grad (unsaturated rows)", out=grad[calm], ref=ref_grad[calm].astype(f32),
+                     oracle="closed-form", scale=float(np.max(case.w)))  # fmt: skip
+    record.close(name=f"{loss}[{act}] value (unsaturated rows)", out=value[calm], ref=ref_value[calm].astype(f32),
+                 oracle="closed-form")  # fmt: skip
+
+
+def _check_saturated(record, case, loss, act, value, grad, sat, forms) -> None:
+    """Which rule a saturated row's value follows (a closed form, clipped, nan, inf) and whether its
+    gradient is the logits closed form, zero or nan."""
+    f32 = np.float32
+    v, scale = value[sat], max(record.input_scale(), 1.0)
+    fits = {"nan"} if np.isnan(v).any() else {"inf"} if np.isinf(v).any() else set()
+    for rule, (ref, _) in forms.items():
+        if not fits and _close(v, ref[sat], f32, scale):
+            fits.add("clipped" if rule.startswith("clipped") else rule)
+    seen = oor.verdict(fits, none_fits="other")
+    if seen is not None:
+        record.check(EXPECT, **{_keras("value", loss, act): seen})
+    ref_grad = forms["logits"][1]
+    g = grad[sat] if loss == "categorical" else np.where(case.bsaturated, grad, 0)[sat]
+    gref = ref_grad[sat] if loss == "categorical" else np.where(case.bsaturated, ref_grad, 0)[sat]
+    fits = {"nan"} if np.isnan(g).any() else set()
+    if not fits and not np.any(g):
+        fits.add("zero")
+    if not fits and _close(g, gref, f32, float(np.max(case.w))):
+        fits.add("logits")
+    seen = oor.verdict(fits, none_fits="other")
+    if seen is not None:
+        record.check(EXPECT, **{_keras("grad", loss, act): seen})
 
 
 #: APIs that compute in float32 whatever the input dtype, held to float32's tolerance: Keras 3 layers

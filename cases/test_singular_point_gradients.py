@@ -1013,10 +1013,7 @@ def hold(record, oracles, *, op, program, static, arrays, w, tags, out, grads, n
     for i, (name, g, ref) in enumerate(zip(names, grads, refs)):
         g = np.asarray(g, np.float64)
         d = g / (w if w.ndim == g.ndim else w[..., None])
-        for label in dict.fromkeys(t for t in tags.ravel() if t not in ("near", "regular")):
-            on = tags == label
-            ref_named = {k: v[on] for k, v in (named or {}).items()} if i == 0 else {}
-            record.check(expectations_of(op), **{f"{name}[{op}@{label}]": kind(d[on], ref_named)})
+        _check_kinds(record, op, name, d, tags, named if i == 0 else None)
         close_off_singular(record, name=name, out=grads[i], ref=ref.astype(dtype), tags=tags, oracle="closed-form",
                            scale=scale)  # fmt: skip
     have = [o for o in oracles if spelled(program, o, static)]
@@ -1027,13 +1024,29 @@ def hold(record, oracles, *, op, program, static, arrays, w, tags, out, grads, n
             close_off_singular(record, name="d1", out=out, ref=ref_out, tags=tags, oracle=o.id)
         for name, g, ref in zip(names, grads, ref_grads):
             close_off_singular(record, name=name, out=g, ref=ref, tags=tags, oracle=o.id, scale=scale)
+    if dtype == np.float64:
+        _against_differences(record, f, as64, w, tags, names, grads)
+
+
+def _check_kinds(record, op, name, d, tags, named) -> None:
+    """The declared kind of the derivative ``d`` at each singular point ``tags`` names (against
+    the closed forms ``named`` where given)."""
+    for label in dict.fromkeys(t for t in tags.ravel() if t not in ("near", "regular")):
+        on = tags == label
+        ref_named = {k: v[on] for k, v in (named or {}).items()}
+        record.check(expectations_of(op), **{f"{name}[{op}@{label}]": kind(d[on], ref_named)})
+
+
+def _against_differences(record, f, as64, w, tags, names, grads) -> None:
+    """Away from the points (float64), each gradient against central differences of ``f``."""
     regular = tags == "regular"
-    if dtype == np.float64 and regular.any():
-        sub = [a[regular] for a in as64]
-        fds = finite_diff.vjp(f, *sub, cotangent=w[regular])
-        for name, g, fd in zip(names, grads, fds):
-            record.close(name=f"{name}[regular]", out=g[regular], ref=fd, oracle="finite-difference",
-                         tol=cmp.FINITE_DIFF, scale=np.max(np.abs(f(*sub) * w[regular])))  # fmt: skip
+    if not regular.any():
+        return
+    sub = [a[regular] for a in as64]
+    fds = finite_diff.vjp(f, *sub, cotangent=w[regular])
+    for name, g, fd in zip(names, grads, fds):
+        record.close(name=f"{name}[regular]", out=g[regular], ref=fd, oracle="finite-difference",
+                     tol=cmp.FINITE_DIFF, scale=np.max(np.abs(f(*sub) * w[regular])))  # fmt: skip
 
 
 # ---------------------------------------------------------------- strategies
