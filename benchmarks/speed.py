@@ -52,7 +52,7 @@ def timed_run(args: list[str], report_dir: Path, cache: Path | None = None, cwd:
     env = dict(os.environ)
     if cache is not None:  # a compilation cache of these runs' own (empty for the first)
         env["AUTODIFF_SEMANTICS_COMPILE_CACHE"] = str(cache)
-    env.pop("TF_XLA_FLAGS", None)  # the suite names TensorFlow's XLA cache under the root above
+    env.pop("TF_XLA_FLAGS", None)  # a cache of the user's own would hide first compilations
     t0 = time.perf_counter()
     rc = subprocess.run(cmd, cwd=cwd, env=env).returncode
     wall = time.perf_counter() - t0

@@ -124,14 +124,21 @@ print(f(tf.range(5.0)).numpy().tolist())
 """
 
 
-def _tf_xla_once(cache: str, tmp_path):
-    return _in_a_process(_TF_XLA_ONCE, cache, tmp_path, unset="TF_XLA_FLAGS", framework="TensorFlow")
+def _tf_xla_once(cache: str, tmp_path, opt_in: str = "on"):
+    os.environ[frameworks.TF_XLA_CACHE_ENV] = opt_in  # the child inherits it; restored below
+    try:
+        return _in_a_process(_TF_XLA_ONCE, cache, tmp_path, unset="TF_XLA_FLAGS", framework="TensorFlow")
+    finally:
+        os.environ.pop(frameworks.TF_XLA_CACHE_ENV, None)
 
 
 def test_tensorflow_xla_programs_are_cached_per_version_and_off_sets_no_cache(tmp_path):
-    """A jit_compile program TensorFlow compiled in one process is written to the shared XLA cache
-    (one directory per TensorFlow version) and loaded, not written again, by the next, with the same
-    result; ``off`` names no cache, so nothing is written."""
+    """Opted in, a jit_compile program TensorFlow compiled in one process is written to the shared XLA
+    cache (one directory per TensorFlow version) and loaded, not written again, by the next, with the
+    same result; ``off`` names no cache, so nothing is written; and by default (not opted in) there is
+    none either: a warm cache gave wrong gradients (TF_XLA_CACHE_ENV's comment)."""
+    default = _tf_xla_once(str(tmp_path / "default"), tmp_path, opt_in="")
+    assert default[0] == "none" and not (tmp_path / "default" / "tf-xla").exists()
     root = tmp_path / "caches"
     first = _tf_xla_once(str(root), tmp_path)
     where = frameworks.tf_xla_cache_dir({frameworks.COMPILE_CACHE_ENV: str(root)}, frameworks.tf_distribution_version())
@@ -155,7 +162,11 @@ def test_a_peer_measuring_a_first_compilation_gets_no_xla_cache(tmp_path):
         pytest.skip("TensorFlow is not installed")
     env = {frameworks.COMPILE_CACHE_ENV: str(tmp_path), "TF_XLA_FLAGS": "--tf_xla_auto_jit=2"}
     frameworks._tf_xla_cache(env)
+    assert env["TF_XLA_FLAGS"] == "--tf_xla_auto_jit=2", "named without the opt-in"
+    env[frameworks.TF_XLA_CACHE_ENV] = "on"
+    frameworks._tf_xla_cache(env)
     assert env["TF_XLA_FLAGS"].startswith(f"--tf_xla_auto_jit=2 {frameworks.TF_XLA_CACHE_FLAG}={tmp_path}/tf-xla/")
-    mine = {frameworks.COMPILE_CACHE_ENV: str(tmp_path), "TF_XLA_FLAGS": f"{frameworks.TF_XLA_CACHE_FLAG}=/mine"}
+    mine = {frameworks.COMPILE_CACHE_ENV: str(tmp_path), "TF_XLA_FLAGS": f"{frameworks.TF_XLA_CACHE_FLAG}=/mine",
+            frameworks.TF_XLA_CACHE_ENV: "on"}  # fmt: skip
     frameworks._tf_xla_cache(mine)
     assert mine["TF_XLA_FLAGS"] == f"{frameworks.TF_XLA_CACHE_FLAG}=/mine"

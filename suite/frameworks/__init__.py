@@ -146,6 +146,13 @@ TF_XLA_CACHE_FLAG = "--tf_xla_persistent_cache_directory"
 #: The TensorFlow distributions whose version names the XLA cache directory (read from their
 #: metadata: TensorFlow is not imported before its flags are set).
 TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tf-nightly", "tf-nightly-cpu")
+#: ``on`` names TensorFlow's persistent XLA cache (:func:`_tf_xla_cache`); unset or anything
+#: else, none. Off by default: a warm cache returned wrong executables (measured 2026-11-29, TF
+#: 2.19.1, transform-boundaries run twice on one fresh cache: the second run's XLA gradients of
+#: tf.map_fn and tf.scan were all zeros, and the cache grew from 81 to 160 entries, so its keys
+#: are not stable between runs; with no cache every row passes). A cache one names in
+#: ``TF_XLA_FLAGS`` is one's own choice and left alone.
+TF_XLA_CACHE_ENV = "AUTODIFF_SEMANTICS_TF_XLA_CACHE"
 
 
 def compile_cache_root(environ=os.environ) -> Path | None:
@@ -242,18 +249,18 @@ def without_tf_xla_cache(flags: str) -> str | None:
 
 
 def _tf_xla_cache(environ) -> None:
-    """Name TensorFlow's persistent XLA cache in ``TF_XLA_FLAGS`` (read once, when TensorFlow
-    first compiles): an XLA program (``jit_compile=True``) whose executable is in it is loaded,
-    not compiled, by the workers of a run, later runs and tox envs with the same TensorFlow.
-    Entries are keyed by TensorFlow on the function's signature and a fingerprint of its HLO,
-    in a directory per TensorFlow version, so results are unchanged; measured on two case
-    modules (issue 46): XLA first calls 13.7 s -> 6.3 s on a warm run, the same observations.
-    TensorFlow first tries to read each entry as a text proto and logs that parse error (C++
-    stderr, captured by pytest with the row's output) before it reads the binary one. A flag
-    the user set (a cache of their own) is left alone; ``off`` sets none. Bounded like JAX's
-    (:data:`TF_XLA_CACHE_MAX_BYTES`, :func:`_bound_cache`)."""
+    """With ``AUTODIFF_SEMANTICS_TF_XLA_CACHE=on`` (:data:`TF_XLA_CACHE_ENV`; off by default,
+    because a warm cache gave wrong gradients), name TensorFlow's persistent XLA cache in
+    ``TF_XLA_FLAGS`` (read once, when TensorFlow first compiles): an XLA program
+    (``jit_compile=True``) whose executable is in it is loaded, not compiled, by the workers of
+    a run, later runs and tox envs with the same TensorFlow, in a directory per TensorFlow
+    version; measured on two case modules (issue 46): XLA first calls 13.7 s -> 6.3 s on a warm
+    run. TensorFlow first tries to read each entry as a text proto and logs that parse error
+    (C++ stderr, captured by pytest with the row's output) before it reads the binary one. A
+    flag the user set (a cache of their own) is left alone; ``off`` sets none. Bounded like
+    JAX's (:data:`TF_XLA_CACHE_MAX_BYTES`, :func:`_bound_cache`)."""
     flags = environ.get("TF_XLA_FLAGS", "")
-    if TF_XLA_CACHE_FLAG in flags:
+    if TF_XLA_CACHE_FLAG in flags or environ.get(TF_XLA_CACHE_ENV, "").strip().lower() != "on":
         return
     version = tf_distribution_version()
     if not tf_xla_cache_works(version):
