@@ -155,6 +155,7 @@ def pytest_unconfigure(config):
         return
 
     def end_now():
+        frameworks.remove_own_cache()  # os._exit runs no exit handler
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
@@ -162,6 +163,12 @@ def pytest_unconfigure(config):
     if hasattr(config, "workerinput"):
         end_now()
     atexit.register(end_now)  # registered last, so it runs first
+
+
+def pytest_runtest_teardown(item):
+    """A failed TensorFlow trace's global state must not reach the next test
+    (:func:`suite.frameworks.restore_tf_variable_scope`)."""
+    frameworks.restore_tf_variable_scope()
 
 
 @pytest.hookimpl(wrapper=True)

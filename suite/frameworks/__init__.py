@@ -343,20 +343,34 @@ def _bound_cache(path: Path, bound: int, pattern: str = "*-cache") -> None:
         total -= size
 
 
+#: the process's own JAX cache directory (``=off``), removed when the process ends
+_OWN_CACHE: list = []
+
+
+def remove_own_cache() -> None:
+    """Remove this process's own JAX cache (an exit handler; also called by a process that
+    ends with ``os._exit``, which runs none: the CLI's fast exit)."""
+    import shutil
+
+    for path in _OWN_CACHE:
+        shutil.rmtree(path, ignore_errors=True)
+    _OWN_CACHE.clear()
+
+
 def _own_jax_cache(jax) -> None:
     import atexit
-    import shutil
     import tempfile
 
     _sweep_jax_caches(Path(tempfile.gettempdir()))
     path = tempfile.mkdtemp(prefix=f"{JAX_CACHE_PREFIX}{os.getpid()}-")
-    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    _OWN_CACHE[:] = [path]
+    atexit.register(remove_own_cache)
     try:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", JAX_CACHE_MIN_COMPILE_S)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
         jax.config.update("jax_compilation_cache_dir", path)
     except (AttributeError, ValueError):  # an older JAX without these options: no cache
-        shutil.rmtree(path, ignore_errors=True)
+        remove_own_cache()
 
 
 def tf_xla_cache_used(environ=os.environ) -> str:
@@ -413,6 +427,22 @@ def load(name: str) -> Framework:
 #: the report's deprecation collector (``suite.plugin``), the fault catalogue's plugin
 #: (``-p suite.faults.plugin``) the faults it injects. The framework plumbing knows neither.
 _ON_LOAD: list = []
+
+
+def restore_tf_variable_scope() -> None:
+    """Undo the global variable scope's ``caching_device`` a failed trace left set. ``tf.scan``,
+    ``tf.foldl`` and ``tf.map_fn`` set it while they build their loop and restore it only when
+    the build succeeds: a trace that raises inside one (forward mode through ``tf.scan`` in a
+    ``tf.function``, a declared TypeError) leaves it set, and every variable a later eager test
+    makes then fails ('Caching devices is not yet supported when eager execution is enabled';
+    measured on TF 2.21: the whole ci suite with two workers failed two such rows of
+    custom-gradient-calling-conventions and crashed a worker in adam-epsilon). Called after each test."""
+    fw = _loaded.get("tensorflow")
+    if fw is None or fw.module is None:
+        return
+    scope = fw.module.compat.v1.get_variable_scope()
+    if scope.caching_device is not None:  # its setter refuses in eager mode, the state it left
+        scope._caching_device = None
 
 
 def on_load(hook) -> None:
