@@ -21,8 +21,8 @@ straight-through estimator ``v + stop_gradient(round(v) - v)`` computed by an in
 the control) gives ``d/dx [ste(x) * x] = x + round(x)``.
 
 ``tape.jacobian`` with pfor on and off over a menu of layers (tensorflow#33919, #23397, #36256,
-#38391, #57343, #37795, #60085): a dilated ``tf.nn.conv2d``, ``tf.nn.conv1d``, leaky ReLU, a
-broadcasting binary op and a batch of zero rows, against float64 central differences,
+tensorflow#38391, #57343, #37795, #60085): a dilated ``tf.nn.conv2d``, ``tf.nn.conv1d``, leaky
+ReLU, a broadcasting binary op and a batch of zero rows, against float64 central differences,
 ``jax.jacrev`` and ``torch.func.jacrev``. Measured on TF 2.21: with TensorFlow's own CPU kernels
 (oneDNN off, the suite's setting) the dilated convolution has no input gradient at all outside XLA,
 and the while-loop Jacobian of an empty batch fails eagerly, in a v1 graph and under XLA, each
