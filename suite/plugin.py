@@ -124,6 +124,17 @@ def pin_worker(workerinput: dict) -> list[int] | None:
     return mine
 
 
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own
+def pytest_xdist_make_scheduler(config, log):
+    """``run --jobs N`` distributes by module with :class:`suite.scheduling.CrashSafeLoadFile`: a
+    case that kills its worker is not run again and does not strand the rest of the run."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from suite import scheduling  # imports pytest-xdist, which only a parallel run has
+
+    return scheduling.CrashSafeLoadFile(config, log)
+
+
 _EXIT_STATUS = pytest.StashKey[int]()
 
 

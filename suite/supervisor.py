@@ -126,7 +126,7 @@ def _exit_status(rc: int, crashes: int, report_dir: Path) -> int:
 
 #: What a run writes in its report directory; removed before a run starts, so none of them
 #: can be a previous run's presented as this one's.
-RUN_FILES = ("latest.json", "latest.jsonl", "latest.md", "latest.html", "latest.junit.xml", ".crashed")
+RUN_FILES = ("latest.json", "latest.jsonl", "latest.md", "latest.html", "latest.junit.xml")
 
 
 def clear_previous(report_dir: Path) -> None:

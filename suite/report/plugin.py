@@ -21,7 +21,6 @@ from suite.report.rows import (  # noqa: F401
     ENVIRONMENT_PROPERTY,
     ROW_PROPERTY,
     RowMaker,
-    crashed_list,
     environment_payload,
     failure_kind,
     make_row,

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-from pathlib import Path
 
 import pytest
 
@@ -116,14 +115,6 @@ class RowMaker:
             found = out.setdefault(DESELECTED_OUTPUT, [])
             found += [[i.nodeid, b.id] for i in items if (b := getattr(getattr(i, "module", None), "BEHAVIOUR", None))]
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(self, item, nextitem):
-        if context.of(self.config).role == "worker":
-            done = crashed_list(self.config)
-            if done.exists() and item.nodeid in done.read_text(encoding="utf-8").splitlines():
-                return True  # it killed a worker already: its row is the controller's crashed row
-        return None
-
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem):
         """Record everything, then assert: a case's checks and comparisons fail at the end
@@ -227,11 +218,6 @@ def environment_payload(config) -> str:
     """:func:`measured_environment` as JSON: execnet carries plain types only (PyTorch's
     version is a ``TorchVersion``, which it refuses, and the worker dies of it)."""
     return json.dumps(measured_environment(config), default=str)
-
-
-def crashed_list(config) -> Path:
-    """The tests that killed a pytest-xdist worker in this run (one node id a line)."""
-    return Path(config.invocation_params.dir) / config.getoption("report_dir") / ".crashed"
 
 
 def _skip_reason(rep) -> str:

@@ -25,7 +25,6 @@ from suite.report.rows import (
     DESELECTED_OUTPUT,
     ENVIRONMENT_PROPERTY,
     _behaviour_of,
-    crashed_list,
     measured_environment,
 )
 from suite.report.signals import _SIGNALLED, _raise_interrupt
@@ -197,7 +196,6 @@ class ReportWriter:
 
     def _start(self, cases):
         self.dir.mkdir(parents=True, exist_ok=True)
-        crashed_list(self.config).unlink(missing_ok=True)
         env = frameworks.python_environment()
         env.pop("executable", None)
         # a parallel run's workers measured it (and imported the frameworks); else measure here
@@ -283,10 +281,6 @@ class ReportWriter:
         if crashed:
             print(f"autodiff-semantics: {report.nodeid} crashed its worker; pytest-xdist restarted it", file=sys.stderr)
             self._write({"kind": "row", **schema.Row.crashed(report.nodeid, "unknown", str(report.longrepr)).as_dict()})
-            # xdist's loadfile scheduler hands the crashed test out again with the rest of its
-            # module; the workers read this list and pass over it (RowMaker.pytest_runtest_protocol)
-            with open(crashed_list(self.config), "a", encoding="utf-8") as fh:
-                fh.write(report.nodeid + "\n")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report, config):
