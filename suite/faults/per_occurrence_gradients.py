@@ -28,6 +28,7 @@ from __future__ import annotations
 import inspect
 
 from . import fault
+from .straight_through_estimator import _gradient_registry, reregister
 
 
 def _require(tf, fault_name, owner, attr):
@@ -141,8 +142,6 @@ _BINARY = ("Mul", "AddV2", "Add", "Sub", "MatMul", "BatchMatMulV2", "BatchMatMul
     "to the first input slot only, as if the tape deduplicated an op's inputs",
 )
 def _repeated_input_counted_once(tf):
-    from .straight_through_estimator import _gradient_registry, reregister
-
     registry = _gradient_registry(tf, "repeated-input-counted-once")
 
     def once(original):
