@@ -584,3 +584,22 @@ def test_the_upgrade_view_gives_a_change_the_reason_its_own_rows_matched_not_ano
     (change,) = m["behaviours"][0]["changes"]
     assert change["where"] and "eager" in change["where"] and "graph" not in change["where"]
     assert (change["reason"], change["link"]) == ("", "")
+
+
+def test_array_level_comparisons_show_their_least_headroom_and_the_slack_ones():
+    """Issue 47's survey, measured in every run: per behaviour and dtype the comparison nearest its
+    tolerance, and how many row x oracle comparisons had more than ten times what they saw."""
+    report = {
+        "results": [
+            _row(array_errors={"float32": {"jax": [2.0, 168.0], "torch": [40.0, 168.0]}}),
+            _row(test="cases/test_b.py::test_y[jax-jit-cpu]", array_errors={"float32": {"numpy": [1.0, 168.0]}}),
+            _row(outcome="failed", array_errors={"float32": {"jax": [900.0, 168.0]}}),  # its own failure says it
+            _row(array_errors={"float64": {"jax": [0.0, 4503.0]}}),
+        ]
+    }
+    by = {e["dtype"]: e for e in query.array_headroom(report)}
+    assert by["float32"]["headroom"] == pytest.approx(4.2) and by["float32"]["where"] == "test_x vs torch"
+    assert (by["float32"]["slack"], by["float32"]["comparisons"]) == (2, 3)
+    assert by["float64"]["headroom"] is None and by["float64"]["slack"] == 0, "no error at all is exact, not slack"
+    md = pages.markdown({**report, "environment": {"python": "3.11"}})
+    assert "## Array-level comparisons: headroom" in md and "| b | float32 | 4.2x | test_x vs torch | 2/3 |" in md

@@ -95,6 +95,28 @@ def headroom(report) -> list[dict]:
     return sorted(out, key=lambda e: (e["headroom"] is None, e["headroom"] or 0.0))
 
 
+def array_headroom(report) -> list[dict]:
+    """The comparisons outside the op table's error model (an array-level floor: every float
+    comparison of the other behaviours, and the table's against closed forms and differences):
+    one line per behaviour and dtype, the least headroom over its rows (tolerance / observed, in
+    units of rounding) and how many of its comparisons (row x oracle) were slack, least first."""
+    groups: dict[tuple, list] = {}
+    for r in report["results"]:
+        if r.get("outcome") != "passed":
+            continue
+        for dtype, by_oracle in (r.get("array_errors") or {}).items():
+            for oracle, (seen, tol) in by_oracle.items():
+                room = tol / seen if seen else None
+                groups.setdefault((r["behaviour"], dtype), []).append((room, short_test(r["test"]), oracle))
+    out = []
+    for (b, dtype), es in groups.items():
+        rooms = [e for e in es if e[0] is not None]
+        worst = min(rooms, default=(None, "", ""))
+        out.append({"behaviour": b, "dtype": dtype, "headroom": worst[0], "where": f"{worst[1]} vs {worst[2]}",
+                    "slack": sum(e[0] is not None and e[0] > SLACK for e in es), "comparisons": len(es)})  # fmt: skip
+    return sorted(out, key=lambda e: (e["headroom"] is None, e["headroom"] or 0.0))
+
+
 def headroom_by_op(entries) -> list[dict]:
     """One line per behaviour, op and dtype: the least headroom over subjects, properties and
     oracles, and how many of its comparisons were slack."""

@@ -54,6 +54,7 @@ class Record:
         #: per dtype and oracle, [observed, tolerance] in units of rounding of the comparison
         #: nearest its tolerance (the report's error-model table: how much headroom is left)
         self.errors: dict[str, dict[str, list]] = {}
+        self.array_errors: dict[str, dict[str, list]] = {}
         self.examples = 0
         self.last_inputs: dict | None = None
         self.notes: list[str] = []
@@ -202,10 +203,9 @@ class Record:
         return err
 
     def _headroom(self, key, out, ref, dtype, derived_from, tol, err) -> None:
-        """Keep, per dtype and oracle, the error-model comparison (``tol.model``) whose error came
-        nearest its tolerance, both in units of rounding of that dtype."""
-        if not getattr(tol, "model", False):
-            return
+        """Keep, per dtype and oracle, the comparison whose error came nearest its tolerance, both
+        in units of rounding of that dtype: the op table's error-model comparisons (``tol.model``)
+        in ``errors``, every other one (an array-level floor) in ``array_errors``."""
         kind = derived_from or dtype or (np.asarray(ref).dtype if ref is not None else None)
         if kind is None or not cmp.is_inexact(kind):
             kind = np.asarray(out).dtype if out is not None else None
@@ -216,9 +216,10 @@ class Record:
         if t <= 0:
             return
         eps = cmp.EPS[name]
-        seen = self.errors.setdefault(name, {}).get(key)
+        store = self.errors if getattr(tol, "model", False) else self.array_errors
+        seen = store.setdefault(name, {}).get(key)
         if seen is None or err / t > seen[0] / seen[1]:
-            self.errors[name][key] = [err / eps, t / eps]
+            store[name][key] = [err / eps, t / eps]
 
     def against(
         self,
@@ -417,6 +418,8 @@ class Record:
             out["declared"] = dict(self.declared)
         if self.errors:
             out["errors"] = {d: dict(v) for d, v in self.errors.items()}
+        if self.array_errors:
+            out["array_errors"] = {d: dict(v) for d, v in self.array_errors.items()}
         notes = list(self.notes) + [
             f"racy (recorded, not compared): {k} = {', '.join(map(str, sorted(v, key=_order)))}"
             for k, v in self.racy.items()

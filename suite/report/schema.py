@@ -48,6 +48,7 @@ class Row:
     examples_per_s: float | None = None
     declared: dict | None = None  # key -> the declaration's reason and link
     errors: dict | None = None  # dtype -> oracle -> [observed, tolerance] in units of rounding
+    array_errors: dict | None = None  # the same for the comparisons with an array-level floor
     notes: list | None = None
     error: str | None = None
     reason: str | None = None  # why it was skipped
