@@ -22,14 +22,31 @@ the control) gives ``d/dx [ste(x) * x] = x + round(x)``.
 
 ``tape.jacobian`` with pfor on and off over a menu of layers (tensorflow#33919, #23397, #36256,
 tensorflow#38391, #57343, #37795, #60085): a dilated ``tf.nn.conv2d``, ``tf.nn.conv1d``, leaky
-ReLU, a broadcasting binary op and a batch of zero rows, against float64 central differences,
-``jax.jacrev`` and ``torch.func.jacrev``. Measured on TF 2.21: with TensorFlow's own CPU kernels
-(oneDNN off, the suite's setting) the dilated convolution has no input gradient at all outside XLA,
-and the while-loop Jacobian of an empty batch fails eagerly, in a v1 graph and under XLA, each
-in its own way, where pfor gives the empty Jacobian.
+ReLU, a broadcasting binary op, a batch of zero rows and an LSTM (a ``tf.scan`` over three time
+steps, as Keras' LSTM loops over time), against float64 central differences, ``jax.jacrev`` and
+``torch.func.jacrev``. Measured on TF 2.21: with TensorFlow's own CPU kernels (oneDNN off, the
+suite's setting) the dilated convolution has no input gradient at all outside XLA; the
+while-loop Jacobian of an empty batch fails eagerly, in a v1 graph and under XLA, each in its own
+way, where pfor gives the empty Jacobian; and pfor's vectorised LSTM loop does not compile under
+XLA (no TensorListReserve kernel), where the while-loop Jacobian does.
 
-Second order through ``tf.image.resize`` is image-resize-gradients' (its ``second[...]`` rows);
-Keras ``Resizing`` and LSTM layers are not encoded here.
+A gradient penalty through a resize (tensorflow#22208, #33751): d/dx of ``sum(g^2)`` with ``g`` the
+gradient of a critic of ``tf.image.resize(x)`` or of Keras ``Resizing`` (bilinear, downscaling), the
+WGAN-GP program on images. It needs resize's own gradient differentiated: TensorFlow registers
+``ResizeBilinearGrad`` as NotDifferentiable (from 2.18; before, no entry at all), so the penalty's
+gradient is None in every mode, silently, where JAX and PyTorch give the float64 closed form.
+(Second order of the resize alone, which is linear, is image-resize-gradients' ``second[...]``.)
+
+A compiler's algebra at an overflow (openxla/xla#42732, jax#38097, #38098): ``log(exp(x))`` at
+x = 89 (exp overflows) and -104 (it underflows). Op by op the value is inf and -inf and the
+gradient NaN; under XLA (TensorFlow's ``jit_compile`` and ``jax.jit``) the algebraic simplifier
+folds the value to x while the gradient keeps the NaN (measured).
+
+The XLA mismatch of a ``tf.where`` gradient with a shape-polymorphic signature (tensorflow#118713)
+is not encoded: measured on TF 2.21 it is not the gradient nor the polymorphism (a static-shape
+``jit_compile`` gives it too) but the row mean the mask compares with, which XLA rounds one ulp
+apart from TensorFlow's kernel at the issue's near-ties (TF eager, XLA, JAX, PyTorch and NumPy
+each put a different element on the other side), so ``tf.where`` takes the other branch there.
 """
 
 import functools
@@ -57,6 +74,11 @@ TF_JACOBIAN = "https://www.tensorflow.org/api_docs/python/tf/GradientTape#jacobi
 #: https://github.com/tensorflow/tensorflow/compare/fae4d3f1da0...4b9df52bd8b)
 XLA_EMPTY_SCATTER_FROM = "2.23.0.dev20261010"
 TF_CONV_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/core/kernels/conv_grad_input_ops.cc"
+TF_PFOR_LSTM = "https://github.com/tensorflow/tensorflow/issues/57343"
+TF_RESIZE_GRAD_GRAD = "https://github.com/tensorflow/tensorflow/issues/22208"
+TF_IMAGE_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/image_grad.py"
+XLA_INVERSE_PAIRS = "https://github.com/openxla/xla/issues/42732"
+JAX_LOG_EXP = "https://github.com/jax-ml/jax/issues/38097"
 
 BEHAVIOUR = behaviour(
     "transform-boundaries",
@@ -73,6 +95,12 @@ BEHAVIOUR = behaviour(
         TF_STOP_IN_FUNCTION,
         JAX_TRACER_CONVERSION,
         TORCH_NUMPY,
+        TF_JACOBIAN,
+        TF_PFOR_LSTM,
+        TF_RESIZE_GRAD_GRAD,
+        "https://github.com/tensorflow/tensorflow/issues/33751",
+        XLA_INVERSE_PAIRS,
+        JAX_LOG_EXP,
     ],
 )
 
@@ -292,13 +320,15 @@ properties.bind(globals(), "transform-boundaries")
 ROUND_TRIPS = ("whole", "partial", "ufunc")
 #: the layers of the Jacobian menu, each with its input shape: a dilated Conv2D (NHWC, 3x3 kernel,
 #: dilation 2), a Conv1D (NWC, kernel 3, two channels in and out), leaky ReLU, a broadcasting binary
-#: op, and a batch of zero rows
+#: op, a batch of zero rows, and an LSTM over three time steps (batch 2, two features, two units;
+#: a loop over time, as Keras' LSTM is: ``tf.scan``, ``jax.lax.scan``, a Python loop)
 JAC_LAYERS = {
     "dilated-conv2d": (1, 5, 5, 1),
     "conv1d": (1, 6, 2),
     "leaky-relu": (2, 3),
     "broadcast-binary": (2, 3),
     "empty-batch": (0, 3),
+    "lstm": (2, 3, 2),
 }
 EXPECT = expectations(
     {
@@ -338,6 +368,17 @@ EXPECT = expectations(
         "tf.nn.conv2d(dilations=2) with respect to its input raises, its plain gradient too, so no Jacobian, pfor "
         "or not; XLA compiles it",
         link=TF_CONV_GRAD,
+    ),
+    expect(
+        "jacobian[lstm|pfor]",
+        raises("InvalidArgumentError", r"TensorListReserve"),
+        framework="tensorflow",
+        mode="xla",
+        reason="pfor vectorises the LSTM's loop over time (tf.scan's While op) into a loop whose TensorList "
+        "accumulators have no static size, and XLA has no TensorListReserve kernel for it: the vectorised Jacobian "
+        "does not compile, where the while-loop Jacobian (pfor off) does and is right (LSTMs and pfor: "
+        "tensorflow#57343, #41042, #37053)",
+        link=TF_PFOR_LSTM,
     ),
     expect(
         "jacobian[empty-batch|while]",
@@ -524,6 +565,29 @@ K2 = (np.arange(9.0).reshape(3, 3, 1, 1) - 4.0) / 8.0
 K1 = (np.arange(12.0).reshape(3, 2, 2) - 6.0) / 8.0
 B = np.array([0.5, -1.0, 2.0])
 W = np.array([[0.5, -1.0], [1.5, 0.25], [-0.75, 1.0]])
+#: the LSTM's input and recurrent kernels and bias, gates in Keras' order (input, forget, cell, output)
+LSTM_X = (np.arange(16.0).reshape(2, 8) - 7.5) / 10.0
+LSTM_H = (np.arange(16.0)[::-1].reshape(2, 8) - 7.5) / 12.0
+LSTM_B = np.array([0.1, -0.1, 0.2, 0.0, 0.5, 0.5, -0.2, 0.1])
+
+
+def _lstm_step(h, c, xt, mm, sigmoid, tanh, split):
+    """One LSTM step in any framework: ``mm(a, constant)`` (a matmul, or a sum with the bias when
+    ``a`` is None) and ``split(z)`` (four gates) are its spellings."""
+    i, f, g, o = split(mm(xt, LSTM_X) + mm(h, LSTM_H) + mm(None, LSTM_B))
+    c = sigmoid(f) * c + sigmoid(i) * tanh(g)
+    return sigmoid(o) * tanh(c), c
+
+
+def _lstm_numpy(x):
+    h = c = np.zeros_like(x[:, 0, :])
+    out = []
+    for t in range(x.shape[1]):
+        mm = lambda a, k: k if a is None else a @ k  # noqa: E731
+        h, c = _lstm_step(h, c, x[:, t, :], mm, lambda v: 1 / (1 + np.exp(-v)), np.tanh,
+                          lambda z: np.split(z, 4, axis=-1))  # fmt: skip
+        out.append(h)
+    return np.stack(out, axis=1)
 
 
 def _layer_numpy(x, layer):
@@ -543,6 +607,8 @@ def _layer_numpy(x, layer):
         return np.where(x > 0, x, 0.2 * x)
     if layer == "broadcast-binary":
         return x * B + x[:, :1]
+    if layer == "lstm":
+        return _lstm_numpy(x)
     return np.tanh(x @ W)
 
 
@@ -555,6 +621,14 @@ def _layer_tf(tf, x, layer):
         return tf.nn.leaky_relu(x, alpha=0.2)
     if layer == "broadcast-binary":
         return x * tf.constant(B, x.dtype) + x[:, :1]
+    if layer == "lstm":
+
+        def step(carry, xt):
+            mm = lambda a, k: tf.constant(k, x.dtype) if a is None else tf.linalg.matmul(a, tf.constant(k, x.dtype))  # noqa: E731
+            return _lstm_step(*carry, xt, mm, tf.sigmoid, tf.tanh, lambda z: tf.split(z, 4, axis=-1))
+
+        zero = tf.zeros_like(x[:, 0, :])
+        return tf.transpose(tf.scan(step, tf.transpose(x, [1, 0, 2]), initializer=(zero, zero))[0], [1, 0, 2])
     return tf.tanh(tf.linalg.matmul(x, tf.constant(W, x.dtype)))
 
 
@@ -572,6 +646,15 @@ def _layer_jax(jax, x, layer):
         return jax.nn.leaky_relu(x, negative_slope=0.2)
     if layer == "broadcast-binary":
         return x * jnp.asarray(B, x.dtype) + x[:, :1]
+    if layer == "lstm":
+
+        def step(carry, xt):
+            mm = lambda a, k: jnp.asarray(k, x.dtype) if a is None else a @ jnp.asarray(k, x.dtype)  # noqa: E731
+            h, c = _lstm_step(*carry, xt, mm, jax.nn.sigmoid, jnp.tanh, lambda z: jnp.split(z, 4, axis=-1))
+            return (h, c), h
+
+        zero = jnp.zeros_like(x[:, 0, :])
+        return jnp.swapaxes(lax.scan(step, (zero, zero), jnp.swapaxes(x, 0, 1))[1], 0, 1)
     return jnp.tanh(x @ jnp.asarray(W, x.dtype))
 
 
@@ -587,6 +670,14 @@ def _layer_torch(torch, x, layer):
         return F.leaky_relu(x, negative_slope=0.2)
     if layer == "broadcast-binary":
         return x * torch.as_tensor(B, dtype=x.dtype) + x[:, :1]
+    if layer == "lstm":
+        mm = lambda a, k: torch.as_tensor(k, dtype=x.dtype) if a is None else a @ torch.as_tensor(k, dtype=x.dtype)  # noqa: E731
+        h = c = torch.zeros_like(x[:, 0, :])
+        out = []
+        for t in range(x.shape[1]):
+            h, c = _lstm_step(h, c, x[:, t, :], mm, torch.sigmoid, torch.tanh, lambda z: torch.chunk(z, 4, dim=-1))
+            out.append(h)
+        return torch.stack(out, dim=1)
     return torch.tanh(x @ torch.as_tensor(W, dtype=x.dtype))
 
 
@@ -665,3 +756,202 @@ def test_jacobian_of_layers_with_pfor_on_and_off(subject, oracles, record, lx, h
     record.close(name=f"jacobian[{layer}]", out=jac, ref=ref.astype(np.float32), oracle="float64-differences",
                  tol=cmp.FINITE_DIFF)  # fmt: skip
     record.against(oracles, LayerJacobian, x, layer=layer, how=how, got={f"jacobian[{layer}]": jac})
+
+
+# ---------------------------------------------------------------- a gradient penalty through a resize
+#: an 8x8 one-channel image downscaled to 3x5 (bilinear, half-pixel centres), and the critic's weights
+PENALTY_IMAGE, PENALTY_OUT = (1, 8, 8, 1), (3, 5)
+CRITIC = (np.arange(15.0).reshape(1, 3, 5, 1) - 7.0) / 5.0
+RESIZES = ("image-resize", "keras-resizing")
+
+
+def _bilinear(n_in, n_out):
+    """The 1-D bilinear matrix at half-pixel centres (the triangle of radius one input pixel)."""
+    centre = (np.arange(n_out)[:, None] + 0.5) * n_in / n_out
+    w = np.maximum(0.0, 1.0 - np.abs(np.arange(n_in)[None, :] + 0.5 - centre))
+    return w / w.sum(axis=1, keepdims=True)
+
+
+MH, MW = _bilinear(8, 3), _bilinear(8, 5)
+
+
+@functools.cache
+def _keras_resizing(tf):
+    return tf.keras.layers.Resizing(*PENALTY_OUT, interpolation="bilinear")
+
+
+class ResizePenalty(Program):
+    """A critic's gradient penalty through a downscaling resize, ``P(x) = sum(g^2)`` with
+    ``g = d/dx sum(tanh(a * resize(x)))``, so dP/dx differentiates resize's own gradient."""
+
+    def tensorflow(tf, x, *, how):
+        resize = _keras_resizing(tf) if how == "keras-resizing" else (lambda v: tf.image.resize(v, PENALTY_OUT))
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            critic = tf.reduce_sum(tf.tanh(tf.constant(CRITIC, x.dtype) * resize(x)))
+        g = inner.gradient(critic, x)
+        return tf.reduce_sum(g * g)
+
+    def jax(jax, x, *, how):
+        jnp = jax.numpy
+
+        def critic(v):
+            y = jax.image.resize(v, (1, *PENALTY_OUT, 1), "linear", antialias=False)
+            return jnp.sum(jnp.tanh(jnp.asarray(CRITIC, v.dtype) * y))
+
+        g = jax.grad(critic)(x)
+        return jnp.sum(g * g)
+
+    def torch(torch, x, *, how):
+        f = torch.nn.functional
+        y = f.interpolate(x.permute(0, 3, 1, 2), size=PENALTY_OUT, mode="bilinear", align_corners=False)
+        critic = torch.tanh(torch.as_tensor(CRITIC, dtype=x.dtype) * y.permute(0, 2, 3, 1)).sum()
+        (g,) = torch.autograd.grad(critic, x, create_graph=True)
+        return (g * g).sum()
+
+
+def penalty_gradient(x, w) -> np.ndarray:
+    """dP/dx times the cotangent w, in float64: with y = Mh x Mw^T, t = tanh(a y), c = a (1 - t^2)
+    and g = Mh^T c Mw, dP/dy = Mh (2 g) Mw^T * (-2 a^2 t (1 - t^2)) and dP/dx = Mh^T dP/dy Mw."""
+    x = np.asarray(x, np.float64)[0, :, :, 0]
+    a = CRITIC[0, :, :, 0]
+    t = np.tanh(a * (MH @ x @ MW.T))
+    g = MH.T @ (a * (1 - t * t)) @ MW
+    dy = (MH @ (2 * g) @ MW.T) * (-2 * a * a * t * (1 - t * t))
+    return (float(w) * (MH.T @ dy @ MW))[None, :, :, None]
+
+
+@st.composite
+def images(draw):
+    """(x, w): a float32 image in [-1, 1] and a scalar cotangent in [1/2, 2]."""
+    x = draw(ss.float_arrays(dtype=np.float32, shape=PENALTY_IMAGE, min_value=-1.0, max_value=1.0), label="x")
+    return x, np.float32(draw(st.floats(0.5, 2.0, width=32), label="w"))
+
+
+EXPECT_PENALTY = expectations(
+    {f"gradient-penalty[{how}]": "closed-form" for how in RESIZES},
+    *expect_keys(
+        [f"gradient-penalty[{how}]" for how in RESIZES],
+        "none",
+        framework="tensorflow",
+        versions=">=2.18",
+        reason="ResizeBilinearGrad is registered NotDifferentiable, so the penalty, which reaches x only through "
+        "resize's own gradient, has no gradient at all: TensorFlow returns None, silently, in every mode, and a "
+        "WGAN-GP critic on resized images trains without its penalty (Keras Resizing calls tf.image.resize); JAX's "
+        "and PyTorch's resizes are linear ops whose gradients differentiate again",
+        link=TF_IMAGE_GRAD,
+    ),
+    *[
+        e
+        for how in RESIZES
+        for e in ops.missing_gradient(
+            how,
+            ("gradient-penalty",),
+            r"ResizeBilinearGrad",
+            versions="<2.18",
+            reason="before TF 2.18 ResizeBilinearGrad has no gradient registered at all, so differentiating a "
+            "gradient penalty through a bilinear resize raises 'gradient registry has no entry for: "
+            "ResizeBilinearGrad' (LookupError; StagingError where a function is traced)",
+            link=TF_RESIZE_GRAD_GRAD,
+        )
+    ],
+)
+PENALTY_EXAMPLE = (np.linspace(-1.0, 1.0, 64, dtype=np.float32).reshape(PENALTY_IMAGE), np.float32(1.0))
+
+
+@example(xw=PENALTY_EXAMPLE, how="keras-resizing")
+@example(xw=PENALTY_EXAMPLE, how="image-resize")
+@given(xw=images(), how=st.sampled_from(RESIZES))
+def test_gradient_penalty_through_a_resize(subject, oracles, record, xw, how):
+    """d/dx of a gradient penalty through tf.image.resize and Keras Resizing (a WGAN-GP critic on a
+    downscaled image): the float64 closed form, or TensorFlow's missing second derivative."""
+    x, w = xw
+    record.example(x=x, w=w, how=how)
+    key = f"gradient-penalty[{how}]"
+    try:
+        penalty, (grad,) = subject.vjp(ResizePenalty.of(subject), x, cotangent=w, how=how)
+    except Exception as e:  # a refusal is the observation
+        record.check(EXPECT_PENALTY, **{key: cmp.error_name(e)})
+        return
+    ref = penalty_gradient(x, w)
+    record.check(EXPECT_PENALTY, **{key: cmp.which(grad, {"closed-form": ref})})
+    if grad is not None and cmp.near(grad, ref):
+        record.close(name="penalty-grad", out=grad, ref=ref.astype(np.float32), oracle="closed-form")
+        record.against(oracles, ResizePenalty, x, cotangent=w, how=how, got={"penalty": penalty, "grad": grad})
+
+
+# ---------------------------------------------------------------- a compiler's algebra at an overflow
+#: log(exp(x)) where exp overflows (x = 89: exp(x) = inf in float32), underflows (x = -104: exp(x) = 0)
+#: and neither (x = 1)
+REWRITE_POINTS = {"overflow": 89.0, "underflow": -104.0, "normal": 1.0}
+
+
+class LogExp(Program):
+    """log(exp(x)), op by op: inf where exp overflows, -inf where it underflows to 0."""
+
+    def tensorflow(tf, x):
+        return tf.math.log(tf.exp(x))
+
+    def jax(jax, x):
+        return jax.numpy.log(jax.numpy.exp(x))
+
+    def torch(torch, x):
+        return torch.log(torch.exp(x))
+
+
+def rewrite_value(v, x) -> str:
+    """``inf``/``-inf`` (IEEE, op by op), ``x`` (log(exp(x)) within a few ulp of x, or folded to
+    x), or ``other``."""
+    if np.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return "x" if abs(float(v) - float(x)) <= 4 * abs(np.spacing(np.float32(x))) else "other"
+
+
+def rewrite_grad(g) -> str:
+    """``nan`` (exp(x) / exp(x) at inf or 0, op by op), ``one`` (the folded identity's), or ``other``."""
+    if g is None:
+        return "none"
+    return "nan" if np.isnan(g) else "one" if g == 1.0 else "zero" if g == 0.0 else "other"
+
+
+EXPECT_REWRITE = expectations(
+    {
+        "log-exp[overflow|value]": "inf",
+        "log-exp[overflow|grad]": "nan",
+        "log-exp[underflow|value]": "-inf",
+        "log-exp[underflow|grad]": "nan",
+        "log-exp[normal|value]": "x",
+        "log-exp[normal|grad]": "one",
+    },
+    *expect_keys(
+        ["log-exp[overflow|value]", "log-exp[underflow|value]"],
+        "x",
+        framework="tensorflow",
+        mode="xla",
+        reason="XLA's algebraic simplifier folds log(exp(x)) to x, so exp's overflow (inf) and underflow (0, "
+        "log 0 = -inf) vanish from the value; the gradient, built from exp's and log's own derivatives, keeps "
+        "IEEE's NaN (measured): value and gradient no longer agree",
+        link=XLA_INVERSE_PAIRS,
+    ),
+    *expect_keys(
+        ["log-exp[overflow|value]", "log-exp[underflow|value]"],
+        "x",
+        framework="jax",
+        mode="jit",
+        reason="under jax.jit XLA's algebraic simplifier folds log(exp(x)) to x (eager JAX runs the two ops "
+        "apart and gives inf and -inf); the gradient, from the jvp rules of exp and log, keeps the NaN (measured)",
+        link=JAX_LOG_EXP,
+    ),
+)
+
+
+def test_log_exp_at_an_overflow_is_not_folded_away(subject, record):
+    """d/dx log(exp(x)) where exp(x) overflows or underflows: op by op inf and NaN, as IEEE
+    arithmetic gives; a compiler that folds log(exp(x)) to x gives x and 1 (openxla/xla#42732)."""
+    x = np.array(list(REWRITE_POINTS.values()), np.float32)
+    record.example(x=x)
+    out, (grad,) = subject.vjp(LogExp.of(subject), x, cotangent=np.ones_like(x))
+    out, grad = np.asarray(out), np.asarray(grad)
+    for i, point in enumerate(REWRITE_POINTS):
+        record.check(EXPECT_REWRITE, **{f"log-exp[{point}|value]": rewrite_value(out[i], x[i])})
+        record.check(EXPECT_REWRITE, **{f"log-exp[{point}|grad]": rewrite_grad(grad[i])})

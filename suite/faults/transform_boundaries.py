@@ -8,6 +8,11 @@
 - ``traced-stop-gradient-identity``: ``tf.stop_gradient`` becomes the identity where a function
   is traced (never eagerly), so an inner ``tf.function``'s straight-through estimator is
   differentiated as ``round``.
+- ``resize-gradient-differentiated-as-zero``: ``ResizeBilinearGrad`` gets a zero gradient where
+  it has none (NotDifferentiable), so a gradient penalty through a resize has a zero gradient
+  instead of TensorFlow's None.
+- ``log-of-exp-folded``: ``tf.math.log`` of a ``tf.exp`` result is the exponent itself in every
+  mode, as XLA's algebraic simplifier folds it, so exp's overflow vanishes from the value.
 
 Each patch replaces a public function, so it holds in eager, tf.function, XLA and v1 graph mode
 alike (the last one only where a graph is being built).
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 from . import fault
 from .catalogue import _set
+from .straight_through_estimator import reregister
 
 BREAKS = ["transform-boundaries"]
 
@@ -63,3 +69,43 @@ def _traced_stop_gradient_identity(tf):
         return original(input, name=name) if tf.executing_eagerly() else tf.identity(input, name=name)
 
     _set(tf, ["stop_gradient"], stop_gradient)
+
+
+@fault(
+    "resize-gradient-differentiated-as-zero",
+    breaks=BREAKS,
+    description="ResizeBilinearGrad (resize's own gradient) is differentiated as zero where TensorFlow has no "
+    "gradient for it: a gradient penalty through tf.image.resize gets zeros instead of None",
+)
+def _resize_gradient_as_zero(tf):
+    reregister(
+        tf,
+        "resize-gradient-differentiated-as-zero",
+        "ResizeBilinearGrad",
+        lambda original: lambda op, grad: [tf.zeros_like(op.inputs[0]), tf.zeros_like(op.inputs[1])],
+    )
+
+
+@fault(
+    "log-of-exp-folded",
+    breaks=BREAKS,
+    description="tf.math.log of a tf.exp result returns the exponent in every mode (XLA's algebraic rewrite "
+    "made general): log(exp(89)) is 89 instead of inf",
+)
+def _log_of_exp_folded(tf):
+    exp, log = tf.exp, tf.math.log
+    exponents = {}  # exp's result (tensor.ref(), as tensors are unhashable) -> its input
+
+    def exp_(x, name=None):
+        y = exp(x, name=name)
+        if len(exponents) > 4096:  # a bounded memory of the latest results
+            exponents.clear()
+        exponents[y.ref()] = x
+        return y
+
+    def log_(x, name=None):
+        x_in = exponents.get(x.ref()) if isinstance(x, tf.Tensor) else None
+        return tf.identity(x_in, name=name) if x_in is not None else log(x, name=name)
+
+    _set(tf, ["exp", "math.exp"], exp_)
+    _set(tf, ["math.log"], log_)
