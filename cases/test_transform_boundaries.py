@@ -42,11 +42,13 @@ x = 89 (exp overflows) and -104 (it underflows). Op by op the value is inf and -
 gradient NaN; under XLA (TensorFlow's ``jit_compile`` and ``jax.jit``) the algebraic simplifier
 folds the value to x while the gradient keeps the NaN (measured).
 
-The XLA mismatch of a ``tf.where`` gradient with a shape-polymorphic signature (tensorflow#118713)
-is not encoded: measured on TF 2.21 it is not the gradient nor the polymorphism (a static-shape
-``jit_compile`` gives it too) but the row mean the mask compares with, which XLA rounds one ulp
-apart from TensorFlow's kernel at the issue's near-ties (TF eager, XLA, JAX, PyTorch and NumPy
-each put a different element on the other side), so ``tf.where`` takes the other branch there.
+The XLA mismatch of a ``tf.where`` gradient with a shape-polymorphic signature (tensorflow#118713),
+measured on TF 2.21: it is not the gradient nor the polymorphism (a static-shape ``jit_compile``
+gives it too) but the row mean the mask compares with, which XLA rounds one ulp apart from
+TensorFlow's kernel at the issue's near-ties (TF eager, XLA, JAX, PyTorch and NumPy each put a
+different element on the other side), so ``tf.where`` takes the other branch there. What is
+asserted is what a user can rely on: the gradient follows the branch the value itself took, at
+every element of the issue's two inputs, in every mode.
 """
 
 import functools
@@ -101,6 +103,7 @@ BEHAVIOUR = behaviour(
         "https://github.com/tensorflow/tensorflow/issues/33751",
         XLA_INVERSE_PAIRS,
         JAX_LOG_EXP,
+        "https://github.com/tensorflow/tensorflow/issues/118713",
     ],
 )
 
@@ -955,3 +958,52 @@ def test_log_exp_at_an_overflow_is_not_folded_away(subject, record):
     for i, point in enumerate(REWRITE_POINTS):
         record.check(EXPECT_REWRITE, **{f"log-exp[{point}|value]": rewrite_value(out[i], x[i])})
         record.check(EXPECT_REWRITE, **{f"log-exp[{point}|grad]": rewrite_grad(grad[i])})
+
+
+# ---------------------------------------------------------------- tf.where against a row mean (tensorflow#118713)
+#: the issue's inputs: rows of a linspace, whose middle element is each row's mean up to rounding
+WHERE_INPUTS = (np.linspace(-1.0, 1.0, 15, dtype=np.float32).reshape(3, 5),
+                np.linspace(-2.0, 2.0, 30, dtype=np.float32).reshape(6, 5))  # fmt: skip
+
+
+class WhereAtMean(Program):
+    """``where(x > mean of its row, sin x, cos x)``: at a near-tie the branch depends on how the mean
+    was rounded, which differs between TensorFlow's kernel, XLA, JAX, PyTorch and NumPy."""
+
+    def tensorflow(tf, x):
+        return tf.where(x > tf.reduce_mean(x, axis=1, keepdims=True), tf.sin(x), tf.cos(x))
+
+    def jax(jax, x):
+        jnp = jax.numpy
+        return jnp.where(x > jnp.mean(x, axis=1, keepdims=True), jnp.sin(x), jnp.cos(x))
+
+    def torch(torch, x):
+        return torch.where(x > x.mean(dim=1, keepdim=True), torch.sin(x), torch.cos(x))
+
+
+def where_kind(x, y, grad, w) -> str:
+    """``own-mask``: the gradient is w * (cos x or -sin x) by the branch the value itself took
+    (read from the value), ``other-mask`` (a branch the value did not take somewhere), or ``other``."""
+    x64, y64, w64 = (np.asarray(a, np.float64) for a in (x, y, w))
+    took_sin = np.abs(y64 - np.sin(x64)) < np.abs(y64 - np.cos(x64))
+    own = w64 * np.where(took_sin, np.cos(x64), -np.sin(x64))
+    if cmp.near(grad, own):
+        return "own-mask"
+    flipped = w64 * np.where(took_sin, -np.sin(x64), np.cos(x64))
+    return "other-mask" if np.all(np.isclose(grad, own) | np.isclose(grad, flipped)) else "other"
+
+
+EXPECT_WHERE = expectations({"where-at-row-mean": "own-mask"})
+
+
+@example(x=WHERE_INPUTS[1])
+@example(x=WHERE_INPUTS[0])
+@given(x=st.sampled_from(WHERE_INPUTS))
+def test_where_gradient_follows_the_branch_its_value_took(subject, record, x):
+    """tensorflow#118713's program, with its two batch sizes through one function (a shape-polymorphic
+    trace where the runner relaxes the shape): the gradient agrees with the value's own branch at every
+    element, near-ties included, in every mode; which branch a near-tie takes is the mean's rounding."""
+    w = np.linspace(0.17, 1.13, x.size, dtype=np.float32).reshape(x.shape)
+    record.example(x=x, w=w)
+    y, (grad,) = subject.vjp(WhereAtMean.of(subject), x, cotangent=w)
+    record.check(EXPECT_WHERE, **{"where-at-row-mean": where_kind(x, y, grad, w)})
