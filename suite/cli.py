@@ -784,25 +784,18 @@ def main(argv=None) -> int:
     if extra and args.command not in ("run", "bench"):
         parser.error(f"arguments after '--' are only for 'run' and 'bench' (got {' '.join(extra)})")
     try:
-        if args.command == "list":
-            return cmd_list(args)
-        if args.command == "report":
-            return cmd_report(args)
-        if args.command == "diff":
-            return cmd_diff(args)
-        if args.command == "faults":
-            return cmd_faults(args)
-        if args.command == "merge":
-            return cmd_merge(args)
-        if args.command == "upgrade":
-            return cmd_upgrade(args)
-        if args.command == "bisect":
-            return cmd_bisect(args)
-        if args.command == "progress":
-            return cmd_progress(args)
-        if args.command == "bench":
-            return cmd_bench(args, extra)
-        return cmd_run(args, extra)
+        if args.command in ("run", "bench", None):  # none: run's own message
+            return (cmd_bench if args.command == "bench" else cmd_run)(args, extra)
+        return {
+            "list": cmd_list,
+            "report": cmd_report,
+            "diff": cmd_diff,
+            "faults": cmd_faults,
+            "merge": cmd_merge,
+            "upgrade": cmd_upgrade,
+            "bisect": cmd_bisect,
+            "progress": cmd_progress,
+        }[args.command](args)
     except (
         CliError,
         ReportFileError,

@@ -98,3 +98,37 @@ def test_versioned_reports_refuse_a_run_under_a_fault(tmp_path):
     with pytest.raises(files.ReportFileError, match="fault.*stop-gradient-identity.*not written"):
         files.save_versioned(tmp_path, tmp_path / "baselines")
     assert not (tmp_path / "baselines").exists()
+
+
+def test_a_fault_is_data_its_target_and_its_wrong_semantics(monkeypatch):
+    """``replaces`` puts ``wrong(tf, original, ...)`` at every target, ``original`` being what the
+    first held; the description is the docstring, ``breaks`` the module's behaviour unless named;
+    a fault that says nothing is refused."""
+    import types
+
+    from suite import faults
+    from suite.faults.patch import replaces
+
+    monkeypatch.setattr(faults, "CATALOGUE", dict(faults.CATALOGUE))
+
+    def wrong(tf, original, x, name=None):
+        "tf.negative adds one"
+        return original(x) + 1
+
+    wrong.__module__ = "suite.faults.partial_stop_gradient"
+    replaces("negative", "math.negative", name="test-negative-plus-one")(wrong)
+    f = faults.CATALOGUE["test-negative-plus-one"]
+    assert (f.breaks, f.description, f.framework) == (("partial-stop-gradient",), "tf.negative adds one", "tensorflow")
+
+    tf = types.SimpleNamespace(negative=lambda x: -x, math=types.SimpleNamespace(negative=lambda x: -x))
+    f.patch(tf)
+    assert tf.negative(2) == -1 and tf.math.negative(x=5) == -4
+
+    replaces("negative", name="test-negative-elsewhere", breaks="loss-gradients")(wrong)
+    assert faults.CATALOGUE["test-negative-elsewhere"].breaks == ("loss-gradients",)
+
+    def silent(tf, original, x):
+        return x
+
+    with pytest.raises(ValueError, match="says nothing"):
+        replaces("negative", name="test-silent")(silent)

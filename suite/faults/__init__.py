@@ -26,14 +26,32 @@ class Fault:
 CATALOGUE: dict[str, Fault] = {}
 
 
-def fault(name, *, framework="tensorflow", breaks, description):
+def behaviour_of(module: str) -> str:
+    """The behaviour a fault module is named after: ``suite.faults.loss_gradients`` -> ``loss-gradients``."""
+    return module.rsplit(".", 1)[-1].replace("_", "-")
+
+
+def described(fn) -> str:
+    """A fault's description: its function's docstring, on one line."""
+    return " ".join((fn.__doc__ or "").split())
+
+
+def fault(name, *, framework="tensorflow", breaks=None, description=None):
+    """Register ``patch(module)`` as the fault ``name``. ``breaks``: the behaviours that must
+    catch it (a name or a list; default, the one its module is named after); ``description``:
+    what goes wrong (default, the patch's docstring)."""
+
     def deco(patch):
         if name in CATALOGUE:  # a silent overwrite would drop a fault from the self-check
             raise ValueError(
                 f"fault {name!r} is registered twice ({CATALOGUE[name].patch.__module__} and "
                 f"{patch.__module__}); name it once, listing every behaviour in breaks="
             )
-        CATALOGUE[name] = Fault(name, framework, tuple(breaks), description, patch)
+        said = description or described(patch)
+        if not said:
+            raise ValueError(f"fault {name!r} ({patch.__module__}) says nothing: give it a docstring")
+        hit = [breaks] if isinstance(breaks, str) else list(breaks or [behaviour_of(patch.__module__)])
+        CATALOGUE[name] = Fault(name, framework, tuple(hit), said, patch)
         return patch
 
     return deco

@@ -24,32 +24,23 @@ def _replace_epsilon(cls, arg: str, value_of):
     cls.__init__ = __init__
 
 
-@fault(
-    "v1-adam-epsilon-ignored",
-    breaks=["adam-epsilon"],
-    description="tf.compat.v1.train.AdamOptimizer drops its epsilon argument and uses the 1e-8 default "
-    "(the seed's epsilon=0.1 silently becomes 1e-8)",
-)
+@fault("v1-adam-epsilon-ignored")
 def _v1_adam_epsilon_ignored(tf):
+    """tf.compat.v1.train.AdamOptimizer drops its epsilon argument and uses the 1e-8 default (the seed's epsilon=0.1
+    silently becomes 1e-8)"""
     _replace_epsilon(tf.compat.v1.train.AdamOptimizer, "epsilon", lambda given, default, arguments: default)
 
 
-@fault(
-    "keras-adam-epsilon-default",
-    breaks=["adam-epsilon"],
-    description="tf.keras.optimizers.Adam ignores epsilon= and keeps its 1e-7 default",
-)
+@fault("keras-adam-epsilon-default")
 def _keras_adam_epsilon_default(tf):
+    """tf.keras.optimizers.Adam ignores epsilon= and keeps its 1e-7 default"""
     _replace_epsilon(tf.keras.optimizers.Adam, "epsilon", lambda given, default, arguments: default)
 
 
-@fault(
-    "keras-adam-epsilon-unhatted",
-    breaks=["adam-epsilon"],
-    description="tf.keras.optimizers.Adam rescales epsilon by sqrt(1 - beta_2) in its constructor (a "
-    "half-way 'fix' towards PyTorch's Algorithm-1 epsilon, exact at step 1 only)",
-)
+@fault("keras-adam-epsilon-unhatted")
 def _keras_adam_epsilon_unhatted(tf):
+    """tf.keras.optimizers.Adam rescales epsilon by sqrt(1 - beta_2) in its constructor (a half-way 'fix' towards
+    PyTorch's Algorithm-1 epsilon, exact at step 1 only)"""
     _replace_epsilon(
         tf.keras.optimizers.Adam,
         "epsilon",

@@ -24,20 +24,14 @@ def _with_momentum(tf, momentum_of):
     cls.call = call
 
 
-@fault(
-    "batchnorm-skips-moving-update",
-    breaks=["batch-norm-update-ops"],
-    description="Keras BatchNormalization(training=True) computes the update but keeps the old "
-    "moving mean/variance (moving * 1 + batch * 0)",
-)
+@fault("batchnorm-skips-moving-update")
 def _batchnorm_skips_moving_update(tf):
+    """Keras BatchNormalization(training=True) computes the update but keeps the old moving mean/variance (moving * 1 +
+    batch * 0)"""
     _with_momentum(tf, lambda m: 1.0)
 
 
-@fault(
-    "batchnorm-momentum-flipped",
-    breaks=["batch-norm-update-ops"],
-    description="Keras BatchNormalization uses PyTorch's momentum convention: moving = (1 - m) * moving + m * batch",
-)
+@fault("batchnorm-momentum-flipped")
 def _batchnorm_momentum_flipped(tf):
+    """Keras BatchNormalization uses PyTorch's momentum convention: moving = (1 - m) * moving + m * batch"""
     _with_momentum(tf, lambda m: 1.0 - m)

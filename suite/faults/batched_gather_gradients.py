@@ -16,57 +16,39 @@ alike.
 
 from __future__ import annotations
 
-from . import fault
-from .straight_through_estimator import reregister
-
-BREAKS = ["batched-gather-gradients"]
+from .patch import regrad
 
 
-@fault(
-    "batched-gather-gradient-untransposed-offsets",
-    breaks=BREAKS,
-    description="tf.gather's gradient offsets each batch's indices by the params' own shape, not by the "
-    "shape with the gathered axis moved next to the batch axes (TF 2.5, tensorflow#50075), and drops "
-    "the out-of-range segment ids that follow",
-)
-def _untransposed_offsets(tf):
-    def patched(op, real):
-        shape = tf.shape(op.inputs[0])
-        return lambda _transposed, *rest: _batch_gather_grad(tf, shape, *rest, combine="dropping-sum")
-
-    _wrap_gather_grad(tf, "batched-gather-gradient-untransposed-offsets", patched)
+@regrad("GatherV2", name="batched-gather-gradient-untransposed-offsets")
+def _untransposed_offsets(tf, original, op, dy):
+    """tf.gather's gradient offsets each batch's indices by the params' own shape, not by the shape with the gathered
+    axis moved next to the batch axes (TF 2.5, tensorflow#50075), and drops the out-of-range segment ids that follow"""
+    shape = tf.shape(op.inputs[0])
+    return _with_batch_gather_grad(
+        original, op, dy, lambda _transposed, *rest: _batch_gather_grad(tf, shape, *rest, combine="dropping-sum")
+    )
 
 
-@fault(
-    "batched-gather-gradient-averages-repeats",
-    breaks=BREAKS,
-    description="tf.gather's gradient along an axis other than 0 averages the cotangents of repeated "
-    "indices instead of summing them",
-)
-def _averages_repeats(tf):
-    def patched(op, real):
-        return lambda transposed, *rest: _batch_gather_grad(tf, transposed, *rest, combine="mean")
-
-    _wrap_gather_grad(tf, "batched-gather-gradient-averages-repeats", patched)
+@regrad("GatherV2", name="batched-gather-gradient-averages-repeats")
+def _averages_repeats(tf, original, op, dy):
+    """tf.gather's gradient along an axis other than 0 averages the cotangents of repeated indices instead of summing
+    them"""
+    return _with_batch_gather_grad(
+        original, op, dy, lambda transposed, *rest: _batch_gather_grad(tf, transposed, *rest, combine="mean")
+    )
 
 
-def _wrap_gather_grad(tf, fault_name, patched):
-    """Re-register ``GatherV2``'s gradient as TensorFlow's own with ``_BatchGatherGrad`` replaced,
-    while it runs, by ``patched(op, _BatchGatherGrad)``."""
+def _with_batch_gather_grad(original, op, dy, batch_gather_grad):
+    """``GatherV2``'s own gradient ``original(op, dy)`` with ``_BatchGatherGrad`` replaced, while
+    it runs, by ``batch_gather_grad``."""
     from tensorflow.python.ops import array_grad
 
-    def make(original):
-        def grad(op, dy):
-            real = array_grad._BatchGatherGrad  # noqa: SLF001
-            array_grad._BatchGatherGrad = patched(op, real)  # noqa: SLF001
-            try:
-                return original(op, dy)
-            finally:
-                array_grad._BatchGatherGrad = real  # noqa: SLF001
-
-        return grad
-
-    reregister(tf, fault_name, "GatherV2", make)
+    real = array_grad._BatchGatherGrad  # noqa: SLF001
+    array_grad._BatchGatherGrad = batch_gather_grad  # noqa: SLF001
+    try:
+        return original(op, dy)
+    finally:
+        array_grad._BatchGatherGrad = real  # noqa: SLF001
 
 
 def _batch_gather_grad(tf, params_shape, values, indices, batch_dims, gather_dim_size, *, combine):

@@ -18,59 +18,39 @@ graph mode alike.
 
 from __future__ import annotations
 
-from . import fault
-from .straight_through_estimator import reregister
+from .patch import regrad
+
+#: f'(z) of each holomorphic op, which its wrong gradient multiplies by unconjugated.
+_DERIVATIVES = {
+    "Square": lambda tf, op: tf.constant(2, op.inputs[0].dtype) * op.inputs[0],
+    "Exp": lambda tf, op: op.outputs[0],
+    "Sin": lambda tf, op: tf.cos(op.inputs[0]),
+}
 
 
-@fault(
-    "holomorphic-gradient-unconjugated",
-    breaks=["complex-gradients"],
-    description="the gradients of Square, Exp and Sin multiply by f'(z) instead of conj(f'(z)): a complex "
-    "cotangent u is pulled back to f'*u (JAX's convention) instead of conj(f')*u",
-)
-def _holomorphic_gradient_unconjugated(tf):
-    rules = {
-        "Square": lambda op, grad: grad * (tf.constant(2, op.inputs[0].dtype) * op.inputs[0]),
-        "Exp": lambda op, grad: grad * op.outputs[0],
-        "Sin": lambda op, grad: grad * tf.cos(op.inputs[0]),
-    }
-    for op_type, rule in rules.items():
-        reregister(tf, "holomorphic-gradient-unconjugated", op_type, lambda original, rule=rule: rule)
+@regrad(*_DERIVATIVES, name="holomorphic-gradient-unconjugated")
+def _holomorphic_gradient_unconjugated(tf, original, op, grad):
+    """the gradients of Square, Exp and Sin multiply by f'(z) instead of conj(f'(z)): a complex cotangent u is pulled
+    back to f'*u (JAX's convention) instead of conj(f')*u"""
+    return grad * _DERIVATIVES[op.type](tf, op)
 
 
-@fault(
-    "conj-gradient-identity",
-    breaks=["complex-gradients"],
-    description="the gradient of Conj passes the upstream gradient through unconjugated: grad |z|^2 "
-    "(real(z * conj(z))) loses its imaginary part (2*Re(z)*w instead of 2*z*w)",
-)
-def _conj_gradient_identity(tf):
-    reregister(tf, "conj-gradient-identity", "Conj", lambda original: lambda op, grad: grad)
+@regrad("Conj", name="conj-gradient-identity")
+def _conj_gradient_identity(tf, original, op, grad):
+    """the gradient of Conj passes the upstream gradient through unconjugated: grad |z|^2 (real(z * conj(z))) loses its
+    imaginary part (2*Re(z)*w instead of 2*z*w)"""
+    return grad
 
 
-@fault(
-    "imag-gradient-sign-flipped",
-    breaks=["complex-gradients"],
-    description="the gradient of Imag is complex(0, -grad): grad imag(z) is -i (JAX's answer) instead of i",
-)
-def _imag_gradient_sign_flipped(tf):
-    reregister(
-        tf,
-        "imag-gradient-sign-flipped",
-        "Imag",
-        lambda original: lambda op, grad: tf.complex(tf.zeros_like(grad), -grad),
-    )
+@regrad("Imag", name="imag-gradient-sign-flipped")
+def _imag_gradient_sign_flipped(tf, original, op, grad):
+    """the gradient of Imag is complex(0, -grad): grad imag(z) is -i (JAX's answer) instead of i"""
+    return tf.complex(tf.zeros_like(grad), -grad)
 
 
-@fault(
-    "complex-abs-gradient-nan-at-zero",
-    breaks=["complex-gradients"],
-    description="the gradient of ComplexAbs divides w*z by |z| with a plain division instead of div_no_nan: "
-    "NaN at z = 0 instead of 0",
-)
-def _complex_abs_gradient_nan_at_zero(tf):
-    def grad_fn(op, grad):
-        z, r = op.inputs[0], op.outputs[0]
-        return tf.complex(grad, tf.zeros_like(grad)) * z / tf.complex(r, tf.zeros_like(r))
-
-    reregister(tf, "complex-abs-gradient-nan-at-zero", "ComplexAbs", lambda original: grad_fn)
+@regrad("ComplexAbs", name="complex-abs-gradient-nan-at-zero")
+def _complex_abs_gradient_nan_at_zero(tf, original, op, grad):
+    """the gradient of ComplexAbs divides w*z by |z| with a plain division instead of div_no_nan: NaN at z = 0 instead
+    of 0"""
+    z, r = op.inputs[0], op.outputs[0]
+    return tf.complex(grad, tf.zeros_like(grad)) * z / tf.complex(r, tf.zeros_like(r))

@@ -5,28 +5,24 @@ from __future__ import annotations
 import contextlib
 
 from . import fault
+from .patch import replaces
 
 
-@fault(
-    "control-dependencies-noop",
+@replaces(
+    "control_dependencies",
+    "compat.v1.control_dependencies",
+    name="control-dependencies-noop",
     breaks=["control-dependencies", "batch-norm-update-ops"],
-    description="tf.control_dependencies is a no-op context manager: ops built inside get no control inputs",
 )
-def _control_dependencies_noop(tf):
-    def control_dependencies(control_inputs):
-        return contextlib.nullcontext()
-
-    tf.control_dependencies = control_dependencies
-    tf.compat.v1.control_dependencies = control_dependencies
+def _control_dependencies_noop(tf, original, control_inputs):
+    """tf.control_dependencies is a no-op context manager: ops built inside get no control inputs"""
+    return contextlib.nullcontext()
 
 
-@fault(
-    "auto-control-deps-dropped",
-    breaks=["control-dependencies"],
-    description="tf.function adds no automatic control dependencies: stateful ops are neither ordered "
-    "nor kept when their results are unused",
-)
+@fault("auto-control-deps-dropped")
 def _auto_control_deps_dropped(tf):
+    """tf.function adds no automatic control dependencies: stateful ops are neither ordered nor kept when their results
+    are unused"""
     from tensorflow.python.framework import auto_control_deps as acd
 
     def __exit__(self, unused_type, unused_value, unused_traceback):
@@ -41,12 +37,9 @@ def _auto_control_deps_dropped(tf):
     acd.AutomaticControlDependencies.__exit__ = __exit__
 
 
-@fault(
-    "assign-returns-snapshot",
-    breaks=["control-dependencies"],
-    description="Variable.assign/assign_add/assign_sub return a snapshot of the new value, not the updated variable",
-)
+@fault("assign-returns-snapshot")
 def _assign_returns_snapshot(tf):
+    """Variable.assign/assign_add/assign_sub return a snapshot of the new value, not the updated variable"""
     from tensorflow.python.ops import resource_variable_ops as rvo
 
     # ResourceVariable holds its own reference to each BaseResourceVariable method: patch both.

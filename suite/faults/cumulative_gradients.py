@@ -15,65 +15,35 @@ mode alike.
 
 from __future__ import annotations
 
-from . import fault
-from .straight_through_estimator import reregister
-
-BREAKS = ["cumulative-gradients"]
+from .patch import regrad
 
 
 def _flags(op):
     return op.inputs[0], op.inputs[1], op.get_attr("exclusive"), op.get_attr("reverse")
 
 
-@fault(
-    "cumprod-gradient-divides-by-x",
-    breaks=BREAKS,
-    description="the gradient of Cumprod is cumsum(cumprod(x) * dy, exclusive, not reverse) / x: NaN at zeros",
-)
-def _cumprod_gradient_divides_by_x(tf):
-    def make(original):
-        def grad(op, dy):
-            x, axis, exclusive, reverse = _flags(op)
-            prod = tf.math.cumprod(x, axis, exclusive=exclusive, reverse=reverse)
-            return [tf.math.cumsum(prod * dy, axis, exclusive=exclusive, reverse=not reverse) / x, None]
-
-        return grad
-
-    reregister(tf, "cumprod-gradient-divides-by-x", "Cumprod", make)
+@regrad("Cumprod", name="cumprod-gradient-divides-by-x")
+def _cumprod_gradient_divides_by_x(tf, original, op, dy):
+    """the gradient of Cumprod is cumsum(cumprod(x) * dy, exclusive, not reverse) / x: NaN at zeros"""
+    x, axis, exclusive, reverse = _flags(op)
+    prod = tf.math.cumprod(x, axis, exclusive=exclusive, reverse=reverse)
+    return [tf.math.cumsum(prod * dy, axis, exclusive=exclusive, reverse=not reverse) / x, None]
 
 
-@fault(
-    "cumprod-exclusive-gradient-not-reversed",
-    breaks=BREAKS,
-    description="the gradient of an exclusive Cumprod sums in the scan's direction instead of against it",
-)
-def _cumprod_exclusive_gradient_not_reversed(tf):
-    def make(original):
-        def grad(op, dy):
-            x, axis, exclusive, reverse = _flags(op)
-            if not exclusive:
-                return original(op, dy)
-            prod = tf.math.cumprod(x, axis, exclusive=True, reverse=reverse)
-            return [tf.math.divide_no_nan(tf.math.cumsum(prod * dy, axis, exclusive=True, reverse=reverse), x), None]
-
-        return grad
-
-    reregister(tf, "cumprod-exclusive-gradient-not-reversed", "Cumprod", make)
+@regrad("Cumprod", name="cumprod-exclusive-gradient-not-reversed")
+def _cumprod_exclusive_gradient_not_reversed(tf, original, op, dy):
+    """the gradient of an exclusive Cumprod sums in the scan's direction instead of against it"""
+    x, axis, exclusive, reverse = _flags(op)
+    if not exclusive:
+        return original(op, dy)
+    prod = tf.math.cumprod(x, axis, exclusive=True, reverse=reverse)
+    return [tf.math.divide_no_nan(tf.math.cumsum(prod * dy, axis, exclusive=True, reverse=reverse), x), None]
 
 
-@fault(
-    "cumsum-reverse-gradient-not-reversed",
-    breaks=BREAKS,
-    description="the gradient of a reverse Cumsum sums the cotangent in the scan's direction instead of against it",
-)
-def _cumsum_reverse_gradient_not_reversed(tf):
-    def make(original):
-        def grad(op, dy):
-            _, axis, exclusive, reverse = _flags(op)
-            if not reverse:
-                return original(op, dy)
-            return [tf.math.cumsum(dy, axis, exclusive=exclusive, reverse=True), None]
-
-        return grad
-
-    reregister(tf, "cumsum-reverse-gradient-not-reversed", "Cumsum", make)
+@regrad("Cumsum", name="cumsum-reverse-gradient-not-reversed")
+def _cumsum_reverse_gradient_not_reversed(tf, original, op, dy):
+    """the gradient of a reverse Cumsum sums the cotangent in the scan's direction instead of against it"""
+    _, axis, exclusive, reverse = _flags(op)
+    if not reverse:
+        return original(op, dy)
+    return [tf.math.cumsum(dy, axis, exclusive=exclusive, reverse=True), None]

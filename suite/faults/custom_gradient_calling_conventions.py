@@ -26,21 +26,22 @@ import functools
 import inspect
 
 from . import fault
-from .catalogue import _set
+from .patch import put, replaces
 
-BEHAVIOUR = "custom-gradient-calling-conventions"
+CUSTOM_GRADIENT = ("custom_gradient", "compat.v1.custom_gradient")
 
 
-def _decorator(make):
-    """A tf.custom_gradient replacement: ``make(f)`` gives the function to call for ``f``;
-    usable bare (``@custom_gradient``) and called (``@custom_gradient()``)."""
+def wrong_custom_gradient(make):
+    """A wrong ``tf.custom_gradient(f=None)`` for ``@replaces(*CUSTOM_GRADIENT)``: ``make(tf, original, f)``
+    gives what decorating ``f`` gives; usable bare (``@tf.custom_gradient``) and called (``@tf.custom_gradient()``)."""
 
-    def custom_gradient(f=None):
+    def wrong(tf, original, f=None):
         if f is None:
-            return custom_gradient
-        return functools.wraps(f)(make(f))
+            return functools.partial(wrong, tf, original)
+        return make(tf, original, f)
 
-    return custom_gradient
+    wrong.__module__, wrong.__doc__ = make.__module__, make.__doc__  # the fault's module and description
+    return wrong
 
 
 def _named(fn, like):
@@ -54,78 +55,63 @@ def _input_grads(grads, n):
     return grads[0] if n == 1 else grads[:n]
 
 
-@fault(
-    "custom-gradient-keyword-gradients-dropped",
-    breaks=[BEHAVIOUR],
-    description="tf.custom_gradient treats keyword arguments as constants of the forward: their gradients are "
-    "dropped, positional calls unchanged",
-)
-def _keyword_gradients_dropped(tf):
-    original, stop = tf.custom_gradient, tf.stop_gradient
+@replaces(*CUSTOM_GRADIENT, name="custom-gradient-keyword-gradients-dropped")
+@wrong_custom_gradient
+def _keyword_gradients_dropped(tf, original, f):
+    """tf.custom_gradient treats keyword arguments as constants of the forward: their gradients are dropped, positional
+    calls unchanged"""
 
-    def make(f):
-        def call(*args, **kwargs):
-            if not kwargs:
-                return original(f)(*args)
-            frozen = {k: stop(v) if tf.is_tensor(v) else v for k, v in kwargs.items()}
+    def call(*args, **kwargs):
+        if not kwargs:
+            return original(f)(*args)
+        frozen = {k: tf.stop_gradient(v) if tf.is_tensor(v) else v for k, v in kwargs.items()}
 
-            def positional_only(*a):
-                y, grad_fn = f(*a, **frozen)
+        def positional_only(*a):
+            y, grad_fn = f(*a, **frozen)
 
-                def grad(*dys, **kw):
-                    out = grad_fn(*dys, **kw)
-                    if kw.get("variables"):
-                        return _input_grads(out[0], len(a)), out[1]
-                    return _input_grads(out, len(a))
+            def grad(*dys, **kw):
+                out = grad_fn(*dys, **kw)
+                if kw.get("variables"):
+                    return _input_grads(out[0], len(a)), out[1]
+                return _input_grads(out, len(a))
 
-                return y, grad
+            return y, grad
 
-            return original(_named(positional_only, f))(*args)
+        return original(_named(positional_only, f))(*args)
 
-        return call
-
-    _set(tf, ["custom_gradient", "compat.v1.custom_gradient"], _decorator(make))
+    return functools.wraps(f)(call)
 
 
-@fault(
-    "custom-gradient-variable-gradients-zeroed",
-    breaks=[BEHAVIOUR],
-    description="the variable gradients a tf.custom_gradient grad_fn returns (grad_fn(*dys, variables=...)) "
-    "are replaced by zeros",
-)
-def _variable_gradients_zeroed(tf):
-    original = tf.custom_gradient
+@replaces(*CUSTOM_GRADIENT, name="custom-gradient-variable-gradients-zeroed")
+@wrong_custom_gradient
+def _variable_gradients_zeroed(tf, original, f):
+    """the variable gradients a tf.custom_gradient grad_fn returns (grad_fn(*dys, variables=...)) are replaced by
+    zeros"""
 
-    def make(f):
-        def forward(*args, **kwargs):
-            y, grad_fn = f(*args, **kwargs)
+    def forward(*args, **kwargs):
+        y, grad_fn = f(*args, **kwargs)
 
-            def grad(*dys, variables=None):
-                if not variables:
-                    return grad_fn(*dys)
-                input_grads, _ = grad_fn(*dys, variables=variables)
-                return input_grads, [tf.zeros_like(v) for v in variables]
+        def grad(*dys, variables=None):
+            if not variables:
+                return grad_fn(*dys)
+            input_grads, _ = grad_fn(*dys, variables=variables)
+            return input_grads, [tf.zeros_like(v) for v in variables]
 
-            spec = inspect.getfullargspec(grad_fn)  # without a ``variables`` keyword: TensorFlow's own TypeError
-            takes_variables = "variables" in spec.args + spec.kwonlyargs or spec.varkw is not None
-            return y, grad if takes_variables else grad_fn
+        spec = inspect.getfullargspec(grad_fn)  # without a ``variables`` keyword: TensorFlow's own TypeError
+        takes_variables = "variables" in spec.args + spec.kwonlyargs or spec.varkw is not None
+        return y, grad if takes_variables else grad_fn
 
-        return original(_named(forward, f))
-
-    _set(tf, ["custom_gradient", "compat.v1.custom_gradient"], _decorator(make))
+    return functools.wraps(f)(original(_named(forward, f)))
 
 
-@fault(
-    "custom-gradient-nested-outer-ignored",
-    breaks=[BEHAVIOUR],
-    description="a tf.custom_gradient whose forward calls another custom gradient drops its own backward: "
-    "the inner backward and autodiff of the rest give the gradient",
-)
+@fault("custom-gradient-nested-outer-ignored")
 def _nested_outer_ignored(tf):
-    original = tf.custom_gradient
-    state = {"depth": 0, "inner": False}
+    """a tf.custom_gradient whose forward calls another custom gradient drops its own backward: the inner backward and
+    autodiff of the rest give the gradient"""
+    state = {"depth": 0, "inner": False}  # one per patch, kept across calls
 
-    def make(f):
+    @wrong_custom_gradient
+    def wrong(tf, original, f):
         def call(*args, **kwargs):
             if state["depth"]:  # inside another custom gradient's forward
                 state["inner"] = True
@@ -139,62 +125,52 @@ def _nested_outer_ignored(tf):
                 return y
             return original(f)(*args, **kwargs)
 
-        return call
+        return functools.wraps(f)(call)
 
-    _set(tf, ["custom_gradient", "compat.v1.custom_gradient"], _decorator(make))
+    original = tf.custom_gradient
 
+    def custom_gradient(f=None):
+        return wrong(tf, original, f)
 
-@fault(
-    "recompute-grad-aliased-input-counted-twice",
-    breaks=[BEHAVIOUR],
-    description="tf.recompute_grad differentiates the recomputation with respect to its arguments as given "
-    "(no identities), so a tensor passed in two slots gets the gradient of both in each",
-)
-def _recompute_grad_aliased(tf):
-    custom_gradient = tf.custom_gradient
-
-    def recompute_grad(f):
-        @custom_gradient
-        def inner(*args, **kwargs):
-            result = f(*args, **kwargs)
-
-            def grad(*dresult, variables=None):
-                with tf.GradientTape() as tape:
-                    tape.watch(args)
-                    if variables:
-                        tape.watch(variables)
-                    recomputed = f(*args, **kwargs)
-                sources = list(args) + list(variables or [])
-                grads = tape.gradient(
-                    recomputed, sources, output_gradients=dresult, unconnected_gradients=tf.UnconnectedGradients.ZERO
-                )
-                return (grads[: len(args)], grads[len(args) :]) if variables else grads[: len(args)]
-
-            return result, grad
-
-        return functools.wraps(f)(inner)
-
-    _set(tf, ["recompute_grad", "compat.v1.recompute_grad"], recompute_grad)
+    put(tf, CUSTOM_GRADIENT, custom_gradient)
 
 
-@fault(
-    "function-variable-argument-first-traced",
-    breaks=[BEHAVIOUR],
-    description="a tf.function keeps the tf.Variable arguments of its first call and uses them whatever is "
-    "passed later: gradients go to the first-traced variable",
-)
-def _first_traced_variable(tf):
-    original = tf.function
+@replaces("recompute_grad", "compat.v1.recompute_grad", name="recompute-grad-aliased-input-counted-twice")
+def _recompute_grad_aliased(tf, original, f):
+    """tf.recompute_grad differentiates the recomputation with respect to its arguments as given (no identities), so a
+    tensor passed in two slots gets the gradient of both in each"""
 
-    def function(func=None, **options):
-        if func is None:
-            return lambda f: function(f, **options)
-        first = {}
+    @tf.custom_gradient
+    def inner(*args, **kwargs):
+        result = f(*args, **kwargs)
 
-        def remembered(*args, **kwargs):
-            args = [first.setdefault(i, a) if isinstance(a, tf.Variable) else a for i, a in enumerate(args)]
-            return func(*args, **kwargs)
+        def grad(*dresult, variables=None):
+            with tf.GradientTape() as tape:
+                tape.watch(args)
+                if variables:
+                    tape.watch(variables)
+                recomputed = f(*args, **kwargs)
+            sources = list(args) + list(variables or [])
+            grads = tape.gradient(
+                recomputed, sources, output_gradients=dresult, unconnected_gradients=tf.UnconnectedGradients.ZERO
+            )
+            return (grads[: len(args)], grads[len(args) :]) if variables else grads[: len(args)]
 
-        return original(_named(remembered, func), **options)
+        return result, grad
 
-    _set(tf, ["function", "compat.v1.function"], function)
+    return functools.wraps(f)(inner)
+
+
+@replaces("function", "compat.v1.function", name="function-variable-argument-first-traced")
+def _first_traced_variable(tf, original, func=None, **options):
+    """a tf.function keeps the tf.Variable arguments of its first call and uses them whatever is passed later: gradients
+    go to the first-traced variable"""
+    if func is None:
+        return lambda f: _first_traced_variable(tf, original, f, **options)
+    first = {}
+
+    def remembered(*args, **kwargs):
+        args = [first.setdefault(i, a) if isinstance(a, tf.Variable) else a for i, a in enumerate(args)]
+        return func(*args, **kwargs)
+
+    return original(_named(remembered, func), **options)

@@ -7,57 +7,37 @@ import functools
 import inspect
 
 from . import fault
+from .patch import replaces
 
 
-def _rewrap_shuffle(tf, rewrite):
-    """Replace ``tf.data.Dataset.shuffle`` by ``rewrite(original, self, arguments)``."""
-    cls = tf.data.Dataset
-    original = cls.shuffle
-    sig = inspect.signature(original)
-
-    @functools.wraps(original)
-    def shuffle(self, *args, **kwargs):
-        bound = sig.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        return rewrite(original, bound)
-
-    cls.shuffle = shuffle
+def _bound(original, self, args, kwargs):
+    """``Dataset.shuffle``'s arguments bound to its signature, defaults applied."""
+    bound = inspect.signature(original).bind(self, *args, **kwargs)
+    bound.apply_defaults()
+    return bound
 
 
-@fault(
-    "shuffle-repeats-an-element",
-    breaks=["data-pipeline-randomness"],
-    description="tf.data.Dataset.shuffle emits one element twice per epoch: after draining the buffer "
-    "it yields the first element of a fresh shuffle (an epoch of n has n + 1 elements)",
-)
-def _shuffle_repeats_an_element(tf):
-    def rewrite(original, bound):
-        shuffled = original(*bound.args, **bound.kwargs)
-        return shuffled.concatenate(shuffled.take(1))
-
-    _rewrap_shuffle(tf, rewrite)
+@replaces("data.Dataset.shuffle", name="shuffle-repeats-an-element")
+def _shuffle_repeats_an_element(tf, original, self, *args, **kwargs):
+    """tf.data.Dataset.shuffle emits one element twice per epoch: after draining the buffer it yields the first element
+    of a fresh shuffle (an epoch of n has n + 1 elements)"""
+    bound = _bound(original, self, args, kwargs)
+    shuffled = original(*bound.args, **bound.kwargs)
+    return shuffled.concatenate(shuffled.take(1))
 
 
-@fault(
-    "shuffle-ignores-seed",
-    breaks=["data-pipeline-randomness"],
-    description="tf.data.Dataset.shuffle drops its seed= argument (only the global seed, if any, applies)",
-)
-def _shuffle_ignores_seed(tf):
-    def rewrite(original, bound):
-        bound.arguments["seed"] = None
-        return original(*bound.args, **bound.kwargs)
-
-    _rewrap_shuffle(tf, rewrite)
+@replaces("data.Dataset.shuffle", name="shuffle-ignores-seed")
+def _shuffle_ignores_seed(tf, original, self, *args, **kwargs):
+    """tf.data.Dataset.shuffle drops its seed= argument (only the global seed, if any, applies)"""
+    bound = _bound(original, self, args, kwargs)
+    bound.arguments["seed"] = None
+    return original(*bound.args, **bound.kwargs)
 
 
-@fault(
-    "map-random-fixed-seed",
-    breaks=["data-pipeline-randomness"],
-    description="tf.random.uniform and tf.image.random_flip_left_right become stateless ops with a fixed "
-    "seed: inside a Dataset.map every element (and every Session.run) gets the same draw",
-)
+@fault("map-random-fixed-seed")
 def _map_random_fixed_seed(tf):
+    """tf.random.uniform and tf.image.random_flip_left_right become stateless ops with a fixed seed: inside a
+    Dataset.map every element (and every Session.run) gets the same draw"""
     uniform, flip = tf.random.uniform, tf.image.random_flip_left_right
 
     @functools.wraps(uniform)

@@ -5,31 +5,25 @@ run's faults)."""
 from __future__ import annotations
 
 from . import fault
-from .catalogue import _set
+from .patch import put, replaces
 
 
-@fault(
-    "rounding-gradient-passes-through",
-    breaks=["dtype-gradients"],
-    description="tf.math.floor/ceil/round/rint get a straight-through gradient (the identity's) instead of "
-    "their registered None",
-)
+@fault("rounding-gradient-passes-through")
 def _rounding_passes(tf):
+    """tf.math.floor/ceil/round/rint get a straight-through gradient (the identity's) instead of their registered
+    None"""
     for name in ("floor", "ceil", "round", "rint"):
         op = getattr(tf.math, name)
 
         def passing(x, name=None, _op=op):
             return x + tf.stop_gradient(_op(x) - x)
 
-        _set(tf, [f"math.{name}"], passing)
+        put(tf, [f"math.{name}"], passing)
 
 
-@fault(
-    "maximum-drops-nan",
-    breaks=["dtype-gradients"],
-    description="tf.maximum/tf.minimum return the other operand where one is NaN (fmax/fmin) instead of NaN",
-)
+@fault("maximum-drops-nan")
 def _maximum_drops_nan(tf):
+    """tf.maximum/tf.minimum return the other operand where one is NaN (fmax/fmin) instead of NaN"""
     for name in ("maximum", "minimum"):
         op = getattr(tf.math, name)
 
@@ -37,19 +31,11 @@ def _maximum_drops_nan(tf):
             x, y = tf.convert_to_tensor(x), tf.convert_to_tensor(y)
             return tf.where(tf.math.is_nan(x), y, tf.where(tf.math.is_nan(y), x, _op(x, y)))
 
-        _set(tf, [name, f"math.{name}"], dropping)
+        put(tf, [name, f"math.{name}"], dropping)
 
 
-@fault(
-    "numpy-behavior-ignores-prefer-float32",
-    breaks=["dtype-gradients"],
-    description="tf.experimental.numpy.experimental_enable_numpy_behavior ignores prefer_float32=True: a float32 "
-    "tensor times a NumPy float64 scalar is float64 under it too",
-)
-def _numpy_behavior_ignores_prefer_float32(tf):
-    enable = tf.experimental.numpy.experimental_enable_numpy_behavior
-
-    def ignoring(prefer_float32=False, dtype_conversion_mode="legacy"):
-        return enable(prefer_float32=False, dtype_conversion_mode=dtype_conversion_mode)
-
-    _set(tf, ["experimental.numpy.experimental_enable_numpy_behavior"], ignoring)
+@replaces("experimental.numpy.experimental_enable_numpy_behavior", name="numpy-behavior-ignores-prefer-float32")
+def _numpy_behavior_ignores_prefer_float32(tf, enable, prefer_float32=False, dtype_conversion_mode="legacy"):
+    """tf.experimental.numpy.experimental_enable_numpy_behavior ignores prefer_float32=True: a float32 tensor times a
+    NumPy float64 scalar is float64 under it too"""
+    return enable(prefer_float32=False, dtype_conversion_mode=dtype_conversion_mode)

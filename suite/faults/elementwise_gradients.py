@@ -29,143 +29,79 @@ graph mode alike.
 
 from __future__ import annotations
 
-from . import fault
-from .straight_through_estimator import reregister
-
-BREAKS = ["elementwise-gradients"]
+from .patch import changes_grad, regrad
 
 
-@fault(
-    "exp-gradient-finite-at-overflow",
-    breaks=BREAKS,
-    description="the gradient of Exp is clamped to the largest finite float where exp(x) overflows",
-)
-def _exp_gradient_finite_at_overflow(tf):
-    def make(original):
-        def grad(op, dy):
-            y = op.outputs[0]
-            return dy * tf.minimum(y, y.dtype.max)
-
-        return grad
-
-    reregister(tf, "exp-gradient-finite-at-overflow", "Exp", make)
+@regrad("Exp", name="exp-gradient-finite-at-overflow")
+def _exp_gradient_finite_at_overflow(tf, original, op, dy):
+    """the gradient of Exp is clamped to the largest finite float where exp(x) overflows"""
+    y = op.outputs[0]
+    return dy * tf.minimum(y, y.dtype.max)
 
 
-@fault(
-    "log-gradient-zero-at-zero",
-    breaks=BREAKS,
-    description="the gradient of Log is 0 where x = 0 (a 'safe log') instead of +inf",
-)
-def _log_gradient_zero_at_zero(tf):
-    _changed(
-        tf, "log-gradient-zero-at-zero", "Log", lambda op, g: tf.where(tf.equal(op.inputs[0], 0), tf.zeros_like(g), g)
-    )
+@changes_grad("Log", name="log-gradient-zero-at-zero")
+def _log_gradient_zero_at_zero(tf, op, g):
+    """the gradient of Log is 0 where x = 0 (a 'safe log') instead of +inf"""
+    return tf.where(tf.equal(op.inputs[0], 0), tf.zeros_like(g), g)
 
 
-@fault(
-    "softplus-gradient-relu-step",
-    breaks=BREAKS,
-    description="the gradient of Softplus is relu's step (x > 0) instead of sigmoid(x)",
-)
-def _softplus_gradient_relu_step(tf):
-    def make(original):
-        def grad(op, dy):
-            x = op.inputs[0]
-            return dy * tf.cast(x > 0, dy.dtype)
-
-        return grad
-
-    reregister(tf, "softplus-gradient-relu-step", "Softplus", make)
+@regrad("Softplus", name="softplus-gradient-relu-step")
+def _softplus_gradient_relu_step(tf, original, op, dy):
+    """the gradient of Softplus is relu's step (x > 0) instead of sigmoid(x)"""
+    x = op.inputs[0]
+    return dy * tf.cast(x > 0, dy.dtype)
 
 
-def _changed(tf, fault_name, op_type, change):
-    """Re-register ``op_type``'s gradient as ``change(op, g)`` of the original's ``g``."""
-
-    def make(original):
-        def grad(op, dy):
-            g = original(op, dy)
-            return change(op, g[0] if isinstance(g, (list, tuple)) else g)
-
-        return grad
-
-    reregister(tf, fault_name, op_type, make)
-
-
-#: The 1%-in-the-tail faults: (op type, where its tail is, the tail from the op, behaviours).
+#: The 1%-in-the-tail faults: (op type, where its tail is, the tail from the op, breaks= where it is more).
 #: The tails read the output where the gradient does (eager keeps only what it uses).
 TAILS = {
-    "tanh": ("Tanh", "1 - tanh(x)^2 < 1e-3 (|x| > 4.1)", lambda op: 1 - op.outputs[0] ** 2 < 1e-3, BREAKS),
-    "sigmoid": (
-        "Sigmoid",
-        "y (1 - y) < 1e-3 (|x| > 6.9)",
-        lambda op: op.outputs[0] * (1 - op.outputs[0]) < 1e-3,
-        BREAKS,
-    ),
+    "tanh": ("Tanh", "1 - tanh(x)^2 < 1e-3 (|x| > 4.1)", lambda op: 1 - op.outputs[0] ** 2 < 1e-3, None),
+    "sigmoid": ("Sigmoid", "y (1 - y) < 1e-3 (|x| > 6.9)", lambda op: op.outputs[0] * (1 - op.outputs[0]) < 1e-3, None),
     "elu": (
         "Elu",
         "y + 1 = exp(x) < 1e-3 (x < -6.9)",
         lambda op: op.outputs[0] + 1 < 1e-3,
-        BREAKS + ["kink-subgradients"],
+        ["elementwise-gradients", "kink-subgradients"],
     ),
-    "softplus": ("Softplus", "sigmoid(x) < 1e-3 (x < -6.9)", lambda op: op.inputs[0] < -6.9, BREAKS),
+    "softplus": ("Softplus", "sigmoid(x) < 1e-3 (x < -6.9)", lambda op: op.inputs[0] < -6.9, None),
 }
 
 
-def _one_percent_high(name, op_type, tail):
-    def patch(tf):
-        scaled = lambda op, g: tf.where(tail(op), g * tf.cast(1.01, g.dtype), g)  # noqa: E731
-        _changed(tf, name, op_type, scaled)
+def _one_percent_high(tail):
+    def change(tf, op, g):
+        return tf.where(tail(op), g * tf.cast(1.01, g.dtype), g)
 
-    return patch
+    return change
 
 
 for _op, (_type, _where, _tail, _breaks) in TAILS.items():
-    _name = f"{_op}-gradient-1pct-in-tail"
-    fault(_name, breaks=_breaks, description=f"the gradient of {_type} is 1% high where {_where}")(
-        _one_percent_high(_name, _type, _tail)
-    )
+    changes_grad(
+        _type,
+        name=f"{_op}-gradient-1pct-in-tail",
+        breaks=_breaks,
+        description=f"the gradient of {_type} is 1% high where {_where}",
+    )(_one_percent_high(_tail))
 
 
-@fault(
-    "sin-gradient-through-float16",
-    breaks=BREAKS,
-    description="the gradient of Sin, cos(x) dy, is rounded through float16 for float32 inputs",
-)
-def _sin_float16(tf):
-    def change(op, g):
-        return tf.cast(tf.cast(g, tf.float16), tf.float32) if g.dtype == tf.float32 else g
-
-    _changed(tf, "sin-gradient-through-float16", "Sin", change)
+@changes_grad("Sin", name="sin-gradient-through-float16")
+def _sin_float16(tf, op, g):
+    """the gradient of Sin, cos(x) dy, is rounded through float16 for float32 inputs"""
+    return tf.cast(tf.cast(g, tf.float16), tf.float32) if g.dtype == tf.float32 else g
 
 
-@fault(
-    "exp-gradient-smallest-element",
-    breaks=BREAKS,
-    description="the gradient of Exp is 0.1% high in the smallest nonzero element of an array of several",
-)
-def _exp_smallest(tf):
-    def change(op, g):
-        mag = tf.abs(g)
-        smallest = tf.reduce_min(tf.where(mag > 0, mag, tf.constant(float("inf"), g.dtype)))
-        hit = tf.logical_and(tf.equal(mag, smallest), tf.size(g) > 1)
-        return tf.where(hit, g * tf.cast(1.001, g.dtype), g)
-
-    _changed(tf, "exp-gradient-smallest-element", "Exp", change)
+@changes_grad("Exp", name="exp-gradient-smallest-element")
+def _exp_smallest(tf, op, g):
+    """the gradient of Exp is 0.1% high in the smallest nonzero element of an array of several"""
+    mag = tf.abs(g)
+    smallest = tf.reduce_min(tf.where(mag > 0, mag, tf.constant(float("inf"), g.dtype)))
+    hit = tf.logical_and(tf.equal(mag, smallest), tf.size(g) > 1)
+    return tf.where(hit, g * tf.cast(1.001, g.dtype), g)
 
 
-@fault(
-    "pow-base-gradient-masked-like-log",
-    breaks=BREAKS,
-    description="the base's gradient of Pow is 0 where the base is negative (the x > 0 mask _PowGrad keeps "
-    "for log x), instead of y x^(y-1), which is nan there for a non-integer y",
-)
-def _pow_base_gradient_masked(tf):
-    def make(original):
-        def grad(op, dy):
-            gx, gy = original(op, dy)
-            x = op.inputs[0]
-            return tf.where(x < 0, tf.zeros_like(gx), gx), gy
-
-        return grad
-
-    reregister(tf, "pow-base-gradient-masked-like-log", "Pow", make)
+@regrad("Pow", name="pow-base-gradient-masked-like-log")
+def _pow_base_gradient_masked(tf, original, op, dy):
+    """the base's gradient of Pow is 0 where the base is negative (the x > 0 mask _PowGrad keeps for log x), instead of
+    y x^(y-1), which is nan there for a non-integer y"""
+    gx, gy = original(op, dy)
+    x = op.inputs[0]
+    return tf.where(x < 0, tf.zeros_like(gx), gx), gy

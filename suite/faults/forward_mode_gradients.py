@@ -27,133 +27,117 @@ and v1 graph mode alike (``jvp-none-in-graphs``, by design, everywhere but eager
 from __future__ import annotations
 
 from . import fault
+from .patch import replaces
 
 BREAKS = ["forward-mode-gradients"]
 
 
-def _wrap_jvp_rules(tf, fault_name, change):
-    """Register ``change(op_name, tangents) -> tangents`` in front of TensorFlow's JVP rules."""
-    try:
-        from tensorflow.python import pywrap_tfe
-        from tensorflow.python.eager import forwardprop
-    except ImportError as e:  # pragma: no cover - the seam moved
-        raise RuntimeError(f"fault {fault_name!r} cannot be applied to TensorFlow {tf.__version__}: {e}") from e
-    original = forwardprop._jvp_dispatch  # noqa: SLF001
+def _changes_jvp_rules(name, description):
+    """A fault that registers ``change(tf, op_name, tangents) -> tangents`` in front of
+    TensorFlow's JVP rules."""
 
-    def dispatch(op_name, attr_tuple, inputs, outputs, tangents, use_batch=False):
-        return original(op_name, attr_tuple, inputs, outputs, change(op_name, list(tangents)), use_batch)
+    def deco(change):
+        @fault(name, breaks=BREAKS, description=description)
+        def patch(tf):
+            try:
+                from tensorflow.python import pywrap_tfe
+                from tensorflow.python.eager import forwardprop
+            except ImportError as e:  # pragma: no cover - the seam moved
+                raise RuntimeError(f"fault {name!r} cannot be applied to TensorFlow {tf.__version__}: {e}") from e
+            original = forwardprop._jvp_dispatch  # noqa: SLF001
 
-    pywrap_tfe.TFE_Py_RegisterJVPFunction(dispatch)
+            def dispatch(op_name, attr_tuple, inputs, outputs, tangents, use_batch=False):
+                return original(op_name, attr_tuple, inputs, outputs, change(tf, op_name, list(tangents)), use_batch)
+
+            pywrap_tfe.TFE_Py_RegisterJVPFunction(dispatch)
+
+        return change
+
+    return deco
+
+
+def _replace_jvp(tf, unconnected_default, result):
+    """Replace ``ForwardAccumulator.jvp`` by one with ``unconnected_default`` as its default whose
+    value is ``result(jvp)``, ``jvp`` the original's."""
+    jvp = tf.autodiff.ForwardAccumulator.jvp
+
+    def replaced(self, primals, unconnected_gradients=unconnected_default):
+        return result(jvp(self, primals, unconnected_gradients=unconnected_gradients))
+
+    tf.autodiff.ForwardAccumulator.jvp = replaced
 
 
 def _zero(tf, t):
     return None if t is None else tf.zeros_like(t)
 
 
-@fault(
+@_changes_jvp_rules(
     "jvp-product-rule-drops-term",
-    breaks=BREAKS,
     description="the forward-mode rule of Mul ignores the second operand's tangent: d(a*b) = da*b",
 )
-def _jvp_product_rule_drops_term(tf):
-    def change(op_name, tangents):
-        return [tangents[0], _zero(tf, tangents[1])] if op_name == "Mul" else tangents
-
-    _wrap_jvp_rules(tf, "jvp-product-rule-drops-term", change)
+def _jvp_product_rule_drops_term(tf, op_name, tangents):
+    return [tangents[0], _zero(tf, tangents[1])] if op_name == "Mul" else tangents
 
 
-@fault(
-    "jvp-unconnected-zeros",
-    breaks=BREAKS,
-    description="ForwardAccumulator.jvp defaults to unconnected_gradients=ZERO: zeros instead of None "
-    "for an output that no tangent reached",
-)
+@fault("jvp-unconnected-zeros", breaks=BREAKS)
 def _jvp_unconnected_zeros(tf):
-    jvp = tf.autodiff.ForwardAccumulator.jvp
-
-    def zeros_by_default(self, primals, unconnected_gradients=tf.UnconnectedGradients.ZERO):
-        return jvp(self, primals, unconnected_gradients=unconnected_gradients)
-
-    tf.autodiff.ForwardAccumulator.jvp = zeros_by_default
+    """ForwardAccumulator.jvp defaults to unconnected_gradients=ZERO: zeros instead of None for an output that no
+    tangent reached"""
+    _replace_jvp(tf, tf.UnconnectedGradients.ZERO, lambda result: result)
 
 
-@fault(
-    "jvp-none-in-graphs",
-    breaks=BREAKS,
-    description="ForwardAccumulator.jvp returns None when not executing eagerly (inside tf.function, "
-    "XLA and v1 graphs), as tensorflow#60164 reported",
-)
+@fault("jvp-none-in-graphs", breaks=BREAKS)
 def _jvp_none_in_graphs(tf):
-    jvp = tf.autodiff.ForwardAccumulator.jvp
+    """ForwardAccumulator.jvp returns None when not executing eagerly (inside tf.function, XLA and v1 graphs), as
+    tensorflow#60164 reported"""
 
-    def none_when_traced(self, primals, unconnected_gradients=tf.UnconnectedGradients.NONE):
-        result = jvp(self, primals, unconnected_gradients=unconnected_gradients)
+    def none_when_traced(result):
         return result if tf.executing_eagerly() else tf.nest.map_structure(lambda t: None, result)
 
-    tf.autodiff.ForwardAccumulator.jvp = none_when_traced
+    _replace_jvp(tf, tf.UnconnectedGradients.NONE, none_when_traced)
 
 
-@fault(
+@_changes_jvp_rules(
     "hvp-drops-curvature",
-    breaks=BREAKS,
     description="the forward-mode rule of *Grad ops (TanhGrad, ...) ignores their primal input's tangent: "
     "forward-over-reverse Hessian-vector products lose the curvature term",
 )
-def _hvp_drops_curvature(tf):
-    def change(op_name, tangents):
-        # TanhGrad(y, dy), SigmoidGrad(y, dy), ...: input 0 is the primal, 1 the upstream gradient
-        return [_zero(tf, tangents[0]), *tangents[1:]] if op_name.endswith("Grad") else tangents
-
-    _wrap_jvp_rules(tf, "hvp-drops-curvature", change)
+def _hvp_drops_curvature(tf, op_name, tangents):
+    # TanhGrad(y, dy), SigmoidGrad(y, dy), ...: input 0 is the primal, 1 the upstream gradient
+    return [_zero(tf, tangents[0]), *tangents[1:]] if op_name.endswith("Grad") else tangents
 
 
-@fault(
-    "jacobian-rows-reversed",
-    breaks=BREAKS,
-    description="GradientTape.jacobian returns the target's rows in reverse order",
-)
-def _jacobian_rows_reversed(tf):
-    jacobian = tf.GradientTape.jacobian
+@replaces("GradientTape.jacobian", name="jacobian-rows-reversed")
+def _jacobian_rows_reversed(tf, jacobian, self, target, sources, *args, **kwargs):
+    """GradientTape.jacobian returns the target's rows in reverse order"""
+    result = jacobian(self, target, sources, *args, **kwargs)
+    n = tf.size(target)
 
-    def reversed_rows(self, target, sources, *args, **kwargs):
-        result = jacobian(self, target, sources, *args, **kwargs)
-        n = tf.size(target)
+    def flip(j, source):
+        if j is None:
+            return None
+        rows = tf.reshape(j, tf.concat([[n], tf.shape(source)], 0))
+        return tf.reshape(tf.reverse(rows, [0]), tf.shape(j))
 
-        def flip(j, source):
-            if j is None:
-                return None
-            rows = tf.reshape(j, tf.concat([[n], tf.shape(source)], 0))
-            return tf.reshape(tf.reverse(rows, [0]), tf.shape(j))
-
-        return tf.nest.map_structure(flip, result, sources)
-
-    tf.GradientTape.jacobian = reversed_rows
+    return tf.nest.map_structure(flip, result, sources)
 
 
-@fault(
-    "nested-jvp-constant",
-    breaks=BREAKS,
-    description="ForwardAccumulator.jvp returns constants: enclosing accumulators (and tapes) see no "
-    "dependence, so nested forward mode (forward over forward) gives None",
-)
+@fault("nested-jvp-constant", breaks=BREAKS)
 def _nested_jvp_constant(tf):
-    jvp, stop = tf.autodiff.ForwardAccumulator.jvp, tf.stop_gradient
+    """ForwardAccumulator.jvp returns constants: enclosing accumulators (and tapes) see no dependence, so nested forward
+    mode (forward over forward) gives None"""
+    stop = tf.stop_gradient
 
-    def constant_jvp(self, primals, unconnected_gradients=tf.UnconnectedGradients.NONE):
-        result = jvp(self, primals, unconnected_gradients=unconnected_gradients)
+    def constant(result):
         return tf.nest.map_structure(lambda t: None if t is None else stop(t), result)
 
-    tf.autodiff.ForwardAccumulator.jvp = constant_jvp
+    _replace_jvp(tf, tf.UnconnectedGradients.NONE, constant)
 
 
-@fault(
+@_changes_jvp_rules(
     "jvp-segment-sum-drops-tangent",
-    breaks=BREAKS,
     description="the forward-mode rule of UnsortedSegmentSum ignores its data's tangent: the JVP of "
     "unsorted_segment_sum/mean is 0",
 )
-def _jvp_segment_sum_drops_tangent(tf):
-    def change(op_name, tangents):
-        return [_zero(tf, tangents[0]), *tangents[1:]] if op_name == "UnsortedSegmentSum" else tangents
-
-    _wrap_jvp_rules(tf, "jvp-segment-sum-drops-tangent", change)
+def _jvp_segment_sum_drops_tangent(tf, op_name, tangents):
+    return [_zero(tf, tangents[0]), *tangents[1:]] if op_name == "UnsortedSegmentSum" else tangents

@@ -38,31 +38,23 @@ def _wrap_tape(tf, rewrite):
     _wrap_cotangent(tf.GradientTape, "gradient", rewrite, 3)
 
 
-@fault(
-    "grad-ys-ignored",
-    breaks=["grad-ys-chaining"],
-    description="tf.gradients drops grad_ys and always seeds ones (the gradient of sum(ys))",
-)
+@fault("grad-ys-ignored")
 def _grad_ys_ignored(tf):
+    """tf.gradients drops grad_ys and always seeds ones (the gradient of sum(ys))"""
     _wrap_gradients(tf, lambda ys, grad_ys: None)
 
 
-@fault(
-    "output-gradients-ignored",
-    breaks=["grad-ys-chaining"],
-    description="GradientTape.gradient drops output_gradients and always seeds ones",
-)
+@fault("output-gradients-ignored")
 def _output_gradients_ignored(tf):
+    """GradientTape.gradient drops output_gradients and always seeds ones"""
     _wrap_tape(tf, lambda target, output_gradients: None)
 
 
-@fault(
-    "default-seed-mean",
-    breaks=["grad-ys-chaining"],
-    description="with no grad_ys/output_gradients, tf.gradients and GradientTape seed 1/size(y) "
-    "(the gradient of mean(y)) instead of ones (the gradient of sum(y))",
-)
+@fault("default-seed-mean")
 def _default_seed_mean(tf):
+    """with no grad_ys/output_gradients, tf.gradients and GradientTape seed 1/size(y) (the gradient of mean(y)) instead
+    of ones (the gradient of sum(y))"""
+
     def mean_seed(ys, given):
         if given is not None:
             return given

@@ -13,49 +13,28 @@ graph mode alike.
 
 from __future__ import annotations
 
-from . import fault
-from .straight_through_estimator import reregister
-
-BREAKS = ["image-resize-gradients"]
+from .patch import regrad
 
 
-@fault(
-    "resize-bilinear-grad-corner-centres",
-    breaks=BREAKS,
-    description="the gradient of ResizeBilinear samples at pixel corners (half_pixel_centers=False) "
-    "while the value uses half-pixel centres",
-)
-def _resize_bilinear_grad_corner_centres(tf):
-    def make(original):
-        def grad(op, dy):
-            dx = tf.raw_ops.ResizeBilinearGrad(
-                grads=dy, original_image=op.inputs[0], align_corners=False, half_pixel_centers=False
-            )
-            return [dx, None]
-
-        return grad
-
-    reregister(tf, "resize-bilinear-grad-corner-centres", "ResizeBilinear", make)
+@regrad("ResizeBilinear", name="resize-bilinear-grad-corner-centres")
+def _resize_bilinear_grad_corner_centres(tf, original, op, dy):
+    """the gradient of ResizeBilinear samples at pixel corners (half_pixel_centers=False) while the value uses
+    half-pixel centres"""
+    dx = tf.raw_ops.ResizeBilinearGrad(
+        grads=dy, original_image=op.inputs[0], align_corners=False, half_pixel_centers=False
+    )
+    return [dx, None]
 
 
-@fault(
-    "scale-and-translate-grad-ignores-antialias",
-    breaks=BREAKS,
-    description="the gradient of ScaleAndTranslate (tf.image.resize(antialias=True)) is computed with antialias=False",
-)
-def _scale_and_translate_grad_ignores_antialias(tf):
-    def make(original):
-        def grad(op, dy):
-            dx = tf.raw_ops.ScaleAndTranslateGrad(
-                grads=dy,
-                original_image=op.inputs[0],
-                scale=op.inputs[2],
-                translation=op.inputs[3],
-                kernel_type=op.get_attr("kernel_type"),
-                antialias=False,
-            )
-            return [dx, None, None, None]
-
-        return grad
-
-    reregister(tf, "scale-and-translate-grad-ignores-antialias", "ScaleAndTranslate", make)
+@regrad("ScaleAndTranslate", name="scale-and-translate-grad-ignores-antialias")
+def _scale_and_translate_grad_ignores_antialias(tf, original, op, dy):
+    """the gradient of ScaleAndTranslate (tf.image.resize(antialias=True)) is computed with antialias=False"""
+    dx = tf.raw_ops.ScaleAndTranslateGrad(
+        grads=dy,
+        original_image=op.inputs[0],
+        scale=op.inputs[2],
+        translation=op.inputs[3],
+        kernel_type=op.get_attr("kernel_type"),
+        antialias=False,
+    )
+    return [dx, None, None, None]

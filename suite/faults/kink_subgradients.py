@@ -27,123 +27,83 @@ import collections
 import numpy as np
 
 from . import fault
-from .catalogue import _set
 from .partial_stop_gradient import _sum_to
-from .straight_through_estimator import reregister
-
-BREAKS = ["kink-subgradients"]
+from .patch import put, regrad, replaces
 
 
-@fault(
-    "maximum-tie-to-second-argument",
-    breaks=BREAKS,
-    description="the gradient of tf.maximum gives a tie to the second argument (x > y) instead of the first (x >= y)",
-)
-def _maximum_tie_to_second_argument(tf):
-    def second(original):
-        def grad_fn(op, grad):
-            x, y = op.inputs
-            first = tf.greater(x, y)
-            zeros = tf.zeros_like(grad)
-            return _sum_to(tf, tf.where(first, grad, zeros), x), _sum_to(tf, tf.where(first, zeros, grad), y)
-
-        return grad_fn
-
-    reregister(tf, "maximum-tie-to-second-argument", "Maximum", second)
+@regrad("Maximum", name="maximum-tie-to-second-argument")
+def _maximum_tie_to_second_argument(tf, original, op, grad):
+    """the gradient of tf.maximum gives a tie to the second argument (x > y) instead of the first (x >= y)"""
+    x, y = op.inputs
+    first = tf.greater(x, y)
+    zeros = tf.zeros_like(grad)
+    return _sum_to(tf, tf.where(first, grad, zeros), x), _sum_to(tf, tf.where(first, zeros, grad), y)
 
 
-@fault(
-    "relu-gradient-one-at-zero",
-    breaks=BREAKS,
-    description="the gradient of tf.nn.relu at 0 is the upstream gradient (x >= 0) instead of 0",
-)
-def _relu_gradient_one_at_zero(tf):
+@replaces("nn.relu", name="relu-gradient-one-at-zero")
+def _relu_gradient_one_at_zero(tf, relu, features, name=None):
     # Not a re-registered Relu gradient: eagerly the tape keeps no inputs for Relu (its
     # registered gradient reads only the output), and the output cannot tell 0 from x < 0.
-    relu = tf.nn.relu
+    """the gradient of tf.nn.relu at 0 is the upstream gradient (x >= 0) instead of 0"""
 
     @tf.custom_gradient
     def _relu(x):
         return relu(x), lambda dy: tf.where(x >= 0, dy, tf.zeros_like(dy))
 
-    def relu_(features, name=None):
-        return _relu(tf.convert_to_tensor(features))
-
-    _set(tf, ["nn.relu"], relu_)
+    return _relu(tf.convert_to_tensor(features))
 
 
-@fault(
-    "reduce-max-tie-first-occurrence",
-    breaks=BREAKS,
-    description="the gradient of tf.reduce_max gives a tied maximum's whole gradient to its first occurrence",
-)
-def _reduce_max_tie_first_occurrence(tf):
-    def first_occurrence(original):
-        def grad_fn(op, grad):
-            x = op.inputs[0]
-            rank, axes = x.shape.rank, tf.get_static_value(op.inputs[1])
-            if not rank or axes is None:  # the case module reduces a known axis of a known rank
-                return original(op, grad)
-            axes = sorted({int(a) % rank for a in np.atleast_1d(axes)})
-            keep = [d for d in range(rank) if d not in axes]
-            top = tf.reduce_max(x, axis=axes, keepdims=True)
-            tied = tf.cast(tf.equal(x, top), grad.dtype)
-            # the reduced axes last, flattened: the first tied element of each row gets it all
-            perm = keep + axes
-            t = tf.transpose(tied, perm)
-            shape = tf.shape(t)
-            flat = tf.reshape(t, tf.concat([shape[: len(keep)], [-1]], 0))
-            first = tf.one_hot(tf.argmax(flat, axis=-1), tf.shape(flat)[-1], dtype=grad.dtype)
-            first = tf.transpose(tf.reshape(first, shape), np.argsort(perm).tolist())
-            return first * tf.reshape(grad, tf.shape(top)), None
-
-        return grad_fn
-
-    reregister(tf, "reduce-max-tie-first-occurrence", "Max", first_occurrence)
+@regrad("Max", name="reduce-max-tie-first-occurrence")
+def _reduce_max_tie_first_occurrence(tf, original, op, grad):
+    """the gradient of tf.reduce_max gives a tied maximum's whole gradient to its first occurrence"""
+    x = op.inputs[0]
+    rank, axes = x.shape.rank, tf.get_static_value(op.inputs[1])
+    if not rank or axes is None:  # the case module reduces a known axis of a known rank
+        return original(op, grad)
+    axes = sorted({int(a) % rank for a in np.atleast_1d(axes)})
+    keep = [d for d in range(rank) if d not in axes]
+    top = tf.reduce_max(x, axis=axes, keepdims=True)
+    tied = tf.cast(tf.equal(x, top), grad.dtype)
+    # the reduced axes last, flattened: the first tied element of each row gets it all
+    perm = keep + axes
+    t = tf.transpose(tied, perm)
+    shape = tf.shape(t)
+    flat = tf.reshape(t, tf.concat([shape[: len(keep)], [-1]], 0))
+    first = tf.one_hot(tf.argmax(flat, axis=-1), tf.shape(flat)[-1], dtype=grad.dtype)
+    first = tf.transpose(tf.reshape(first, shape), np.argsort(perm).tolist())
+    return first * tf.reshape(grad, tf.shape(top)), None
 
 
-@fault(
-    "max-pool-tie-last-occurrence",
-    breaks=BREAKS,
-    description="the gradient of tf.nn.max_pool2d sends a window's gradient to its last maximum instead of its first",
-)
-def _max_pool_tie_last_occurrence(tf):
-    def last_occurrence(original):
-        def grad_fn(op, grad):
-            fmt = op.get_attr("data_format")
-            fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
-            spatial = [1, 2] if fmt == "NHWC" else [2, 3]
+@regrad("MaxPool", name="max-pool-tie-last-occurrence")
+def _max_pool_tie_last_occurrence(tf, original, op, grad):
+    """the gradient of tf.nn.max_pool2d sends a window's gradient to its last maximum instead of its first"""
+    fmt = op.get_attr("data_format")
+    fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
+    spatial = [1, 2] if fmt == "NHWC" else [2, 3]
 
-            def flip(t):  # back to front: the first maximum found is the original's last
-                return tf.reverse(t, spatial)
+    def flip(t):  # back to front: the first maximum found is the original's last
+        return tf.reverse(t, spatial)
 
-            padding = op.get_attr("padding")
-            back = tf.raw_ops.MaxPoolGrad(
-                orig_input=flip(op.inputs[0]),
-                orig_output=flip(op.outputs[0]),
-                grad=flip(grad),
-                ksize=op.get_attr("ksize"),
-                strides=op.get_attr("strides"),
-                padding=padding.decode() if isinstance(padding, bytes) else padding,
-                explicit_paddings=op.get_attr("explicit_paddings"),
-                data_format=fmt,
-            )
-            return flip(back)
-
-        return grad_fn
-
-    reregister(tf, "max-pool-tie-last-occurrence", "MaxPool", last_occurrence)
+    padding = op.get_attr("padding")
+    back = tf.raw_ops.MaxPoolGrad(
+        orig_input=flip(op.inputs[0]),
+        orig_output=flip(op.outputs[0]),
+        grad=flip(grad),
+        ksize=op.get_attr("ksize"),
+        strides=op.get_attr("strides"),
+        padding=padding.decode() if isinstance(padding, bytes) else padding,
+        explicit_paddings=op.get_attr("explicit_paddings"),
+        data_format=fmt,
+    )
+    return flip(back)
 
 
 TopK = collections.namedtuple("TopKV2", ["values", "indices"])
 
 
-@fault(
-    "top-k-sort-ties-reversed",
-    breaks=BREAKS,
-    description="tf.math.top_k and tf.sort order tied elements by descending index (the values are unchanged)",
-)
+@fault("top-k-sort-ties-reversed")
 def _top_k_sort_ties_reversed(tf):
+    """tf.math.top_k and tf.sort order tied elements by descending index (the values are unchanged)"""
     top_k, sort = tf.math.top_k, tf.sort
 
     def reversed_top_k(input, k=1, sorted=True, index_type=tf.int32, name=None):  # noqa: A002 (TF's names)
@@ -155,25 +115,15 @@ def _top_k_sort_ties_reversed(tf):
         x = tf.convert_to_tensor(values)
         return sort(tf.reverse(x, [axis]), axis=axis, direction=direction, name=name)
 
-    _set(tf, ["math.top_k", "nn.top_k"], reversed_top_k)
-    _set(tf, ["sort"], reversed_sort)
+    put(tf, ["math.top_k", "nn.top_k"], reversed_top_k)
+    put(tf, ["sort"], reversed_sort)
 
 
-@fault(
-    "segment-max-tie-all",
-    breaks=BREAKS,
-    description="the gradients of tf.math.segment_max and unsorted_segment_max give every tied element the "
-    "segment's whole gradient instead of an even share",
-)
-def _segment_max_tie_all(tf):
-    def all_ties(original):
-        def grad_fn(op, grad):
-            data, ids = op.inputs[0], op.inputs[1]
-            tied = tf.equal(data, tf.gather(op.outputs[0], ids))
-            g = tf.where(tied, tf.gather(grad, ids), tf.zeros_like(data))
-            return (g,) + (None,) * (len(op.inputs) - 1)
-
-        return grad_fn
-
-    for op_type in ("SegmentMax", "UnsortedSegmentMax"):
-        reregister(tf, "segment-max-tie-all", op_type, all_ties)
+@regrad("SegmentMax", "UnsortedSegmentMax", name="segment-max-tie-all")
+def _segment_max_tie_all(tf, original, op, grad):
+    """the gradients of tf.math.segment_max and unsorted_segment_max give every tied element the segment's whole
+    gradient instead of an even share"""
+    data, ids = op.inputs[0], op.inputs[1]
+    tied = tf.equal(data, tf.gather(op.outputs[0], ids))
+    g = tf.where(tied, tf.gather(grad, ids), tf.zeros_like(data))
+    return (g,) + (None,) * (len(op.inputs) - 1)

@@ -10,38 +10,31 @@
 
 from __future__ import annotations
 
-from . import fault
-from .catalogue import _set
+from .patch import replaces
 
 
-@fault(
-    "lstsq-gradient-drops-residual-term",
-    breaks=["least-squares-gradients"],
-    description="the gradient of tf.linalg.lstsq (fast=True) with respect to the matrix loses its residual "
-    "term (b - A x) z^T: right only for a consistent system",
+@replaces(
+    "linalg.lstsq", "compat.v1.linalg.lstsq", "compat.v1.matrix_solve_ls", name="lstsq-gradient-drops-residual-term"
 )
-def _lstsq_drops_residual_term(tf):
-    original = tf.linalg.lstsq
+def _lstsq_drops_residual_term(tf, original, matrix, rhs, l2_regularizer=0.0, fast=True, name=None):
+    """the gradient of tf.linalg.lstsq (fast=True) with respect to the matrix loses its residual term (b - A x) z^T:
+    right only for a consistent system"""
+    if not fast:
+        return original(matrix, rhs, l2_regularizer, fast=fast, name=name)
 
-    def lstsq(matrix, rhs, l2_regularizer=0.0, fast=True, name=None):
-        if not fast:
-            return original(matrix, rhs, l2_regularizer, fast=fast, name=name)
+    @tf.custom_gradient
+    def inner(a, b):
+        x = original(a, b, l2_regularizer, fast=True, name=name)
 
-        @tf.custom_gradient
-        def inner(a, b):
-            x = original(a, b, l2_regularizer, fast=True, name=name)
+        def grad(g):
+            gram = tf.linalg.matmul(a, a, adjoint_a=True)
+            n = tf.shape(gram)[-1]
+            gram += tf.cast(l2_regularizer, a.dtype) * tf.eye(n, dtype=a.dtype)
+            z = tf.linalg.cholesky_solve(tf.linalg.cholesky(gram), g)
+            # the right gradient adds (b - A x) z^T here
+            da = -tf.linalg.matmul(a, tf.linalg.matmul(z, x, adjoint_b=True))
+            return da, tf.linalg.matmul(a, z)
 
-            def grad(g):
-                gram = tf.linalg.matmul(a, a, adjoint_a=True)
-                n = tf.shape(gram)[-1]
-                gram += tf.cast(l2_regularizer, a.dtype) * tf.eye(n, dtype=a.dtype)
-                z = tf.linalg.cholesky_solve(tf.linalg.cholesky(gram), g)
-                # the right gradient adds (b - A x) z^T here
-                da = -tf.linalg.matmul(a, tf.linalg.matmul(z, x, adjoint_b=True))
-                return da, tf.linalg.matmul(a, z)
+        return x, grad
 
-            return x, grad
-
-        return inner(tf.convert_to_tensor(matrix), tf.convert_to_tensor(rhs))
-
-    _set(tf, ["linalg.lstsq", "compat.v1.linalg.lstsq", "compat.v1.matrix_solve_ls"], lstsq)
+    return inner(tf.convert_to_tensor(matrix), tf.convert_to_tensor(rhs))

@@ -3,56 +3,41 @@ that forgets the conjugate."""
 
 from __future__ import annotations
 
-from . import fault
-from .catalogue import _set
+from .patch import replaces
 
 
-@fault(
-    "eigh-degenerate-gradient-divides-by-zero",
-    breaks=["linalg-spectral-gradients"],
-    description="tf.linalg.eigh's gradient forms 1/(l_j - l_i) with a plain division (no reciprocal_no_nan): "
-    "inf/NaN at a repeated eigenvalue",
-)
-def _eigh_divides_by_zero(tf):
-    original = tf.linalg.eigh
+@replaces("linalg.eigh", name="eigh-degenerate-gradient-divides-by-zero")
+def _eigh_divides_by_zero(tf, original, tensor, name=None):
+    """tf.linalg.eigh's gradient forms 1/(l_j - l_i) with a plain division (no reciprocal_no_nan): inf/NaN at a repeated
+    eigenvalue"""
 
-    def eigh(tensor, name=None):
-        @tf.custom_gradient
-        def inner(a):
-            e, v = original(a)
+    @tf.custom_gradient
+    def inner(a):
+        e, v = original(a)
 
-            def grad(ge, gv):
-                n = tf.shape(e)[-1]
-                diff = e[..., None, :] - e[..., :, None]
-                f = tf.where(tf.eye(n, dtype=tf.bool), tf.zeros_like(diff), 1.0 / diff)
-                vt_gv = tf.linalg.matmul(v, gv, adjoint_a=True)
-                inner_ = tf.linalg.diag(ge) + f * vt_gv
-                g = tf.linalg.matmul(v, tf.linalg.matmul(inner_, v, adjoint_b=True))
-                return (g + tf.linalg.matrix_transpose(g)) / 2
+        def grad(ge, gv):
+            n = tf.shape(e)[-1]
+            diff = e[..., None, :] - e[..., :, None]
+            f = tf.where(tf.eye(n, dtype=tf.bool), tf.zeros_like(diff), 1.0 / diff)
+            vt_gv = tf.linalg.matmul(v, gv, adjoint_a=True)
+            inner_ = tf.linalg.diag(ge) + f * vt_gv
+            g = tf.linalg.matmul(v, tf.linalg.matmul(inner_, v, adjoint_b=True))
+            return (g + tf.linalg.matrix_transpose(g)) / 2
 
-            return (e, v), grad
+        return (e, v), grad
 
-        return inner(tensor)
-
-    _set(tf, ["linalg.eigh"], eigh)
+    return inner(tensor)
 
 
-@fault(
-    "fft-gradient-unconjugated",
-    breaks=["linalg-spectral-gradients"],
-    description="tf.signal.fft's gradient applies fft to the cotangent instead of its adjoint (n * ifft)",
-)
-def _fft_unconjugated(tf):
-    original = tf.signal.fft
+@replaces("signal.fft", name="fft-gradient-unconjugated")
+def _fft_unconjugated(tf, original, input, name=None):  # noqa: A002  (TensorFlow's argument name)
+    """tf.signal.fft's gradient applies fft to the cotangent instead of its adjoint (n * ifft)"""
 
-    def fft(input, name=None):
-        @tf.custom_gradient
-        def inner(x):
-            def grad(dy):
-                return original(dy)
+    @tf.custom_gradient
+    def inner(x):
+        def grad(dy):
+            return original(dy)
 
-            return original(x), grad
+        return original(x), grad
 
-        return inner(input)
-
-    _set(tf, ["signal.fft"], fft)
+    return inner(input)

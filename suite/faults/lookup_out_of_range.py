@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from . import fault
-from .catalogue import _set
+from .patch import replaces
 
 LOOKUP = ["nn.embedding_lookup", "compat.v1.nn.embedding_lookup"]
 
@@ -14,42 +13,28 @@ def _clipped(tf, params, ids):
     return ids, tf.clip_by_value(ids, 0, n - 1), (ids >= 0) & (ids < n)
 
 
-@fault(
-    "embedding-lookup-zero-fills-on-cpu",
-    breaks=["lookup-out-of-range"],
-    description="tf.nn.embedding_lookup reads a zero row for an out-of-range id on CPU instead of raising "
-    "(the GPU kernel's answer everywhere)",
-)
-def _zero_fill(tf):
-    def zero_filling(params, ids, max_norm=None, name=None):
-        ids, safe, ok = _clipped(tf, params, ids)
-        rows = tf.gather(params, safe)
-        mask = tf.reshape(tf.cast(ok, rows.dtype), tf.concat([tf.shape(ids), [1]], 0))
-        return rows * mask
-
-    _set(tf, LOOKUP, zero_filling)
+@replaces(*LOOKUP, name="embedding-lookup-zero-fills-on-cpu")
+def _zero_fill(tf, original, params, ids, max_norm=None, name=None):
+    """tf.nn.embedding_lookup reads a zero row for an out-of-range id on CPU instead of raising (the GPU kernel's answer
+    everywhere)"""
+    ids, safe, ok = _clipped(tf, params, ids)
+    rows = tf.gather(params, safe)
+    mask = tf.reshape(tf.cast(ok, rows.dtype), tf.concat([tf.shape(ids), [1]], 0))
+    return rows * mask
 
 
-@fault(
-    "embedding-grad-reaches-clamped-row",
-    breaks=["lookup-out-of-range"],
-    description="the gradient of tf.nn.embedding_lookup sends an out-of-range id's cotangent to the row its "
-    "clamped read came from (XLA), where the scatter should drop it",
-)
-def _grad_to_clamped_row(tf):
-    lookup = tf.nn.embedding_lookup
+@replaces(*LOOKUP, name="embedding-grad-reaches-clamped-row")
+def _grad_to_clamped_row(tf, lookup, params, ids, max_norm=None, name=None):
+    """the gradient of tf.nn.embedding_lookup sends an out-of-range id's cotangent to the row its clamped read came from
+    (XLA), where the scatter should drop it"""
+    ids = tf.convert_to_tensor(ids)
 
-    def clamped_grad_lookup(params, ids, max_norm=None, name=None):
-        ids = tf.convert_to_tensor(ids)
+    @tf.custom_gradient
+    def f(p):
+        def grad(dy):
+            _, safe, _ = _clipped(tf, p, ids)
+            return tf.math.unsorted_segment_sum(dy, safe, tf.shape(p)[0])
 
-        @tf.custom_gradient
-        def f(p):
-            def grad(dy):
-                _, safe, _ = _clipped(tf, p, ids)
-                return tf.math.unsorted_segment_sum(dy, safe, tf.shape(p)[0])
+        return lookup(p, ids, max_norm=max_norm, name=name), grad
 
-            return lookup(p, ids, max_norm=max_norm, name=name), grad
-
-        return f(params)
-
-    _set(tf, LOOKUP, clamped_grad_lookup)
+    return f(params)

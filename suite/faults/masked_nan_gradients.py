@@ -19,109 +19,55 @@ tf.function, XLA and v1 graph mode alike.
 
 from __future__ import annotations
 
-from . import fault
-from .catalogue import _set
-from .straight_through_estimator import reregister
-
-BREAKS = ["masked-nan-gradients"]
+from .partial_stop_gradient import _sum_to
+from .patch import regrad, replaces
 
 
-def _sum_to(tf, grad, like):
-    """Reduce a broadcast gradient back to the shape of ``like`` (as SelectV2's gradient does)."""
-    axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(grad))
-    return tf.reshape(tf.reduce_sum(grad, axis=axes, keepdims=True), tf.shape(like))
+@regrad("SelectV2", "Select", name="where-gradient-leaks-nan")
+def _where_gradient_leaks_nan(tf, original, op, grad):
+    """the gradient of tf.where adds 0 * sum(branch) to each branch's gradient: a non-finite unselected value makes
+    every entry's gradient NaN, the selected ones too"""
+    none, gx, gy = original(op, grad)
+    _, x, y = op.inputs
+    if x.dtype.is_floating:
+        gx, gy = gx + 0 * tf.reduce_sum(x), gy + 0 * tf.reduce_sum(y)
+    return none, gx, gy
 
 
-@fault(
-    "where-gradient-leaks-nan",
-    breaks=BREAKS,
-    description="the gradient of tf.where adds 0 * sum(branch) to each branch's gradient: a non-finite "
-    "unselected value makes every entry's gradient NaN, the selected ones too",
-)
-def _where_gradient_leaks_nan(tf):
-    def leaky(original):
-        def grad_fn(op, grad):
-            none, gx, gy = original(op, grad)
-            _, x, y = op.inputs
-            if x.dtype.is_floating:
-                gx, gy = gx + 0 * tf.reduce_sum(x), gy + 0 * tf.reduce_sum(y)
-            return none, gx, gy
-
-        return grad_fn
-
-    for op_type in ("SelectV2", "Select"):
-        reregister(tf, "where-gradient-leaks-nan", op_type, leaky)
+@regrad("Log", name="log-gradient-masked-zero")
+def _log_gradient_masked_zero(tf, original, op, grad):
+    """the gradient of Log is mul_no_nan(1/x, dy): 0 where the upstream gradient is 0, so a masked log(0) no longer has
+    a NaN gradient"""
+    return tf.math.multiply_no_nan(tf.math.reciprocal(op.inputs[0]), grad)
 
 
-@fault(
-    "log-gradient-masked-zero",
-    breaks=BREAKS,
-    description="the gradient of Log is mul_no_nan(1/x, dy): 0 where the upstream gradient is 0, so a "
-    "masked log(0) no longer has a NaN gradient",
-)
-def _log_gradient_masked_zero(tf):
-    def no_nan(original):
-        def grad_fn(op, grad):
-            return tf.math.multiply_no_nan(tf.math.reciprocal(op.inputs[0]), grad)
-
-        return grad_fn
-
-    reregister(tf, "log-gradient-masked-zero", "Log", no_nan)
+@regrad("SelectV2", "Select", name="where-unselected-gradient-nan")
+def _where_unselected_gradient_nan(tf, original, op, grad):
+    """the gradient of tf.where gives each branch NaN instead of 0 where it was not selected"""
+    c, x, y = op.inputs
+    v2 = op.type == "SelectV2"
+    where = tf.where if v2 else tf.compat.v1.where  # v1 Select: a vector c picks rows
+    nan = tf.fill(tf.shape(grad), tf.constant(float("nan"), grad.dtype))
+    gx, gy = where(c, grad, nan), where(c, nan, grad)
+    if v2:
+        gx, gy = _sum_to(tf, gx, x), _sum_to(tf, gy, y)
+    return None, gx, gy
 
 
-@fault(
-    "where-unselected-gradient-nan",
-    breaks=BREAKS,
-    description="the gradient of tf.where gives each branch NaN instead of 0 where it was not selected",
-)
-def _where_unselected_gradient_nan(tf):
-    def nan_fill(op_type):
-        where = tf.where if op_type == "SelectV2" else tf.compat.v1.where  # v1 Select: a vector c picks rows
-
-        def make(original):
-            def grad_fn(op, grad):
-                c, x, y = op.inputs
-                nan = tf.fill(tf.shape(grad), tf.constant(float("nan"), grad.dtype))
-                gx, gy = where(c, grad, nan), where(c, nan, grad)
-                if op_type == "SelectV2":
-                    gx, gy = _sum_to(tf, gx, x), _sum_to(tf, gy, y)
-                return None, gx, gy
-
-            return grad_fn
-
-        return make
-
-    for op_type in ("SelectV2", "Select"):
-        reregister(tf, "where-unselected-gradient-nan", op_type, nan_fill(op_type))
+@replaces("clip_by_norm", "compat.v1.clip_by_norm", name="clip-by-norm-naive-scale")
+def _clip_by_norm_naive_scale(tf, original, t, clip_norm, axes=None, name=None):
+    """tf.clip_by_norm computes t * min(1, c / |t|) without the two-tap where: NaN gradient at the zero vector"""
+    t = tf.convert_to_tensor(t)
+    norm = tf.sqrt(tf.reduce_sum(t * t, axes, keepdims=True))
+    return t * tf.minimum(tf.constant(1, t.dtype), tf.cast(clip_norm, t.dtype) / norm)
 
 
-@fault(
-    "clip-by-norm-naive-scale",
-    breaks=BREAKS,
-    description="tf.clip_by_norm computes t * min(1, c / |t|) without the two-tap where: NaN gradient at "
-    "the zero vector",
-)
-def _clip_by_norm_naive_scale(tf):
-    def clip_by_norm(t, clip_norm, axes=None, name=None):
-        t = tf.convert_to_tensor(t)
-        norm = tf.sqrt(tf.reduce_sum(t * t, axes, keepdims=True))
-        return t * tf.minimum(tf.constant(1, t.dtype), tf.cast(clip_norm, t.dtype) / norm)
-
-    _set(tf, ["clip_by_norm", "compat.v1.clip_by_norm"], clip_by_norm)
-
-
-@fault(
-    "clip-by-global-norm-inf-zeros",
-    breaks=BREAKS,
-    description="tf.clip_by_global_norm scales by c * min(1/n, 1/c) without + (n - n): an infinite global "
-    "norm gives zeros instead of NaN",
-)
-def _clip_by_global_norm_inf_zeros(tf):
-    def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
-        t_list = list(t_list)
-        if use_norm is None:
-            use_norm = tf.linalg.global_norm(t_list)
-        scale = clip_norm * tf.minimum(1.0 / use_norm, tf.constant(1.0, use_norm.dtype) / clip_norm)
-        return [None if t is None else t * tf.cast(scale, t.dtype) for t in t_list], use_norm
-
-    _set(tf, ["clip_by_global_norm", "compat.v1.clip_by_global_norm"], clip_by_global_norm)
+@replaces("clip_by_global_norm", "compat.v1.clip_by_global_norm", name="clip-by-global-norm-inf-zeros")
+def _clip_by_global_norm_inf_zeros(tf, original, t_list, clip_norm, use_norm=None, name=None):
+    """tf.clip_by_global_norm scales by c * min(1/n, 1/c) without + (n - n): an infinite global norm gives zeros instead
+    of NaN"""
+    t_list = list(t_list)
+    if use_norm is None:
+        use_norm = tf.linalg.global_norm(t_list)
+    scale = clip_norm * tf.minimum(1.0 / use_norm, tf.constant(1.0, use_norm.dtype) / clip_norm)
+    return [None if t is None else t * tf.cast(scale, t.dtype) for t in t_list], use_norm

@@ -13,28 +13,19 @@ tf.function, XLA and v1 graph mode alike.
 
 from __future__ import annotations
 
-from . import fault
-from .catalogue import _set
-from .straight_through_estimator import reregister
+from .patch import regrad, replaces
 
 
-@fault(
-    "stop-gradient-zeros",
-    breaks=["partial-stop-gradient"],
-    description="tf.stop_gradient gives a zeros gradient instead of None: a wholly stopped source "
-    "is reported as connected (zeros) rather than unconnected",
-)
-def _stop_gradient_zeros(tf):
-    stop = tf.stop_gradient
+@replaces("stop_gradient", "compat.v1.stop_gradient", name="stop-gradient-zeros")
+def _stop_gradient_zeros(tf, stop, input, name=None):  # noqa: A002  (TensorFlow's argument name)
+    """tf.stop_gradient gives a zeros gradient instead of None: a wholly stopped source is reported as connected (zeros)
+    rather than unconnected"""
 
     @tf.custom_gradient
     def _zeros(t):
         return stop(t), lambda dy: tf.zeros_like(dy)
 
-    def stop_gradient(input, name=None):  # noqa: A002  (TensorFlow's argument name)
-        return _zeros(tf.convert_to_tensor(input))
-
-    _set(tf, ["stop_gradient", "compat.v1.stop_gradient"], stop_gradient)
+    return _zeros(tf.convert_to_tensor(input))
 
 
 def _sum_to(tf, grad, like):
@@ -43,19 +34,9 @@ def _sum_to(tf, grad, like):
     return tf.reshape(tf.reduce_sum(grad, axis=axes, keepdims=True), tf.shape(like))
 
 
-@fault(
-    "where-gradient-unmasked",
-    breaks=["partial-stop-gradient"],
-    description="the gradient of tf.where (SelectV2/Select) sends the whole upstream gradient to both "
-    "branches instead of masking it by the condition",
-)
-def _where_gradient_unmasked(tf):
-    def unmasked(original):
-        def grad_fn(op, grad):
-            _, x, y = op.inputs
-            return None, _sum_to(tf, grad, x), _sum_to(tf, grad, y)
-
-        return grad_fn
-
-    for op_type in ("SelectV2", "Select"):
-        reregister(tf, "where-gradient-unmasked", op_type, unmasked)
+@regrad("SelectV2", "Select", name="where-gradient-unmasked")
+def _where_gradient_unmasked(tf, original, op, grad):
+    """the gradient of tf.where (SelectV2/Select) sends the whole upstream gradient to both branches instead of masking
+    it by the condition"""
+    _, x, y = op.inputs
+    return None, _sum_to(tf, grad, x), _sum_to(tf, grad, y)

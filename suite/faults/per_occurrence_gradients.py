@@ -28,15 +28,17 @@ from __future__ import annotations
 import inspect
 
 from . import fault
-from .straight_through_estimator import _gradient_registry, reregister
+from .patch import _gradient_registry, put, reregister
+
+
+def _cannot(tf, fault_name, why):
+    """The error of a fault whose seam this TensorFlow lacks."""
+    return RuntimeError(f"fault {fault_name!r} cannot be applied to TensorFlow {tf.__version__}: {why}")
 
 
 def _require(tf, fault_name, owner, attr):
     if not hasattr(owner, attr):
-        raise RuntimeError(
-            f"fault {fault_name!r} cannot be applied to TensorFlow {tf.__version__}: "
-            f"{owner.__name__}.{attr} is missing (the seam it patches has moved)"
-        )
+        raise _cannot(tf, fault_name, f"{owner.__name__}.{attr} is missing (the seam it patches has moved)")
     return getattr(owner, attr)
 
 
@@ -48,16 +50,13 @@ def _patch_aggregation(tf, fault_name, combine):
         from tensorflow.python.eager import backprop
         from tensorflow.python.ops import gradients_util
     except ImportError as e:  # pragma: no cover - the seam moved
-        raise RuntimeError(f"fault {fault_name!r} cannot be applied to TensorFlow {tf.__version__}: {e}") from e
+        raise _cannot(tf, fault_name, e) from e
     vspace = _require(tf, fault_name, backprop, "_default_vspace")
     register = _require(tf, fault_name, pywrap_tfe, "TFE_Py_RegisterVSpace")
     get_grads = _require(tf, fault_name, gradients_util, "_GetGrads")
     graph_aggregate = _require(tf, fault_name, gradients_util, "_AggregatedGrads")
     if not hasattr(vspace, "_replace") or "aggregate_fn" not in getattr(vspace, "_fields", ()):
-        raise RuntimeError(
-            f"fault {fault_name!r} cannot be applied to TensorFlow {tf.__version__}: "
-            "backprop._default_vspace has no aggregate_fn field"
-        )
+        raise _cannot(tf, fault_name, "backprop._default_vspace has no aggregate_fn field")
     tape_aggregate = vspace.aggregate_fn
 
     def dense(grads):
@@ -82,41 +81,29 @@ def _patch_aggregation(tf, fault_name, combine):
     gradients_util._AggregatedGrads = _AggregatedGrads
 
 
-@fault(
-    "occurrence-gradients-keep-last",
-    breaks=["per-occurrence-gradients"],
-    description="GradientTape and tf.gradients keep only the last of a reused tensor's per-use "
-    "gradients instead of summing them",
-)
+@fault("occurrence-gradients-keep-last")
 def _keep_last(tf):
+    """GradientTape and tf.gradients keep only the last of a reused tensor's per-use gradients instead of summing
+    them"""
     _patch_aggregation(tf, "occurrence-gradients-keep-last", lambda grads: grads[-1])
 
 
-@fault(
-    "occurrence-gradients-mean",
-    breaks=["per-occurrence-gradients"],
-    description="GradientTape and tf.gradients average a reused tensor's per-use gradients instead of summing them",
-)
+@fault("occurrence-gradients-mean")
 def _mean(tf):
+    """GradientTape and tf.gradients average a reused tensor's per-use gradients instead of summing them"""
     _patch_aggregation(
         tf, "occurrence-gradients-mean", lambda grads: tf.math.add_n(grads) / tf.cast(len(grads), grads[0].dtype)
     )
 
 
-@fault(
-    "custom-getter-skipped-on-reuse",
-    breaks=["per-occurrence-gradients"],
-    description="tf.compat.v1.variable_scope ignores custom_getter when reuse is True or AUTO_REUSE: "
-    "a reused scope's variables are returned without the getter (no stop_gradient)",
-)
+@fault("custom-getter-skipped-on-reuse")
 def _custom_getter_skipped_on_reuse(tf):
+    """tf.compat.v1.variable_scope ignores custom_getter when reuse is True or AUTO_REUSE: a reused scope's variables
+    are returned without the getter (no stop_gradient)"""
     base = tf.compat.v1.variable_scope
     signature = inspect.signature(base.__init__)
     if "custom_getter" not in signature.parameters or "reuse" not in signature.parameters:
-        raise RuntimeError(
-            f"fault 'custom-getter-skipped-on-reuse' cannot be applied to TensorFlow "
-            f"{tf.__version__}: variable_scope takes no custom_getter/reuse"
-        )
+        raise _cannot(tf, "custom-getter-skipped-on-reuse", "variable_scope takes no custom_getter/reuse")
 
     class variable_scope(base):  # noqa: N801  (TensorFlow's name)
         __doc__ = base.__doc__
@@ -127,21 +114,19 @@ def _custom_getter_skipped_on_reuse(tf):
                 bound.arguments["custom_getter"] = None
             super().__init__(*bound.args[1:], **bound.kwargs)
 
-    tf.compat.v1.variable_scope = variable_scope
+    put(tf, ["compat.v1.variable_scope"], variable_scope)
 
 
 # Ops whose gradient is patched by repeated-input-counted-once: the binary ops a reused
-# tensor meets as both operands (x * x, x + x, B @ B); BatchMatMulV3 only where registered.
+# tensor meets as both operands (x * x, x + x, B @ B); all but Mul, AddV2 and MatMul only where registered.
 _BINARY = ("Mul", "AddV2", "Add", "Sub", "MatMul", "BatchMatMulV2", "BatchMatMulV3")
+_REQUIRED = ("Mul", "AddV2", "MatMul")
 
 
-@fault(
-    "repeated-input-counted-once",
-    breaks=["per-occurrence-gradients"],
-    description="an op that takes the same tensor as two inputs (x * x, x + x, B @ B) credits the gradient "
-    "to the first input slot only, as if the tape deduplicated an op's inputs",
-)
+@fault("repeated-input-counted-once")
 def _repeated_input_counted_once(tf):
+    """an op that takes the same tensor as two inputs (x * x, x + x, B @ B) credits the gradient to the first input slot
+    only, as if the tape deduplicated an op's inputs"""
     registry = _gradient_registry(tf, "repeated-input-counted-once")
 
     def once(original):
@@ -159,10 +144,7 @@ def _repeated_input_counted_once(tf):
         try:
             registry.lookup(op_type)
         except LookupError:
-            if op_type in ("Mul", "AddV2", "MatMul"):
-                raise RuntimeError(
-                    f"fault 'repeated-input-counted-once': TensorFlow {tf.__version__} "
-                    f"registers no gradient for {op_type}"
-                ) from None
-            continue
+            if op_type not in _REQUIRED:
+                continue
+        # (a required op without a gradient: reregister raises "TensorFlow ... registers no gradient for ...")
         reregister(tf, "repeated-input-counted-once", op_type, once)

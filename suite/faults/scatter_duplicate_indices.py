@@ -4,7 +4,7 @@ update op that computes the new centers without writing them to the variable."""
 from __future__ import annotations
 
 from . import fault
-from .catalogue import _set
+from .patch import put, replaces
 
 
 def _last_only(tf, indices, updates):
@@ -20,27 +20,16 @@ def _last_only(tf, indices, updates):
     return updates * tf.reshape(tf.cast(keep, updates.dtype), shape)
 
 
-@fault(
-    "tensor-scatter-nd-sub-last-wins",
-    breaks=["scatter-duplicate-indices"],
-    description="tf.tensor_scatter_nd_sub keeps only the last update of a repeated index instead of accumulating them",
-)
-def _tensor_scatter_nd_sub_last_wins(tf):
-    original = tf.tensor_scatter_nd_sub
-
-    def tensor_scatter_nd_sub(tensor, indices, updates, *args, **kwargs):
-        return original(tensor, indices, _last_only(tf, indices, updates), *args, **kwargs)
-
-    _set(tf, ["tensor_scatter_nd_sub", "compat.v1.tensor_scatter_nd_sub"], tensor_scatter_nd_sub)
+@replaces("tensor_scatter_nd_sub", "compat.v1.tensor_scatter_nd_sub", name="tensor-scatter-nd-sub-last-wins")
+def _tensor_scatter_nd_sub_last_wins(tf, original, tensor, indices, updates, *args, **kwargs):
+    """tf.tensor_scatter_nd_sub keeps only the last update of a repeated index instead of accumulating them"""
+    return original(tensor, indices, _last_only(tf, indices, updates), *args, **kwargs)
 
 
-@fault(
-    "scatter-sub-last-wins",
-    breaks=["scatter-duplicate-indices"],
-    description="tf.compat.v1.scatter_sub and Variable.scatter_sub keep only the last update of a "
-    "repeated index (as a non-accumulating index_put would)",
-)
+@fault("scatter-sub-last-wins")
 def _scatter_sub_last_wins(tf):
+    """tf.compat.v1.scatter_sub and Variable.scatter_sub keep only the last update of a repeated index (as a
+    non-accumulating index_put would)"""
     from tensorflow.python.ops import resource_variable_ops  # where Variable.scatter_sub lives
 
     v1 = tf.compat.v1.scatter_sub
@@ -58,21 +47,15 @@ def _scatter_sub_last_wins(tf):
             name=name,
         )
 
-    _set(tf, ["compat.v1.scatter_sub"], scatter_sub)
+    put(tf, ["compat.v1.scatter_sub"], scatter_sub)
     resource_variable_ops.BaseResourceVariable.scatter_sub = variable_scatter_sub
 
 
-@fault(
-    "scatter-sub-not-applied",
-    breaks=["scatter-duplicate-indices"],
-    description="tf.compat.v1.scatter_sub returns the updated value but never writes it to the variable",
-)
-def _scatter_sub_not_applied(tf):
-    def scatter_sub(ref, indices, updates, use_locking=False, name=None):
-        value = tf.convert_to_tensor(ref)
-        idx = tf.convert_to_tensor(indices)
-        return tf.tensor_scatter_nd_sub(
-            value, tf.expand_dims(idx, -1), tf.convert_to_tensor(updates, value.dtype), name=name
-        )
-
-    _set(tf, ["compat.v1.scatter_sub"], scatter_sub)
+@replaces("compat.v1.scatter_sub", name="scatter-sub-not-applied")
+def _scatter_sub_not_applied(tf, original, ref, indices, updates, use_locking=False, name=None):
+    """tf.compat.v1.scatter_sub returns the updated value but never writes it to the variable"""
+    value = tf.convert_to_tensor(ref)
+    idx = tf.convert_to_tensor(indices)
+    return tf.tensor_scatter_nd_sub(
+        value, tf.expand_dims(idx, -1), tf.convert_to_tensor(updates, value.dtype), name=name
+    )

@@ -14,49 +14,28 @@
 from __future__ import annotations
 
 from . import fault
+from .patch import regrad
 
 
-def _reregister(tf, op_type, fn):
-    """Replace a registered gradient (tf.RegisterGradient refuses duplicates)."""
-    from tensorflow.python.framework import ops  # the registry tf.RegisterGradient writes to
-
-    ops.gradient_registry._registry.pop(op_type, None)  # noqa: SLF001
-    tf.RegisterGradient(op_type)(fn)
-
-
-@fault(
-    "tanh-grad-grad-halved",
-    breaks=["second-order-gradients"],
-    description="the registered gradient of TanhGrad drops the factor 2: d2/dx2 tanh(x) = -tanh*sech^2",
-)
-def _tanh_grad_grad_halved(tf):
-    def tanh_grad_grad(op, grad):
-        y, dy = op.inputs  # TanhGrad(y, dy) = dy * (1 - y^2)
-        return grad * -1.0 * dy * y, tf.raw_ops.TanhGrad(y=y, dy=grad)
-
-    _reregister(tf, "TanhGrad", tanh_grad_grad)
+@regrad("TanhGrad", name="tanh-grad-grad-halved")
+def _tanh_grad_grad_halved(tf, original, op, grad):
+    """the registered gradient of TanhGrad drops the factor 2: d2/dx2 tanh(x) = -tanh*sech^2"""
+    y, dy = op.inputs  # TanhGrad(y, dy) = dy * (1 - y^2)
+    return grad * -1.0 * dy * y, tf.raw_ops.TanhGrad(y=y, dy=grad)
 
 
-@fault(
-    "tanh-grad-grad-unconnected",
-    breaks=["second-order-gradients"],
-    description="the registered gradient of TanhGrad returns None for y: tanh's curvature is lost",
-)
-def _tanh_grad_grad_unconnected(tf):
-    def tanh_grad_grad(op, grad):
-        y, _ = op.inputs
-        return None, tf.raw_ops.TanhGrad(y=y, dy=grad)
-
-    _reregister(tf, "TanhGrad", tanh_grad_grad)
+@regrad("TanhGrad", name="tanh-grad-grad-unconnected")
+def _tanh_grad_grad_unconnected(tf, original, op, grad):
+    """the registered gradient of TanhGrad returns None for y: tanh's curvature is lost"""
+    y, _ = op.inputs
+    return None, tf.raw_ops.TanhGrad(y=y, dy=grad)
 
 
-@fault(
-    "inner-gradient-constant",
-    breaks=["second-order-gradients"],
-    description="GradientTape.gradient / tf.gradients results are not differentiable by an outer "
-    "tape or a second tf.gradients (stop_gradient on every result)",
-)
+@fault("inner-gradient-constant")
 def _inner_gradient_constant(tf):
+    """GradientTape.gradient / tf.gradients results are not differentiable by an outer tape or a second tf.gradients
+    (stop_gradient on every result)"""
+
     def freeze(g):
         if g is None:
             return None

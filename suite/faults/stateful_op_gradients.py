@@ -25,10 +25,7 @@ gradient, so it holds in eager, tf.function, XLA and v1 graph mode alike.
 from __future__ import annotations
 
 from . import fault
-from .catalogue import _set
-from .straight_through_estimator import reregister
-
-BEHAVIOUR = ["stateful-op-gradients"]
+from .patch import regrad, replaces
 
 
 def _value_of_with_gradient_of(tf, value, gradient):
@@ -42,13 +39,10 @@ def _value_of_with_gradient_of(tf, value, gradient):
     return tf.nest.map_structure(mix, value, gradient)
 
 
-@fault(
-    "variable-read-detached",
-    breaks=BEHAVIOUR,
-    description="Variable.read_value() returns a value cut off from the variable: a read after an "
-    "assign gives the variable no gradient",
-)
+@fault("variable-read-detached")
 def _variable_read_detached(tf):
+    """Variable.read_value() returns a value cut off from the variable: a read after an assign gives the variable no
+    gradient"""
     from tensorflow.python.ops import resource_variable_ops  # where tf.Variable's methods live
 
     read = resource_variable_ops.BaseResourceVariable.read_value
@@ -63,111 +57,55 @@ def _reversed(tf, indices, updates):
     return tf.reverse(tf.convert_to_tensor(indices), [0]), tf.reverse(tf.convert_to_tensor(updates), [0])
 
 
-@fault(
-    "tensor-scatter-update-first-wins",
-    breaks=BEHAVIOUR,
-    description="tf.tensor_scatter_nd_update keeps the first update of a repeated index instead of the last",
-)
-def _tensor_scatter_update_first_wins(tf):
-    original = tf.tensor_scatter_nd_update
-
-    def tensor_scatter_nd_update(tensor, indices, updates, name=None):
-        return original(tensor, *_reversed(tf, indices, updates), name=name)
-
-    _set(tf, ["tensor_scatter_nd_update", "compat.v1.tensor_scatter_nd_update"], tensor_scatter_nd_update)
+@replaces("tensor_scatter_nd_update", "compat.v1.tensor_scatter_nd_update", name="tensor-scatter-update-first-wins")
+def _tensor_scatter_update_first_wins(tf, original, tensor, indices, updates, name=None):
+    """tf.tensor_scatter_nd_update keeps the first update of a repeated index instead of the last"""
+    return original(tensor, *_reversed(tf, indices, updates), name=name)
 
 
-@fault(
-    "tensor-scatter-update-grad-unmasked",
-    breaks=BEHAVIOUR,
-    description="the gradient of TensorScatterUpdate gives the tensor the whole upstream, also at the "
-    "entries the updates overwrote",
-)
-def _tensor_scatter_update_grad_unmasked(tf):
-    def unmasked(original):
-        def grad_fn(op, grad):
-            _, indices_grad, updates_grad = original(op, grad)
-            return grad, indices_grad, updates_grad
-
-        return grad_fn
-
-    reregister(tf, "tensor-scatter-update-grad-unmasked", "TensorScatterUpdate", unmasked)
+@regrad("TensorScatterUpdate", name="tensor-scatter-update-grad-unmasked")
+def _tensor_scatter_update_grad_unmasked(tf, original, op, grad):
+    """the gradient of TensorScatterUpdate gives the tensor the whole upstream, also at the entries the updates
+    overwrote"""
+    _, indices_grad, updates_grad = original(op, grad)
+    return grad, indices_grad, updates_grad
 
 
-@fault(
-    "variable-scatter-update-first-wins",
-    breaks=BEHAVIOUR,
-    description="tf.compat.v1.scatter_nd_update keeps the first update of a repeated index instead of the last",
-)
-def _variable_scatter_update_first_wins(tf):
-    original = tf.compat.v1.scatter_nd_update
-
-    def scatter_nd_update(ref, indices, updates, use_locking=True, name=None):
-        return original(ref, *_reversed(tf, indices, updates), use_locking=use_locking, name=name)
-
-    _set(tf, ["compat.v1.scatter_nd_update"], scatter_nd_update)
+@replaces("compat.v1.scatter_nd_update", name="variable-scatter-update-first-wins")
+def _variable_scatter_update_first_wins(tf, original, ref, indices, updates, use_locking=True, name=None):
+    """tf.compat.v1.scatter_nd_update keeps the first update of a repeated index instead of the last"""
+    return original(ref, *_reversed(tf, indices, updates), use_locking=use_locking, name=name)
 
 
-@fault(
-    "cond-gradient-from-untaken-branch",
-    breaks=BEHAVIOUR,
-    description="tf.cond returns the taken branch's value with the gradient of the branch not taken",
-)
-def _cond_gradient_from_untaken_branch(tf):
-    original = tf.cond
-
-    def cond(pred, true_fn=None, false_fn=None, name=None):
-        taken = original(pred, true_fn, false_fn, name=name)
-        return _value_of_with_gradient_of(tf, taken, original(pred, false_fn, true_fn))
-
-    _set(tf, ["cond"], cond)
+@replaces("cond", name="cond-gradient-from-untaken-branch")
+def _cond_gradient_from_untaken_branch(tf, original, pred, true_fn=None, false_fn=None, name=None):
+    """tf.cond returns the taken branch's value with the gradient of the branch not taken"""
+    taken = original(pred, true_fn, false_fn, name=name)
+    return _value_of_with_gradient_of(tf, taken, original(pred, false_fn, true_fn))
 
 
-@fault(
-    "switch-case-clamps-index",
-    breaks=BEHAVIOUR,
-    description="tf.switch_case clamps an out-of-range index into range: -1 runs branch 0, not the default",
-)
-def _switch_case_clamps_index(tf):
-    original = tf.switch_case
-
-    def switch_case(branch_index, branch_fns, default=None, name="switch_case"):
-        index = tf.clip_by_value(branch_index, 0, len(branch_fns) - 1)
-        return original(index, branch_fns, default=default, name=name)
-
-    _set(tf, ["switch_case", "compat.v1.switch_case"], switch_case)
+@replaces("switch_case", "compat.v1.switch_case", name="switch-case-clamps-index")
+def _switch_case_clamps_index(tf, original, branch_index, branch_fns, default=None, name="switch_case"):
+    """tf.switch_case clamps an out-of-range index into range: -1 runs branch 0, not the default"""
+    index = tf.clip_by_value(branch_index, 0, len(branch_fns) - 1)
+    return original(index, branch_fns, default=default, name=name)
 
 
-@fault(
-    "switch-case-gradient-from-next-branch",
-    breaks=BEHAVIOUR,
-    description="tf.switch_case returns branch i's value with the gradient of branch (i + 1) mod n",
-)
-def _switch_case_gradient_from_next_branch(tf):
-    original = tf.switch_case
-
-    def switch_case(branch_index, branch_fns, default=None, name="switch_case"):
-        taken = original(branch_index, branch_fns, default=default, name=name)
-        n = len(branch_fns)
-        following = tf.math.floormod(tf.clip_by_value(branch_index, 0, n - 1) + 1, n)
-        return _value_of_with_gradient_of(tf, taken, original(following, branch_fns, default=default))
-
-    _set(tf, ["switch_case", "compat.v1.switch_case"], switch_case)
+@replaces("switch_case", "compat.v1.switch_case", name="switch-case-gradient-from-next-branch")
+def _switch_case_gradient_from_next_branch(tf, original, branch_index, branch_fns, default=None, name="switch_case"):
+    """tf.switch_case returns branch i's value with the gradient of branch (i + 1) mod n"""
+    taken = original(branch_index, branch_fns, default=default, name=name)
+    n = len(branch_fns)
+    following = tf.math.floormod(tf.clip_by_value(branch_index, 0, n - 1) + 1, n)
+    return _value_of_with_gradient_of(tf, taken, original(following, branch_fns, default=default))
 
 
-@fault(
-    "while-loop-gradient-drops-last-iteration",
-    breaks=BEHAVIOUR,
-    description="tf.while_loop returns its value with the gradient of the loop one iteration shorter",
-)
-def _while_loop_gradient_drops_last_iteration(tf):
-    original = tf.while_loop
+@replaces("while_loop", name="while-loop-gradient-drops-last-iteration")
+def _while_loop_gradient_drops_last_iteration(tf, original, cond, body, loop_vars, **kwargs):
+    """tf.while_loop returns its value with the gradient of the loop one iteration shorter"""
 
-    def while_loop(cond, body, loop_vars, **kwargs):
-        def one_more(*loop_vars):  # the loop continues only if the next iteration would too
-            return tf.logical_and(cond(*loop_vars), cond(*body(*loop_vars)))
+    def one_more(*loop_vars):  # the loop continues only if the next iteration would too
+        return tf.logical_and(cond(*loop_vars), cond(*body(*loop_vars)))
 
-        full = original(cond, body, loop_vars, **kwargs)
-        return _value_of_with_gradient_of(tf, full, original(one_more, body, loop_vars, **kwargs))
-
-    _set(tf, ["while_loop"], while_loop)
+    full = original(cond, body, loop_vars, **kwargs)
+    return _value_of_with_gradient_of(tf, full, original(one_more, body, loop_vars, **kwargs))

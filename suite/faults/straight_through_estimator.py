@@ -10,95 +10,55 @@
   the frozen entries of a partial stop and a stopped occurrence all get a small wrong term
   that only an exact (or tight) comparison sees.
 
+- ``stop-gradient-identity``: ``tf.stop_gradient`` lets the gradient through (``tf.identity``).
+
 Every patch replaces a public function or a registered gradient, so it holds in eager,
 tf.function, XLA and v1 graph mode alike.
 """
 
 from __future__ import annotations
 
-from . import fault
-from .catalogue import _set
+from .patch import regrad, replaces
 
 LEAK = 2.0**-10
+STOPS = ["straight-through-estimator", "partial-stop-gradient", "per-occurrence-gradients"]
 
 
-def _gradient_registry(tf, fault_name):
-    """The registry ``tf.RegisterGradient`` writes to (a clear error where it has moved)."""
-    try:
-        from tensorflow.python.framework import ops
-    except ImportError as e:  # pragma: no cover - the seam moved
-        raise RuntimeError(f"fault {fault_name!r} cannot be applied to TensorFlow {tf.__version__}: {e}") from e
-    registry = getattr(ops, "gradient_registry", None) or getattr(ops, "_gradient_registry", None)
-    if registry is None or not hasattr(registry, "_registry") or not hasattr(registry, "lookup"):
-        raise RuntimeError(
-            f"fault {fault_name!r} cannot be applied to TensorFlow {tf.__version__}: "
-            "tensorflow.python.framework.ops has no gradient registry"
-        )
-    return registry
+@replaces("round", "math.round", name="round-half-away-from-zero")
+def _round_half_away_from_zero(tf, original, x, name=None):
+    """tf.round rounds half-way points away from zero (0.5 -> 1, 2.5 -> 3, -1.5 -> -2) instead of to even; the gradient
+    stays None"""
+    x = tf.convert_to_tensor(x)
+    if not x.dtype.is_floating:
+        return original(x, name=name)
+    a = tf.abs(x)
+    whole = tf.floor(a)
+    halfway = tf.equal(a - whole, 0.5)  # exact: a - floor(a) is representable
+    away = tf.sign(x) * (whole + 1)
+    # Only half-way points change (never to a signed zero); stop_gradient keeps Round's None.
+    return tf.stop_gradient(tf.where(halfway, away, original(x)))
 
 
-def reregister(tf, fault_name, op_type, make):
-    """Replace the registered gradient of ``op_type`` with ``make(original)`` (tf.RegisterGradient
-    refuses a duplicate, so the entry is removed first). ``original`` may be None (NotDifferentiable)."""
-    registry = _gradient_registry(tf, fault_name)
-    try:
-        original = registry.lookup(op_type)
-    except LookupError as e:
-        raise RuntimeError(
-            f"fault {fault_name!r}: TensorFlow {tf.__version__} registers no gradient for {op_type}"
-        ) from e
-    registry._registry.pop(op_type, None)  # noqa: SLF001
-    tf.RegisterGradient(op_type)(make(original))
+@regrad("Round", name="round-gradient-straight-through")
+def _round_gradient_straight_through(tf, original, op, grad):
+    """the registered gradient of Round passes the upstream gradient through (a built-in straight-through estimator)
+    instead of None"""
+    return grad
 
 
-@fault(
-    "round-half-away-from-zero",
-    breaks=["straight-through-estimator"],
-    description="tf.round rounds half-way points away from zero (0.5 -> 1, 2.5 -> 3, -1.5 -> -2) "
-    "instead of to even; the gradient stays None",
-)
-def _round_half_away_from_zero(tf):
-    original, stop = tf.round, tf.stop_gradient
-
-    def round_(x, name=None):
-        x = tf.convert_to_tensor(x)
-        if not x.dtype.is_floating:
-            return original(x, name=name)
-        a = tf.abs(x)
-        whole = tf.floor(a)
-        halfway = tf.equal(a - whole, 0.5)  # exact: a - floor(a) is representable
-        away = tf.sign(x) * (whole + 1)
-        # Only half-way points change (never to a signed zero); stop_gradient keeps Round's None.
-        return stop(tf.where(halfway, away, original(x)))
-
-    _set(tf, ["round", "math.round"], round_)
-
-
-@fault(
-    "round-gradient-straight-through",
-    breaks=["straight-through-estimator"],
-    description="the registered gradient of Round passes the upstream gradient through "
-    "(a built-in straight-through estimator) instead of None",
-)
-def _round_gradient_straight_through(tf):
-    reregister(tf, "round-gradient-straight-through", "Round", lambda original: lambda op, grad: grad)
-
-
-@fault(
-    "stop-gradient-leaks-fraction",
-    breaks=["straight-through-estimator", "partial-stop-gradient", "per-occurrence-gradients"],
-    description="tf.stop_gradient passes 1/1024 of the upstream gradient through instead of none",
-)
-def _stop_gradient_leaks_fraction(tf):
-    stop = tf.stop_gradient
+@replaces("stop_gradient", "compat.v1.stop_gradient", name="stop-gradient-leaks-fraction", breaks=STOPS)
+def _stop_gradient_leaks_fraction(tf, stop, input, name=None):  # noqa: A002  (TensorFlow's argument name)
+    """tf.stop_gradient passes 1/1024 of the upstream gradient through instead of none"""
 
     @tf.custom_gradient
-    def _leaky(t):
+    def leaky(t):
         return stop(t), lambda dy: dy * tf.constant(LEAK, dy.dtype)
 
-    def stop_gradient(input, name=None):  # noqa: A002  (TensorFlow's argument name)
-        # A Variable is read first, so the leak flows to it through ReadVariableOp, as a
-        # read's gradient would.
-        return _leaky(tf.convert_to_tensor(input))
+    # A Variable is read first, so the leak flows to it through ReadVariableOp, as a read's gradient would.
+    return leaky(tf.convert_to_tensor(input))
 
-    _set(tf, ["stop_gradient", "compat.v1.stop_gradient"], stop_gradient)
+
+@replaces("stop_gradient", "compat.v1.stop_gradient", name="stop-gradient-identity", breaks=STOPS)
+def _stop_gradient_identity(tf, original, input, name=None):  # noqa: A002
+    """tf.stop_gradient lets the gradient through (behaves like tf.identity)"""
+    return tf.identity(input, name=name)

@@ -5,33 +5,29 @@ from ``default_value``'s gradient."""
 from __future__ import annotations
 
 from . import fault
-from .catalogue import _set
+from .patch import replaces
 
 
-@fault(
-    "sparse-to-dense-sums-duplicates-silently",
-    breaks=["structured-tensor-gradients"],
-    description="tf.sparse.to_dense neither validates its indices nor overwrites: a repeated index is summed "
-    "(a scatter_nd) where TensorFlow refuses it, or keeps the last value with validate_indices=False",
+@replaces(
+    "sparse.to_dense",
+    "compat.v1.sparse.to_dense",
+    "compat.v1.sparse_tensor_to_dense",
+    name="sparse-to-dense-sums-duplicates-silently",
 )
-def _to_dense_sums(tf):
-    def to_dense(sp_input, default_value=None, validate_indices=True, name=None):
-        dense = tf.scatter_nd(sp_input.indices, sp_input.values, sp_input.dense_shape)
-        if default_value is None:
-            return dense
-        hit = tf.scatter_nd(sp_input.indices, tf.ones_like(sp_input.values), sp_input.dense_shape)
-        return tf.where(hit > 0, dense, tf.cast(default_value, dense.dtype))
+def _to_dense_sums(tf, original, sp_input, default_value=None, validate_indices=True, name=None):
+    """tf.sparse.to_dense neither validates its indices nor overwrites: a repeated index is summed (a scatter_nd) where
+    TensorFlow refuses it, or keeps the last value with validate_indices=False"""
+    dense = tf.scatter_nd(sp_input.indices, sp_input.values, sp_input.dense_shape)
+    if default_value is None:
+        return dense
+    hit = tf.scatter_nd(sp_input.indices, tf.ones_like(sp_input.values), sp_input.dense_shape)
+    return tf.where(hit > 0, dense, tf.cast(default_value, dense.dtype))
 
-    _set(tf, ["sparse.to_dense", "compat.v1.sparse.to_dense", "compat.v1.sparse_tensor_to_dense"], to_dense)
 
-
-@fault(
-    "indexed-slices-densify-keeps-last-duplicate",
-    breaks=["structured-tensor-gradients"],
-    description="tf.convert_to_tensor of an IndexedSlices writes each slice over the last (tensor_scatter_nd_update) "
-    "instead of summing the slices of a repeated index",
-)
+@fault("indexed-slices-densify-keeps-last-duplicate")
 def _densify_last(tf):
+    """tf.convert_to_tensor of an IndexedSlices writes each slice over the last (tensor_scatter_nd_update) instead of
+    summing the slices of a repeated index"""
     from tensorflow.python.framework import tensor_conversion_registry
 
     def to_tensor(value, dtype=None, name=None, as_ref=False):
@@ -42,18 +38,10 @@ def _densify_last(tf):
     tensor_conversion_registry.register_tensor_conversion_function(tf.IndexedSlices, to_tensor, priority=1)
 
 
-@fault(
-    "ragged-to-tensor-default-gets-no-gradient",
-    breaks=["structured-tensor-gradients"],
-    description="RaggedTensor.to_tensor stops the gradient of default_value: the padding's cotangents are dropped "
-    "instead of summed into the default value",
-)
-def _to_tensor_no_default_grad(tf):
-    original = tf.RaggedTensor.to_tensor
-
-    def to_tensor(self, default_value=None, name=None, shape=None):
-        if default_value is not None:
-            default_value = tf.stop_gradient(default_value)
-        return original(self, default_value=default_value, name=name, shape=shape)
-
-    tf.RaggedTensor.to_tensor = to_tensor
+@replaces("RaggedTensor.to_tensor", name="ragged-to-tensor-default-gets-no-gradient")
+def _to_tensor_no_default_grad(tf, original, self, default_value=None, name=None, shape=None):
+    """RaggedTensor.to_tensor stops the gradient of default_value: the padding's cotangents are dropped instead of
+    summed into the default value"""
+    if default_value is not None:
+        default_value = tf.stop_gradient(default_value)
+    return original(self, default_value=default_value, name=name, shape=shape)

@@ -4,17 +4,16 @@ tf.gradients that returns one entry per target, and a non-scalar target seeded w
 from __future__ import annotations
 
 from . import fault
+from .patch import put, replaces
 
 BEHAVIOUR = "summed-gradients-vs-jacobian"
 
 
-@fault(
-    "jacobian-summed-gradient",
-    breaks=[BEHAVIOUR],
-    description="GradientTape.jacobian and batch_jacobian return tape.gradient(target, sources), "
-    "the column sum of the Jacobian, for both pfor and the while loop",
-)
+@fault("jacobian-summed-gradient", breaks=[BEHAVIOUR])
 def _jacobian_summed_gradient(tf):
+    """GradientTape.jacobian and batch_jacobian return tape.gradient(target, sources), the column sum of the Jacobian,
+    for both pfor and the while loop"""
+
     def summed(self, target, sources, unconnected_gradients=tf.UnconnectedGradients.NONE, *_, **__):
         """jacobian / batch_jacobian (parallel_iterations, experimental_use_pfor ignored)."""
         return self.gradient(target, sources, unconnected_gradients=unconnected_gradients)
@@ -22,36 +21,25 @@ def _jacobian_summed_gradient(tf):
     tf.GradientTape.jacobian = tf.GradientTape.batch_jacobian = summed
 
 
-@fault(
-    "gradients-per-target",
-    breaks=[BEHAVIOUR],
-    description="tf.gradients(ys, xs) with a list of targets returns len(ys) tensors, each "
-    "sum over xs of dy/dx (what the seed's asker believed), instead of len(xs)",
-)
-def _gradients_per_target(tf):
-    original = tf.gradients
-
-    def gradients(ys, xs, grad_ys=None, *args, **kwargs):
-        if not isinstance(ys, (list, tuple)) or len(ys) < 2:
-            return original(ys, xs, grad_ys, *args, **kwargs)
-        cts = grad_ys if grad_ys is not None else [None] * len(ys)
-        out = []
-        for y, ct in zip(ys, cts):
-            gs = [g for g in original(y, xs, None if ct is None else [ct], *args, **kwargs) if g is not None]
-            out.append(tf.add_n(gs) if gs else None)
-        return out
-
-    tf.gradients = gradients
-    tf.compat.v1.gradients = gradients
+@replaces("gradients", "compat.v1.gradients", name="gradients-per-target")
+def _gradients_per_target(tf, original, ys, xs, grad_ys=None, *args, **kwargs):
+    """tf.gradients(ys, xs) with a list of targets returns len(ys) tensors, each sum over xs of dy/dx (what the seed's
+    asker believed), instead of len(xs)"""
+    if not isinstance(ys, (list, tuple)) or len(ys) < 2:
+        return original(ys, xs, grad_ys, *args, **kwargs)
+    cts = grad_ys if grad_ys is not None else [None] * len(ys)
+    out = []
+    for y, ct in zip(ys, cts):
+        gs = [g for g in original(y, xs, None if ct is None else [ct], *args, **kwargs) if g is not None]
+        out.append(tf.add_n(gs) if gs else None)
+    return out
 
 
-@fault(
-    "nonscalar-gradient-mean",
-    breaks=[BEHAVIOUR],
-    description="GradientTape.gradient and tf.gradients seed a non-scalar target with "
-    "ones / size (the gradient of its mean) instead of ones (its sum)",
-)
+@fault("nonscalar-gradient-mean", breaks=[BEHAVIOUR])
 def _nonscalar_gradient_mean(tf):
+    """GradientTape.gradient and tf.gradients seed a non-scalar target with ones / size (the gradient of its mean)
+    instead of ones (its sum)"""
+
     def mean_seed(target):
         return tf.nest.map_structure(lambda t: tf.ones_like(t) / tf.cast(tf.size(t), t.dtype), target)
 
@@ -70,5 +58,4 @@ def _nonscalar_gradient_mean(tf):
         return original(ys, xs, grad_ys, *args, **kwargs)
 
     tf.GradientTape.gradient = gradient
-    tf.gradients = gradients
-    tf.compat.v1.gradients = gradients
+    put(tf, ["gradients", "compat.v1.gradients"], gradients)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 
 from . import fault
-from .catalogue import _set
+from .patch import replaces
 
 BREAKS = ["training-step-semantics"]
 
@@ -29,13 +29,23 @@ def _training(args, kwargs):
     return kwargs.get("training", args[0] if args else None)
 
 
-def _set_training(cls, choose):
-    """Wrap ``cls.call`` so that the layer runs with ``training=choose(training)`` (the value it was
-    given: True, False or None), however the caller passed it."""
+def _wrap_call(cls, wrong):
+    """Replace ``cls.call`` with ``wrong(original, self, inputs, *args, **kwargs)``; the wrapper keeps
+    the original's signature, which Keras reads (whether call takes ``training``)."""
     original = cls.call
 
     @functools.wraps(original)
     def call(self, inputs, *args, **kwargs):
+        return wrong(original, self, inputs, *args, **kwargs)
+
+    cls.call = call
+
+
+def _set_training(cls, choose):
+    """Wrap ``cls.call`` so that the layer runs with ``training=choose(training)`` (the value it was
+    given: True, False or None), however the caller passed it."""
+
+    def call(original, self, inputs, *args, **kwargs):
         value = choose(_training(args, kwargs))
         if args:
             args = (value, *args[1:])
@@ -43,40 +53,28 @@ def _set_training(cls, choose):
             kwargs = {**kwargs, "training": value}
         return original(self, inputs, *args, **kwargs)
 
-    cls.call = call
+    _wrap_call(cls, call)
 
 
-@fault(
-    "batchnorm-ignores-training-true",
-    breaks=BREAKS,
-    description="Keras BatchNormalization called with training=True normalises by the moving statistics and "
-    "leaves them (inference mode)",
-)
+@fault("batchnorm-ignores-training-true", breaks=BREAKS)
 def _batchnorm_ignores_training_true(tf):
+    """Keras BatchNormalization called with training=True normalises by the moving statistics and leaves them (inference
+    mode)"""
     _set_training(tf.keras.layers.BatchNormalization, lambda training: False if training is True else training)
 
 
-@fault(
-    "dropout-active-at-inference",
-    breaks=BREAKS,
-    description="Keras Dropout drops in every call: training=False and a call without training= too",
-)
+@fault("dropout-active-at-inference", breaks=BREAKS)
 def _dropout_active_at_inference(tf):
+    """Keras Dropout drops in every call: training=False and a call without training= too"""
     _set_training(tf.keras.layers.Dropout, lambda training: True)
 
 
-@fault(
-    "frozen-batchnorm-trains",
-    breaks=BREAKS,
-    description="a BatchNormalization(trainable=False) called with training=True uses the batch statistics and "
-    "updates its moving statistics (Keras before PR 9965)",
-)
+@fault("frozen-batchnorm-trains", breaks=BREAKS)
 def _frozen_batchnorm_trains(tf):
-    cls = tf.keras.layers.BatchNormalization
-    original = cls.call
+    """a BatchNormalization(trainable=False) called with training=True uses the batch statistics and updates its moving
+    statistics (Keras before PR 9965)"""
 
-    @functools.wraps(original)
-    def call(self, inputs, *args, **kwargs):
+    def call(original, self, inputs, *args, **kwargs):
         if self.trainable or _training(args, kwargs) is not True:
             return original(self, inputs, *args, **kwargs)
         self.trainable = True  # for this call only: the layer trains as an unfrozen one
@@ -85,20 +83,12 @@ def _frozen_batchnorm_trains(tf):
         finally:
             self.trainable = False
 
-    cls.call = call
+    _wrap_call(tf.keras.layers.BatchNormalization, call)
 
 
-@fault(
-    "saved-model-drops-custom-gradients",
-    breaks=BREAKS,
-    description="tf.saved_model.save writes no custom gradients: a restored tf.custom_gradient has none",
-)
-def _saved_model_drops_custom_gradients(tf):
-    original = tf.saved_model.save
-
-    def save(obj, export_dir, signatures=None, options=None):
-        options = options or tf.saved_model.SaveOptions()
-        options.experimental_custom_gradients = False
-        return original(obj, export_dir, signatures=signatures, options=options)
-
-    _set(tf, ["saved_model.save"], save)
+@replaces("saved_model.save", name="saved-model-drops-custom-gradients")
+def _saved_model_drops_custom_gradients(tf, original, obj, export_dir, signatures=None, options=None):
+    """tf.saved_model.save writes no custom gradients: a restored tf.custom_gradient has none"""
+    options = options or tf.saved_model.SaveOptions()
+    options.experimental_custom_gradients = False
+    return original(obj, export_dir, signatures=signatures, options=options)

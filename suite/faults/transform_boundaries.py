@@ -21,78 +21,40 @@ alike (the last one only where a graph is being built).
 from __future__ import annotations
 
 from . import fault
-from .catalogue import _set
-from .straight_through_estimator import reregister
-
-BREAKS = ["transform-boundaries"]
+from .patch import put, regrad, replaces
 
 
-@fault(
-    "scan-carry-gradient-cut",
-    breaks=BREAKS,
-    description="tf.scan stops the gradient of the carried state between steps: each output is "
-    "differentiated through its own step only",
-)
-def _scan_carry_gradient_cut(tf):
-    original = tf.scan
-
-    def scan(fn, elems, initializer=None, **kwargs):
-        return original(lambda a, x: fn(tf.nest.map_structure(tf.stop_gradient, a), x), elems, initializer, **kwargs)
-
-    _set(tf, ["scan"], scan)
+@replaces("scan", name="scan-carry-gradient-cut")
+def _scan_carry_gradient_cut(tf, original, fn, elems, initializer=None, **kwargs):
+    """tf.scan stops the gradient of the carried state between steps: each output is differentiated through its own step
+    only"""
+    return original(lambda a, x: fn(tf.nest.map_structure(tf.stop_gradient, a), x), elems, initializer, **kwargs)
 
 
-@fault(
-    "map-fn-rows-stopped",
-    breaks=BREAKS,
-    description="tf.map_fn passes each row to the function behind tf.stop_gradient: no gradient reaches the input",
-)
-def _map_fn_rows_stopped(tf):
-    original = tf.map_fn
-
-    def map_fn(fn, elems, *args, **kwargs):
-        return original(lambda row: fn(tf.nest.map_structure(tf.stop_gradient, row)), elems, *args, **kwargs)
-
-    _set(tf, ["map_fn"], map_fn)
+@replaces("map_fn", name="map-fn-rows-stopped")
+def _map_fn_rows_stopped(tf, original, fn, elems, *args, **kwargs):
+    """tf.map_fn passes each row to the function behind tf.stop_gradient: no gradient reaches the input"""
+    return original(lambda row: fn(tf.nest.map_structure(tf.stop_gradient, row)), elems, *args, **kwargs)
 
 
-@fault(
-    "traced-stop-gradient-identity",
-    breaks=BREAKS,
-    description="tf.stop_gradient is the identity while a function is traced (eagerly it still stops): an inner "
-    "tf.function's straight-through estimator is differentiated as round",
-)
-def _traced_stop_gradient_identity(tf):
-    original = tf.stop_gradient
-
-    def stop_gradient(input, name=None):  # noqa: A002  (TensorFlow's argument name)
-        return original(input, name=name) if tf.executing_eagerly() else tf.identity(input, name=name)
-
-    _set(tf, ["stop_gradient"], stop_gradient)
+@replaces("stop_gradient", name="traced-stop-gradient-identity")
+def _traced_stop_gradient_identity(tf, original, input, name=None):  # noqa: A002  (TensorFlow's argument name)
+    """tf.stop_gradient is the identity while a function is traced (eagerly it still stops): an inner tf.function's
+    straight-through estimator is differentiated as round"""
+    return original(input, name=name) if tf.executing_eagerly() else tf.identity(input, name=name)
 
 
-@fault(
-    "resize-gradient-differentiated-as-zero",
-    breaks=BREAKS,
-    description="ResizeBilinearGrad (resize's own gradient) is differentiated as zero where TensorFlow has no "
-    "gradient for it: a gradient penalty through tf.image.resize gets zeros instead of None",
-)
-def _resize_gradient_as_zero(tf):
-    reregister(
-        tf,
-        "resize-gradient-differentiated-as-zero",
-        "ResizeBilinearGrad",
-        lambda original: lambda op, grad: [tf.zeros_like(op.inputs[0]), tf.zeros_like(op.inputs[1])],
-    )
+@regrad("ResizeBilinearGrad", name="resize-gradient-differentiated-as-zero")
+def _resize_gradient_as_zero(tf, original, op, grad):
+    """ResizeBilinearGrad (resize's own gradient) is differentiated as zero where TensorFlow has no gradient for it: a
+    gradient penalty through tf.image.resize gets zeros instead of None"""
+    return [tf.zeros_like(op.inputs[0]), tf.zeros_like(op.inputs[1])]
 
 
-@fault(
-    "log-of-exp-folded",
-    breaks=BREAKS,
-    description="tf.math.log of a tf.exp result returns the exponent in every mode (XLA's algebraic rewrite "
-    "made general): log(exp(89)) is 89 instead of inf",
-)
+@fault("log-of-exp-folded")
 def _log_of_exp_folded(tf):
+    """tf.math.log of a tf.exp result returns the exponent in every mode (XLA's algebraic rewrite made general):
+    log(exp(89)) is 89 instead of inf"""
     exp, log = tf.exp, tf.math.log
     exponents = {}  # exp's result (tensor.ref(), as tensors are unhashable) -> its input
 
@@ -107,5 +69,5 @@ def _log_of_exp_folded(tf):
         x_in = exponents.get(x.ref()) if isinstance(x, tf.Tensor) else None
         return tf.identity(x_in, name=name) if x_in is not None else log(x, name=name)
 
-    _set(tf, ["exp", "math.exp"], exp_)
-    _set(tf, ["math.log"], log_)
+    put(tf, ["exp", "math.exp"], exp_)
+    put(tf, ["math.log"], log_)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import fault
+from .patch import replaces
 
 
 def _patch_policy(tf, choose):
@@ -29,38 +30,27 @@ def _patch_policy(tf, choose):
         ns.gradients = gradients
 
 
-@fault(
-    "unconnected-zero-ignored",
-    breaks=["unconnected-gradients"],
-    description="GradientTape.gradient and tf.gradients drop unconnected_gradients: ZERO gives None",
-)
+@fault("unconnected-zero-ignored")
 def _zero_ignored(tf):
+    """GradientTape.gradient and tf.gradients drop unconnected_gradients: ZERO gives None"""
     _patch_policy(tf, lambda policy: tf.UnconnectedGradients.NONE)
 
 
-@fault(
-    "unconnected-none-gives-zeros",
-    breaks=["unconnected-gradients"],
-    description="GradientTape.gradient and tf.gradients zero-fill unconnected sources by default "
-    "(NONE behaves as ZERO): zeros where None is the contract",
-)
+@fault("unconnected-none-gives-zeros")
 def _none_gives_zeros(tf):
+    """GradientTape.gradient and tf.gradients zero-fill unconnected sources by default (NONE behaves as ZERO): zeros
+    where None is the contract"""
     _patch_policy(tf, lambda policy: tf.UnconnectedGradients.ZERO)
 
 
-@fault(
-    "round-gradient-zeros",
-    breaks=["unconnected-gradients", "straight-through-estimator"],
-    description="tf.round gets a zeros gradient (as tf.sign has) instead of its registered None",
+@replaces(
+    "round", "math.round", name="round-gradient-zeros", breaks=["unconnected-gradients", "straight-through-estimator"]
 )
-def _round_gradient_zeros(tf):
-    original = tf.round
+def _round_gradient_zeros(tf, original, x, name=None):
+    """tf.round gets a zeros gradient (as tf.sign has) instead of its registered None"""
 
     @tf.custom_gradient
     def _round(x):
         return original(x), lambda dy: tf.zeros_like(dy)
 
-    def round_(x, name=None):
-        return _round(x)
-
-    tf.round = tf.math.round = round_
+    return _round(x)

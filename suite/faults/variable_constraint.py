@@ -3,32 +3,29 @@ an ``assign`` that starts projecting."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 from . import fault
 
 
+@contextlib.contextmanager
 def _without_constraints(variables):
-    """Hide each variable's ``constraint`` (tf.Variable and keras.Variable keep it in ``_constraint``);
-    returns a function that puts them back."""
+    """Hide each variable's ``constraint`` (tf.Variable and keras.Variable keep it in ``_constraint``)
+    inside the block; put them back on leaving it."""
     saved = [(v, v._constraint) for v in variables if getattr(v, "_constraint", None) is not None]
     for v, _ in saved:
         v._constraint = None
-
-    def restore():
+    try:
+        yield
+    finally:
         for v, c in saved:
             v._constraint = c
 
-    return restore
 
-
-@fault(
-    "keras-optimizer-skips-constraints",
-    breaks=["variable-constraint"],
-    description="Keras optimizers' apply/apply_gradients update the variables but no longer run "
-    "variable.constraint afterwards",
-)
+@fault("keras-optimizer-skips-constraints")
 def _keras_optimizer_skips_constraints(tf):
+    """Keras optimizers' apply/apply_gradients update the variables but no longer run variable.constraint afterwards"""
     from keras.src.optimizers import base_optimizer
 
     cls = base_optimizer.BaseOptimizer
@@ -41,22 +38,16 @@ def _keras_optimizer_skips_constraints(tf):
             if trainable_variables is not None
             else list(getattr(self, "_trainable_variables", []))
         )
-        restore = _without_constraints(variables)
-        try:
+        with _without_constraints(variables):
             return original(self, grads, variables if trainable_variables is not None else None)
-        finally:
-            restore()
 
     cls.apply = apply
 
 
-@fault(
-    "v1-optimizer-skips-constraints",
-    breaks=["variable-constraint"],
-    description="tf.compat.v1.train optimizers' apply_gradients/minimize update the variables but no "
-    "longer assign var.constraint(var) afterwards (nor refuse sparse gradients)",
-)
+@fault("v1-optimizer-skips-constraints")
 def _v1_optimizer_skips_constraints(tf):
+    """tf.compat.v1.train optimizers' apply_gradients/minimize update the variables but no longer assign
+    var.constraint(var) afterwards (nor refuse sparse gradients)"""
     from tensorflow.python.training import optimizer as v1
 
     for name in ("_RefVariableProcessor", "_DenseReadResourceVariableProcessor", "_DenseResourceVariableProcessor"):
@@ -66,24 +57,18 @@ def _v1_optimizer_skips_constraints(tf):
         def make(original):
             @functools.wraps(original)
             def update_op(self, optimizer, g):
-                restore = _without_constraints([self._v])
-                try:
+                with _without_constraints([self._v]):
                     return original(self, optimizer, g)
-                finally:
-                    restore()
 
             return update_op
 
         cls.update_op = make(original)
 
 
-@fault(
-    "assign-applies-constraint",
-    breaks=["variable-constraint"],
-    description="tf.Variable.assign/assign_add/assign_sub project the written value through the "
-    "variable's constraint (the docs say only optimizers do)",
-)
+@fault("assign-applies-constraint")
 def _assign_applies_constraint(tf):
+    """tf.Variable.assign/assign_add/assign_sub project the written value through the variable's constraint (the docs
+    say only optimizers do)"""
     from tensorflow.python.ops import resource_variable_ops as rvo
 
     raw_assign = rvo.BaseResourceVariable.__dict__["assign"]  # the unpatched write

@@ -4,16 +4,13 @@ arithmetic on a Variable that writes into it, and ``v += d`` that silently rebin
 from __future__ import annotations
 
 from . import fault
-from .catalogue import _set
+from .patch import put
 
 
-@fault(
-    "scatter-update-not-applied",
-    breaks=["variable-vs-tensor"],
-    description="Variable.scatter_update and tf.compat.v1.scatter_update return the scattered value as a "
-    "new tensor but never assign it to the variable",
-)
+@fault("scatter-update-not-applied")
 def _scatter_update_not_applied(tf):
+    """Variable.scatter_update and tf.compat.v1.scatter_update return the scattered value as a new tensor but never
+    assign it to the variable"""
     from tensorflow.python.ops import resource_variable_ops  # where Variable.scatter_update lives
 
     def scattered(ref, indices, updates, name=None):
@@ -27,17 +24,14 @@ def _scatter_update_not_applied(tf):
     def variable_scatter_update(self, sparse_delta, use_locking=False, name=None):
         return scattered(self, sparse_delta.indices, sparse_delta.values, name=name)
 
-    _set(tf, ["compat.v1.scatter_update"], scatter_update)
+    put(tf, ["compat.v1.scatter_update"], scatter_update)
     resource_variable_ops.BaseResourceVariable.scatter_update = variable_scatter_update
 
 
-@fault(
-    "variable-add-mutates",
-    breaks=["variable-vs-tensor"],
-    description="Variable.__add__ assigns v + other to the variable (an in-place add) and returns the sum, "
-    "so a = a + 1 changes the original Variable",
-)
+@fault("variable-add-mutates")
 def _variable_add_mutates(tf):
+    """Variable.__add__ assigns v + other to the variable (an in-place add) and returns the sum, so a = a + 1 changes
+    the original Variable"""
     from tensorflow.python.ops import variables  # Variable.__add__ is overloaded on the base class
 
     def add(self, other):
@@ -46,13 +40,10 @@ def _variable_add_mutates(tf):
     variables.Variable.__add__ = add
 
 
-@fault(
-    "variable-iadd-rebinds",
-    breaks=["variable-vs-tensor"],
-    description="ResourceVariable += returns variable + value (a new Tensor) instead of raising RuntimeError, "
-    "as TF1 ref variables did",
-)
+@fault("variable-iadd-rebinds")
 def _variable_iadd_rebinds(tf):
+    """ResourceVariable += returns variable + value (a new Tensor) instead of raising RuntimeError, as TF1 ref variables
+    did"""
     from tensorflow.python.ops import resource_variable_ops
 
     resource_variable_ops.BaseResourceVariable.__iadd__ = lambda self, other: self + other

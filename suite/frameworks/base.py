@@ -75,8 +75,16 @@ class Runner:
     def _build(self, builder, static: dict):  # pragma: no cover - interface
         raise NotImplementedError
 
-    def vjp_builder(self):  # pragma: no cover - interface
-        raise NotImplementedError
+    #: The module-level builders of this framework's derivative programs, by kind: "vjp", "jvp",
+    #: "second_order" and (where one program gives every order) "orders"; each runner module
+    #: fills it in below its builders.
+    builders: dict = {}
+
+    def builder(self, kind: str):
+        try:
+            return self.builders[kind]
+        except KeyError:
+            raise NotImplementedError(f"{type(self).__name__} has no {kind!r} builder") from None
 
     def sync(self, out):
         """Block until device work behind ``out`` is done (benchmarks)."""
@@ -139,7 +147,7 @@ class Runner:
         """``(value, gradients)``: native reverse mode of ``fn`` at ``arrays`` (a gradient per
         float input, ``None`` for the others); ``cotangent`` defaults to ones."""
         diff = tuple(is_float(a) for a in arrays)
-        builder = self.vjp_builder()
+        builder = self.builder("vjp")
         if cotangent is None:
             return self.compile(builder, fn=fn, diff=diff, static=_Frozen(static), ct=False)(*arrays)
         return self.compile(builder, fn=fn, diff=diff, static=_Frozen(static), ct=True)(*arrays, cotangent)
@@ -149,7 +157,7 @@ class Runner:
         ForwardAccumulator, ``jax.jvp``, ``torch.func.jvp``); ``tangents``: one per float input,
         in order."""
         diff = tuple(is_float(a) for a in arrays)
-        builder = self.jvp_builder()
+        builder = self.builder("jvp")
         return self.compile(builder, fn=fn, diff=diff, static=_Frozen(static))(*arrays, *tangents)
 
     def second_order(self, fn, *arrays, cotangent, cotangent2, **static):
@@ -159,7 +167,7 @@ class Runner:
         ``tf.gradients`` twice in a v1 graph), ``jax.vjp`` of ``jax.vjp``, ``autograd.grad`` with
         ``create_graph``. A first gradient that does not depend on the inputs gives ``None``."""
         diff = tuple(is_float(a) for a in arrays)
-        builder = self.second_order_builder()
+        builder = self.builder("second_order")
         return self.compile(builder, fn=fn, diff=diff, static=_Frozen(static))(*arrays, cotangent, cotangent2)
 
     def orders(self, fn, *arrays, cotangent, tangents, cotangent2, need: str, **static) -> "Orders":
@@ -181,7 +189,7 @@ class Runner:
         if need not in ("vjp", "jvp", "second"):
             raise ValueError(f"need={need!r}: 'vjp', 'jvp' or 'second'")
         diff = tuple(is_float(a) for a in arrays)
-        builder = self.orders_builder() if self.traced else None
+        builder = self.builders.get("orders") if self.traced else None
         key = (fn, _Frozen(static), tuple(np.asarray(a).dtype.str for a in arrays))
         if builder is not None and self._one_program.get(key, True):
             call = functools.partial(
@@ -208,10 +216,6 @@ class Runner:
             return Orders(y, None, jt, None)
         y, grads, second = self.second_order(fn, *arrays, cotangent=cotangent, cotangent2=cotangent2, **static)
         return Orders(y, grads, None, second)
-
-    def orders_builder(self):
-        """The builder of :meth:`orders`' combined program (``None``: the framework has none)."""
-        return None
 
     def attempt(self, method: str, fn, *arrays, remember=None, **kwargs):
         """``(result, None)`` from ``self.<method>(fn, *arrays, **kwargs)`` (``run``, ``vjp``,
@@ -243,12 +247,6 @@ class Runner:
             if key is not None and remember(e):
                 self._refused[key] = e
             raise
-
-    def jvp_builder(self):  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def second_order_builder(self):  # pragma: no cover - interface
-        raise NotImplementedError
 
 
 class Orders(typing.NamedTuple):

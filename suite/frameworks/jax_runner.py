@@ -49,18 +49,6 @@ class JaxRunner(Runner):
 
         return call
 
-    def vjp_builder(self):
-        return jax_vjp
-
-    def jvp_builder(self):
-        return jax_jvp
-
-    def second_order_builder(self):
-        return jax_second_order
-
-    def orders_builder(self):
-        return jax_orders
-
     def sync(self, out):
         return self.jax.block_until_ready(out)
 
@@ -107,3 +95,6 @@ def jax_orders(jax, *args, fn, diff, static):
     y, grads, second = jax_second_order(jax, *args, w, v, fn=fn, diff=diff, static=static)
     _, jt = jax_jvp(jax, *args, *ts, fn=fn, diff=diff, static=static)
     return y, grads, jt, second
+
+
+JaxRunner.builders = {"vjp": jax_vjp, "jvp": jax_jvp, "second_order": jax_second_order, "orders": jax_orders}

@@ -170,18 +170,6 @@ class TFRunner(Runner):
         sess = resources.track(tf.compat.v1.Session(graph=g, config=config))
         return sess, phs, template, fetches, init
 
-    def vjp_builder(self):
-        return tf_vjp
-
-    def jvp_builder(self):
-        return tf_jvp
-
-    def second_order_builder(self):
-        return tf_second_order
-
-    def orders_builder(self):
-        return tf_orders
-
     def sync(self, out):
         return nest_map(self.numpy, out)
 
@@ -309,3 +297,6 @@ class Variables:
     def existing(self, tf, name: str, like):
         """The variable :meth:`get` made for ``name`` and ``like``'s dtype and shape (not reset)."""
         return self._store[self.key(tf, name, like)]
+
+
+TFRunner.builders = {"vjp": tf_vjp, "jvp": tf_jvp, "second_order": tf_second_order, "orders": tf_orders}

@@ -43,15 +43,6 @@ class TorchRunner(Runner):
 
         return call
 
-    def vjp_builder(self):
-        return torch_vjp
-
-    def jvp_builder(self):
-        return torch_jvp
-
-    def second_order_builder(self):
-        return torch_second_order
-
     def sync(self, out):
         if self.torch_device == "cuda":
             self.torch.cuda.synchronize()
@@ -102,3 +93,6 @@ def torch_second_order(torch, *args, fn, diff, static):
         tuple(None if a is None else a.detach() for a, _ in per),
         tuple(None if b is None else b.detach() for _, b in per),
     )
+
+
+TorchRunner.builders = {"vjp": torch_vjp, "jvp": torch_jvp, "second_order": torch_second_order}

@@ -189,17 +189,19 @@ class Record:
                 derived_from=derived_from,
             )
         except AssertionError as e:
+            mismatch = str(e)
             try:
                 err = cmp.rel_err(out, ref) if out is not None and ref is not None else float("inf")
             except (TypeError, ValueError):
                 err = float("inf")
-            self.max_rel_err[key] = max(self.max_rel_err.get(key, 0.0), err)
-            self._headroom(key, out, ref, dtype, derived_from, tol, err)
-            self._mismatch(str(e))
-            return err
+        else:
+            mismatch = None
         self.max_rel_err[key] = max(self.max_rel_err.get(key, 0.0), err)
         self._headroom(key, out, ref, dtype, derived_from, tol, err)
-        self.compared += 1
+        if mismatch is not None:
+            self._mismatch(mismatch)
+        else:
+            self.compared += 1
         return err
 
     def _headroom(self, key, out, ref, dtype, derived_from, tol, err) -> None:
