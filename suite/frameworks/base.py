@@ -76,7 +76,7 @@ class Runner:
         raise NotImplementedError
 
     #: The module-level builders of this framework's derivative programs, by kind: "vjp", "jvp",
-    #: "second_order" and (where one program gives every order) "orders"; each runner module
+    #: "second_order", "derivative" and (where one program gives every order) "orders"; each runner module
     #: fills it in below its builders.
     builders: dict = {}
 
@@ -169,6 +169,15 @@ class Runner:
         diff = tuple(is_float(a) for a in arrays)
         builder = self.builder("second_order")
         return self.compile(builder, fn=fn, diff=diff, static=_Frozen(static))(*arrays, cotangent, cotangent2)
+
+    def derivative(self, fn, x, *, order: int, **static):
+        """The ``order``-th derivative of an elementwise ``fn`` of one float input at ``x``, by
+        nested differentiation of the sum (nested tapes, nested ``jax.grad``, ``autograd.grad``
+        with ``create_graph``), so a higher derivative is a number, not code. ``order=0`` is
+        the value."""
+        if not isinstance(order, int) or order < 0:
+            raise ValueError(f"order={order!r}: a whole number, 0 or more")
+        return self.compile(self.builder("derivative"), fn=fn, order=order, static=_Frozen(static))(x)
 
     def orders(self, fn, *arrays, cotangent, tangents, cotangent2, need: str, **static) -> "Orders":
         """:class:`Orders` of ``fn`` at ``arrays``: the value, the gradients for ``cotangent`` (as

@@ -97,4 +97,18 @@ def jax_orders(jax, *args, fn, diff, static):
     return y, grads, jt, second
 
 
-JaxRunner.builders = {"vjp": jax_vjp, "jvp": jax_jvp, "second_order": jax_second_order, "orders": jax_orders}
+def jax_derivative(jax, x, *, fn, order, static):
+    """The ``order``-th derivative of an elementwise ``fn``: ``jax.grad`` of the sum, ``order`` times."""
+    f = lambda x: fn(jax, x, **static)  # noqa: E731
+    for _ in range(order):
+        f = (lambda g: lambda x: jax.grad(lambda x: jax.numpy.sum(g(x)))(x))(f)
+    return f(x)
+
+
+JaxRunner.builders = {
+    "vjp": jax_vjp,
+    "jvp": jax_jvp,
+    "second_order": jax_second_order,
+    "derivative": jax_derivative,
+    "orders": jax_orders,
+}

@@ -247,6 +247,17 @@ def tf_orders(tf, *args, fn, diff, static):
     return y, grads, jt, second
 
 
+def tf_derivative(tf, x, *, fn, order, static):
+    """The ``order``-th derivative of an elementwise ``fn``: ``order`` nested tapes, each
+    recording the one inside (a v1 graph's tapes too)."""
+    if order == 0:
+        return fn(tf, x, **static)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf_derivative(tf, x, fn=fn, order=order - 1, static=static)
+    return tape.gradient(y, x)
+
+
 class Variables:
     """TensorFlow variables for a case module's builders, one store per module::
 
@@ -299,4 +310,10 @@ class Variables:
         return self._store[self.key(tf, name, like)]
 
 
-TFRunner.builders = {"vjp": tf_vjp, "jvp": tf_jvp, "second_order": tf_second_order, "orders": tf_orders}
+TFRunner.builders = {
+    "vjp": tf_vjp,
+    "jvp": tf_jvp,
+    "second_order": tf_second_order,
+    "derivative": tf_derivative,
+    "orders": tf_orders,
+}

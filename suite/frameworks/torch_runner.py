@@ -95,4 +95,19 @@ def torch_second_order(torch, *args, fn, diff, static):
     )
 
 
-TorchRunner.builders = {"vjp": torch_vjp, "jvp": torch_jvp, "second_order": torch_second_order}
+def torch_derivative(torch, x, *, fn, order, static):
+    """The ``order``-th derivative of an elementwise ``fn``: ``autograd.grad`` of the sum with
+    ``create_graph``, ``order`` times."""
+    x = x.requires_grad_(True)
+    y = fn(torch, x, **static)
+    for _ in range(order):
+        (y,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    return y.detach()
+
+
+TorchRunner.builders = {
+    "vjp": torch_vjp,
+    "jvp": torch_jvp,
+    "second_order": torch_second_order,
+    "derivative": torch_derivative,
+}
