@@ -49,6 +49,7 @@ import numpy as np
 from suite import ops
 from suite.behaviours import behaviour
 from suite.expectations import expect, raises
+from suite.interpolation import triangle
 from suite.ops import properties
 
 TF_ISSUE = "https://github.com/tensorflow/tensorflow/issues/12753"
@@ -82,14 +83,6 @@ def _pad(parts):
     return ((0, 0), (0, IMAGE[1] - parts * OUT[0]), (0, IMAGE[2] - OUT[1]), (0, 0))
 
 
-def _triangle(n_in, n_out, radius):
-    """The 1-D matrix of the triangle kernel of ``radius`` input pixels at half-pixel centres,
-    each row normalised: radius 1 is bilinear, radius in/out its antialiased form."""
-    centre = (np.arange(n_out)[:, None] + 0.5) * n_in / n_out
-    w = np.maximum(0.0, 1.0 - np.abs(np.arange(n_in)[None, :] + 0.5 - centre) / radius)
-    return w / w.sum(axis=1, keepdims=True)
-
-
 def _nearest(n_in, n_out):
     """The 1-D matrix of nearest: output i takes pixel floor((i + 1/2) in/out)."""
     pick = np.minimum(np.floor((np.arange(n_out) + 0.5) * n_in / n_out).astype(int), n_in - 1)
@@ -97,8 +90,8 @@ def _nearest(n_in, n_out):
 
 
 SIZES = tuple(zip(IMAGE[1:3], OUT))
-BILINEAR = tuple(_triangle(n_in, n_out, 1.0) for n_in, n_out in SIZES)
-ANTIALIASED = tuple(_triangle(n_in, n_out, n_in / n_out) for n_in, n_out in SIZES)
+BILINEAR = tuple(triangle(n_in, n_out, 1.0) for n_in, n_out in SIZES)
+ANTIALIASED = tuple(triangle(n_in, n_out, n_in / n_out) for n_in, n_out in SIZES)
 NEAREST = tuple(_nearest(n_in, n_out) for n_in, n_out in SIZES)
 
 

@@ -59,6 +59,7 @@ from hypothesis import example, given, strategies as st
 from suite import compare as cmp, ops, strategies as ss
 from suite.behaviours import behaviour
 from suite.expectations import expect, expect_keys, expectations, raises
+from suite.interpolation import triangle
 from suite.ops import properties
 from suite.program import Program
 
@@ -771,14 +772,7 @@ CRITIC = (np.arange(15.0).reshape(1, 3, 5, 1) - 7.0) / 5.0
 RESIZES = ("image-resize", "keras-resizing")
 
 
-def _bilinear(n_in, n_out):
-    """The 1-D bilinear matrix at half-pixel centres (the triangle of radius one input pixel)."""
-    centre = (np.arange(n_out)[:, None] + 0.5) * n_in / n_out
-    w = np.maximum(0.0, 1.0 - np.abs(np.arange(n_in)[None, :] + 0.5 - centre))
-    return w / w.sum(axis=1, keepdims=True)
-
-
-MH, MW = _bilinear(8, 3), _bilinear(8, 5)
+MH, MW = triangle(8, 3), triangle(8, 5)  # bilinear: the triangle of radius one input pixel
 
 
 @functools.cache

@@ -24,6 +24,7 @@ MODULES = [
     "suite.strategies",
     "suite.cli",
     "suite.out_of_range",
+    "suite.interpolation",
 ]
 
 

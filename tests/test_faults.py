@@ -104,6 +104,7 @@ def test_a_fault_is_data_its_target_and_its_wrong_semantics(monkeypatch):
     """``replaces`` puts ``wrong(tf, original, ...)`` at every target, ``original`` being what the
     first held; the description is the docstring, ``breaks`` the module's behaviour unless named;
     a fault that says nothing is refused."""
+    import inspect
     import types
 
     from suite import faults
@@ -123,6 +124,8 @@ def test_a_fault_is_data_its_target_and_its_wrong_semantics(monkeypatch):
     tf = types.SimpleNamespace(negative=lambda x: -x, math=types.SimpleNamespace(negative=lambda x: -x))
     f.patch(tf)
     assert tf.negative(2) == -1 and tf.math.negative(x=5) == -4
+    # a case may ask the API what it takes (gather_nd's bad_indices_policy): it sees the original's
+    assert str(inspect.signature(tf.negative)) == "(x)"
 
     replaces("negative", name="test-negative-elsewhere", breaks="loss-gradients")(wrong)
     assert faults.CATALOGUE["test-negative-elsewhere"].breaks == ("loss-gradients",)

@@ -26,6 +26,8 @@ module, not TensorFlow's, so autograph converts it (and the wrong semantics it c
 
 from __future__ import annotations
 
+import inspect
+
 from . import described, fault
 
 
@@ -87,6 +89,10 @@ def replaces(*targets, name, description=None, breaks=None, framework="tensorflo
                 return wrong(tf, original, *args, **kwargs)
 
             replacement.__name__ = targets[0].rsplit(".", 1)[-1]
+            try:  # what a case reads of the API (inspect.signature: does it take an argument?)
+                replacement.__signature__ = inspect.signature(original)
+            except (TypeError, ValueError):  # no signature to show
+                pass
             put(tf, targets, replacement)
 
         patch.__module__ = wrong.__module__
