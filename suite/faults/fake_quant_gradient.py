@@ -24,7 +24,7 @@ def _fake_quant(fault_name, description, forward=_real_forward, backward=lambda 
     """A fault that patches every export of the op with ``forward``/``backward`` built on the real
     op and gradient op (both as they were when patched)."""
 
-    @fault(fault_name, breaks=["fake-quant-gradient"], description=description)
+    @fault(fault_name, description=description)
     def patch(tf):
         real = get(tf, _NAMES[0])
         real_grad = tf.quantization.fake_quant_with_min_max_vars_gradient

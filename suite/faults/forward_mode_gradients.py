@@ -29,15 +29,13 @@ from __future__ import annotations
 from . import fault
 from .patch import replaces
 
-BREAKS = ["forward-mode-gradients"]
-
 
 def _changes_jvp_rules(name, description):
     """A fault that registers ``change(tf, op_name, tangents) -> tangents`` in front of
     TensorFlow's JVP rules."""
 
     def deco(change):
-        @fault(name, breaks=BREAKS, description=description)
+        @fault(name, description=description)
         def patch(tf):
             try:
                 from tensorflow.python import pywrap_tfe
@@ -79,14 +77,14 @@ def _jvp_product_rule_drops_term(tf, op_name, tangents):
     return [tangents[0], _zero(tf, tangents[1])] if op_name == "Mul" else tangents
 
 
-@fault("jvp-unconnected-zeros", breaks=BREAKS)
+@fault("jvp-unconnected-zeros")
 def _jvp_unconnected_zeros(tf):
     """ForwardAccumulator.jvp defaults to unconnected_gradients=ZERO: zeros instead of None for an output that no
     tangent reached"""
     _replace_jvp(tf, tf.UnconnectedGradients.ZERO, lambda result: result)
 
 
-@fault("jvp-none-in-graphs", breaks=BREAKS)
+@fault("jvp-none-in-graphs")
 def _jvp_none_in_graphs(tf):
     """ForwardAccumulator.jvp returns None when not executing eagerly (inside tf.function, XLA and v1 graphs), as
     tensorflow#60164 reported"""
@@ -122,7 +120,7 @@ def _jacobian_rows_reversed(tf, jacobian, self, target, sources, *args, **kwargs
     return tf.nest.map_structure(flip, result, sources)
 
 
-@fault("nested-jvp-constant", breaks=BREAKS)
+@fault("nested-jvp-constant")
 def _nested_jvp_constant(tf):
     """ForwardAccumulator.jvp returns constants: enclosing accumulators (and tapes) see no dependence, so nested forward
     mode (forward over forward) gives None"""

@@ -6,10 +6,8 @@ from __future__ import annotations
 from . import fault
 from .patch import put, replaces
 
-BEHAVIOUR = "summed-gradients-vs-jacobian"
 
-
-@fault("jacobian-summed-gradient", breaks=[BEHAVIOUR])
+@fault("jacobian-summed-gradient")
 def _jacobian_summed_gradient(tf):
     """GradientTape.jacobian and batch_jacobian return tape.gradient(target, sources), the column sum of the Jacobian,
     for both pfor and the while loop"""
@@ -35,7 +33,7 @@ def _gradients_per_target(tf, original, ys, xs, grad_ys=None, *args, **kwargs):
     return out
 
 
-@fault("nonscalar-gradient-mean", breaks=[BEHAVIOUR])
+@fault("nonscalar-gradient-mean")
 def _nonscalar_gradient_mean(tf):
     """GradientTape.gradient and tf.gradients seed a non-scalar target with ones / size (the gradient of its mean)
     instead of ones (its sum)"""

@@ -22,8 +22,6 @@ import functools
 from . import fault
 from .patch import replaces
 
-BREAKS = ["training-step-semantics"]
-
 
 def _training(args, kwargs):
     return kwargs.get("training", args[0] if args else None)
@@ -56,20 +54,20 @@ def _set_training(cls, choose):
     _wrap_call(cls, call)
 
 
-@fault("batchnorm-ignores-training-true", breaks=BREAKS)
+@fault("batchnorm-ignores-training-true")
 def _batchnorm_ignores_training_true(tf):
     """Keras BatchNormalization called with training=True normalises by the moving statistics and leaves them (inference
     mode)"""
     _set_training(tf.keras.layers.BatchNormalization, lambda training: False if training is True else training)
 
 
-@fault("dropout-active-at-inference", breaks=BREAKS)
+@fault("dropout-active-at-inference")
 def _dropout_active_at_inference(tf):
     """Keras Dropout drops in every call: training=False and a call without training= too"""
     _set_training(tf.keras.layers.Dropout, lambda training: True)
 
 
-@fault("frozen-batchnorm-trains", breaks=BREAKS)
+@fault("frozen-batchnorm-trains")
 def _frozen_batchnorm_trains(tf):
     """a BatchNormalization(trainable=False) called with training=True uses the batch statistics and updates its moving
     statistics (Keras before PR 9965)"""

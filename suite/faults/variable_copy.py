@@ -14,7 +14,7 @@ def _replaces_assign(*, name, description):
     class's own ``assign``."""
 
     def deco(wrong):
-        @fault(name, breaks=["variable-copy"], description=description)
+        @fault(name, description=description)
         def patch(tf):
             from tensorflow.python.ops import resource_variable_ops as rvo
 
