@@ -49,27 +49,27 @@ def test_jvp_is_forward_mode_in_every_mode(spec):
     np.testing.assert_allclose(t, 3 * A * X**2 * tx + X**3 * ta, rtol=1e-12)
 
 
-class Power(Program):
-    """y = x ** n, elementwise."""
+class ScaledPower(Program):
+    """y = c * x ** n, elementwise (two static arguments)."""
 
-    def tensorflow(tf, x, *, n):
-        return x**n
+    def tensorflow(tf, x, *, n, c):
+        return c * x**n
 
-    def jax(jax, x, *, n):
-        return x**n
+    def jax(jax, x, *, n, c):
+        return c * x**n
 
-    def torch(torch, x, *, n):
-        return x**n
+    def torch(torch, x, *, n, c):
+        return c * x**n
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.id)
 def test_derivative_of_any_order_is_nested_differentiation(spec):
-    """d^k/dx^k x^4 = 4!/(4-k)! x^(4-k), k = 0..3, in every mode; a bad order is refused."""
+    """d^k/dx^k c x^4 = c 4!/(4-k)! x^(4-k), k = 0..3, in every mode; a bad order is refused."""
     r = _runner(spec)
     for k, ref in enumerate((X**4, 4 * X**3, 12 * X**2, 24 * X)):
-        np.testing.assert_allclose(r.derivative(Power.of(r), X, order=k, n=4), ref, rtol=1e-12)
+        np.testing.assert_allclose(r.derivative(ScaledPower.of(r), X, order=k, n=4, c=-1.5), -1.5 * ref, rtol=1e-12)
     with pytest.raises(ValueError, match="order=-1"):
-        r.derivative(Power.of(r), X, order=-1, n=4)
+        r.derivative(ScaledPower.of(r), X, order=-1, n=4, c=1.0)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.id)

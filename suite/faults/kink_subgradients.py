@@ -27,8 +27,7 @@ import collections
 import numpy as np
 
 from . import fault
-from .partial_stop_gradient import _sum_to
-from .patch import put, regrad, replaces
+from .patch import put, regrad, replaces, sum_to
 
 
 @regrad("Maximum", name="maximum-tie-to-second-argument")
@@ -37,7 +36,7 @@ def _maximum_tie_to_second_argument(tf, original, op, grad):
     x, y = op.inputs
     first = tf.greater(x, y)
     zeros = tf.zeros_like(grad)
-    return _sum_to(tf, tf.where(first, grad, zeros), x), _sum_to(tf, tf.where(first, zeros, grad), y)
+    return sum_to(tf, tf.where(first, grad, zeros), x), sum_to(tf, tf.where(first, zeros, grad), y)
 
 
 @replaces("nn.relu", name="relu-gradient-one-at-zero")

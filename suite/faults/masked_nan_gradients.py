@@ -19,8 +19,7 @@ tf.function, XLA and v1 graph mode alike.
 
 from __future__ import annotations
 
-from .partial_stop_gradient import _sum_to
-from .patch import regrad, replaces
+from .patch import regrad, replaces, sum_to
 
 
 @regrad("SelectV2", "Select", name="where-gradient-leaks-nan")
@@ -50,7 +49,7 @@ def _where_unselected_gradient_nan(tf, original, op, grad):
     nan = tf.fill(tf.shape(grad), tf.constant(float("nan"), grad.dtype))
     gx, gy = where(c, grad, nan), where(c, nan, grad)
     if v2:
-        gx, gy = _sum_to(tf, gx, x), _sum_to(tf, gy, y)
+        gx, gy = sum_to(tf, gx, x), sum_to(tf, gy, y)
     return None, gx, gy
 
 

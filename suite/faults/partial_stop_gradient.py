@@ -13,7 +13,7 @@ tf.function, XLA and v1 graph mode alike.
 
 from __future__ import annotations
 
-from .patch import regrad, replaces
+from .patch import regrad, replaces, sum_to
 
 
 @replaces("stop_gradient", "compat.v1.stop_gradient", name="stop-gradient-zeros")
@@ -28,15 +28,9 @@ def _stop_gradient_zeros(tf, stop, input, name=None):  # noqa: A002  (TensorFlow
     return _zeros(tf.convert_to_tensor(input))
 
 
-def _sum_to(tf, grad, like):
-    """Reduce a broadcast gradient back to the shape of ``like`` (as the real gradient does)."""
-    axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(grad))
-    return tf.reshape(tf.reduce_sum(grad, axis=axes, keepdims=True), tf.shape(like))
-
-
 @regrad("SelectV2", "Select", name="where-gradient-unmasked")
 def _where_gradient_unmasked(tf, original, op, grad):
     """the gradient of tf.where (SelectV2/Select) sends the whole upstream gradient to both branches instead of masking
     it by the condition"""
     _, x, y = op.inputs
-    return None, _sum_to(tf, grad, x), _sum_to(tf, grad, y)
+    return None, sum_to(tf, grad, x), sum_to(tf, grad, y)

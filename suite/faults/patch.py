@@ -46,6 +46,13 @@ def put(tf, dotted_names, value) -> None:
         setattr(get(tf, head) if head else tf, last, value)
 
 
+def sum_to(tf, grad, like):
+    """Reduce a broadcast gradient back to the shape of ``like`` (as a binary op's real gradient
+    does): what a wrong gradient of a broadcasting op returns."""
+    axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(grad))
+    return tf.reshape(tf.reduce_sum(grad, axis=axes, keepdims=True), tf.shape(like))
+
+
 def _gradient_registry(tf, fault_name):
     """The registry ``tf.RegisterGradient`` writes to (a clear error where it has moved)."""
     try:

@@ -21,8 +21,7 @@ tf.function, XLA and v1 graph mode alike.
 
 from __future__ import annotations
 
-from .partial_stop_gradient import _sum_to
-from .patch import changes_grad, regrad, replaces
+from .patch import changes_grad, regrad, replaces, sum_to
 
 
 @changes_grad("Sqrt", name="sqrt-gradient-zero-at-zero")
@@ -46,7 +45,7 @@ def _pow_gradient_zero_for_zero_exponent(tf, original, op, dy):
         return gx, gy
     x, y = op.inputs
     d = y * tf.pow(x, y - 1)
-    return _sum_to(tf, dy * tf.where(tf.equal(y, 0), tf.zeros_like(d), d), x), gy
+    return sum_to(tf, dy * tf.where(tf.equal(y, 0), tf.zeros_like(d), d), x), gy
 
 
 @regrad("Xlogy", name="xlogy-gradient-unmasked")
@@ -54,7 +53,7 @@ def _xlogy_gradient_unmasked(tf, original, op, dy):
     """the x-gradient of Xlogy is log(y) also where x = 0, instead of 0"""
     _, gy = original(op, dy)
     x, y = op.inputs
-    return _sum_to(tf, dy * tf.math.log(y) + tf.zeros_like(x), x), gy
+    return sum_to(tf, dy * tf.math.log(y) + tf.zeros_like(x), x), gy
 
 
 @replaces("norm", "linalg.norm", name="norm-gradient-zero-at-origin")
