@@ -38,6 +38,7 @@ import os
 import numpy as np
 
 from suite import compare as cmp
+from suite.frameworks import use_jax_compilation_cache
 
 
 def _split(a, r, size):
@@ -265,6 +266,9 @@ def jax(rank: int, size: int, config):
     import jax
     import jax.numpy as jnp
     from jax.sharding import PartitionSpec as P
+
+    # eager shard_map compiles every primitive it meets anew on each call: the shared cache loads them
+    use_jax_compilation_cache(jax)
 
     devices = jax.devices()
     if len(devices) != 2:

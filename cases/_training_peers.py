@@ -27,6 +27,7 @@ import os
 import numpy as np
 
 from suite import compare as cmp
+from suite.frameworks import use_jax_compilation_cache
 
 
 def _tensorflow(config):
@@ -219,6 +220,9 @@ def jax_psum(rank: int, size: int, config):
     import jax
     import jax.numpy as jnp
     from jax.sharding import PartitionSpec as P
+
+    # eager shard_map compiles every primitive it meets anew on each call: the shared cache loads them
+    use_jax_compilation_cache(jax)
 
     devices = jax.devices()
     mesh = jax.sharding.Mesh(np.array(devices), ("r",))

@@ -89,7 +89,7 @@ def _configure(name: str, mod) -> tuple[str, tuple[str, ...]]:
         return mod.__version__, ("cpu", "gpu") if gpus else ("cpu",)
     if name == "jax":
         mod.config.update("jax_enable_x64", True)
-        _jax_compilation_cache(mod)
+        use_jax_compilation_cache(mod)
         for precision in ("highest", "float32"):  # older JAX (0.4.x) knows only the dtype names
             try:
                 mod.config.update("jax_default_matmul_precision", precision)
@@ -133,7 +133,7 @@ def _running(pid: int) -> bool:
 
 
 #: Where compiled programs are kept between processes and runs, JAX's in ``<root>/jax`` (see
-#: :func:`_jax_compilation_cache`) and TensorFlow's XLA executables in
+#: :func:`use_jax_compilation_cache`) and TensorFlow's XLA executables in
 #: ``<root>/tf-xla/<TensorFlow version>`` (:func:`_tf_xla_cache`). The root: unset,
 #: ``$XDG_CACHE_HOME/autodiff-semantics`` (or ``~/.cache/...``); a directory; or ``off``: JAX
 #: keeps a cache of each process's own, TensorFlow none.
@@ -276,10 +276,12 @@ def _tf_xla_cache(environ) -> None:
     environ["TF_XLA_FLAGS"] = f"{flags} {TF_XLA_CACHE_FLAG}={path}".strip()
 
 
-def _jax_compilation_cache(jax) -> None:
+def use_jax_compilation_cache(jax) -> None:
     """Turn on JAX's persistent compilation cache for every program however short its
-    compile. JAX's eager mode compiles each primitive per shape and dtype and each closure it
-    meets (a ``lax.cond`` branch, a function under ``jax.vjp``) again on every call, although
+    compile (:func:`load` does; a peer process that imports JAX itself calls it too). JAX's
+    eager mode compiles each primitive per shape and dtype and each closure it meets (a
+    ``lax.cond`` branch, a function under ``jax.vjp``, each primitive of an eager
+    ``shard_map``) again on every call, although
     the computation is the same; a program whose XLA computation is in the cache is loaded,
     not compiled. The cache holds XLA's own executables, keyed by JAX on the program, the
     compile options, the jaxlib version and the device, so results are unchanged.
