@@ -3,7 +3,8 @@
 Each case module declares exactly one behaviour at import time::
 
     BEHAVIOUR = behaviour("straight-through-estimator", sources=["000", "002"],
-                          links=["https://www.tensorflow.org/api_docs/python/tf/stop_gradient"])
+                          links=["https://www.tensorflow.org/api_docs/python/tf/stop_gradient"],
+                          floor=Floor("element", "y = x + stop_gradient(f(x) - x) is elementwise: ..."))
 
 The title is the first line of the module docstring. Case modules import only the suite
 and NumPy/Hypothesis (frameworks arrive through the runners), so listing is cheap.
@@ -20,6 +21,46 @@ from pathlib import Path
 ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 ALL_MODES = ("eager", "function", "xla", "graph")
 
+#: How a behaviour's float comparisons outside the op table are floored (issue 47), the
+#: judgement its module states with the reason (:class:`Floor`):
+FLOOR_KINDS = {
+    # every compared float array mixes elements (a sum, a matrix product, a loss, a norm, an
+    # optimizer over a model): an element's rounding is at the magnitude of what it was summed
+    # from, which the array's largest element (or the inputs', scale="inputs") stands for
+    "array": "an array-level floor: every compared result mixes elements",
+    # element i of every compared array comes from element i of the inputs alone: each one's
+    # floor is the rounding of its own computation (per-element scales, suite.ops.error)
+    "element": "per element: every compared result is elementwise",
+    # both kinds of comparison; the reason says which is which
+    "mixed": "per element where a result is elementwise, an array-level floor where it mixes",
+    # no float array is compared with a tolerance (kinds, exact equalities, classifications)
+    "none": "no float comparison with a tolerance",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Floor:
+    """A behaviour's error-model judgement: ``kind`` (:data:`FLOOR_KINDS`) and ``why``, the
+    sentence that says why that floor is right for its comparisons (an array-level floor can
+    hide a 1% error in a small element next to a large one: say why it cannot here).
+
+    >>> Floor("array", "a loss and its gradient: each entry sums over the batch").kind
+    'array'
+    >>> Floor("per-op", "x")
+    Traceback (most recent call last):
+    ValueError: floor kind 'per-op': one of array, element, mixed, none
+    """
+
+    kind: str
+    why: str
+
+    def __post_init__(self):
+        if self.kind not in FLOOR_KINDS:
+            raise ValueError(f"floor kind {self.kind!r}: one of {', '.join(FLOOR_KINDS)}")
+        if not self.why or not self.why.strip():
+            raise ValueError(f"a {self.kind} floor needs its reason")
+
+
 _REGISTRY: dict[str, "Behaviour"] = {}
 
 
@@ -31,14 +72,17 @@ class Behaviour:
     modes: tuple[str, ...]
     links: tuple[str, ...]
     module: str
+    #: the error-model judgement of its float comparisons outside the op table (issue 47)
+    floor: Floor | None = None
 
     @property
     def module_file(self) -> str:
         return f"test_{self.id.replace('-', '_')}.py"
 
 
-def behaviour(id: str, *, sources, modes=ALL_MODES, links=(), title=None) -> Behaviour:
-    """Declare the behaviour of the calling case module (and register it)."""
+def behaviour(id: str, *, sources, modes=ALL_MODES, links=(), title=None, floor: Floor | None = None) -> Behaviour:
+    """Declare the behaviour of the calling case module (and register it); ``floor``: how its
+    float comparisons are floored, and why (:class:`Floor`)."""
     if not ID_RE.match(id):
         raise ValueError(f"behaviour id {id!r} is not kebab-case")
     frame = sys._getframe(1)
@@ -47,9 +91,18 @@ def behaviour(id: str, *, sources, modes=ALL_MODES, links=(), title=None) -> Beh
     bad = set(modes) - set(ALL_MODES)
     if bad:
         raise ValueError(f"{id}: unknown modes {sorted(bad)}")
-    b = Behaviour(id, title, tuple(sources), tuple(modes), tuple(links), frame.f_globals.get("__name__", "?"))
+    if floor is not None and not isinstance(floor, Floor):
+        raise TypeError(f"{id}: floor={floor!r}: a Floor(kind, why)")
+    b = Behaviour(id, title, tuple(sources), tuple(modes), tuple(links), frame.f_globals.get("__name__", "?"), floor)
     _REGISTRY[id] = b
     return b
+
+
+def floors() -> dict[str, dict]:
+    """The registered behaviours' floors, ``{id: {"kind": ..., "why": ...}}`` (the report's
+    ``floors``: the error-model judgement beside each behaviour's array-level headroom)."""
+    judged = sorted((b for b in _REGISTRY.values() if b.floor), key=lambda b: b.id)
+    return {b.id: {"kind": b.floor.kind, "why": b.floor.why} for b in judged}
 
 
 def default_cases_dir() -> Path:

@@ -143,3 +143,18 @@ def test_a_record_keeps_the_model_comparison_nearest_its_tolerance():
     record.close(name="grad0", out=ref * np.float32(1 + 2**-22), ref=ref, oracle="jax-jit-cpu", tol=tol)
     record.close(name="grad0", out=ref, ref=ref, oracle="torch-eager-cpu", tol=cmp.GRAD)  # not the model's
     assert record.row_fields()["errors"] == {"float32": {"jax": [pytest.approx(2.0), 16.0]}}
+
+
+def test_array_headroom_names_each_behaviours_floor():
+    from suite.report import model, query
+
+    row = {"behaviour": "loss-gradients", "framework": "tensorflow", "mode": "eager", "device": "cpu",
+           "outcome": "passed", "test": "cases/test_loss_gradients.py::test_x[tensorflow-eager-cpu]",
+           "array_errors": {"float32": {"numpy": [2.0, 168.0]}}}  # fmt: skip
+    why = {"kind": "array", "why": "a loss sums over its batch"}
+    report = {"results": [row], "floors": {"loss-gradients": why}}
+    (line,) = query.array_headroom(report)
+    assert (line["floor"], line["headroom"], line["slack"]) == ("array", 84.0, 1)
+    assert model._headroom(report)["floors"] == {"loss-gradients": why}
+    assert query.array_headroom({"results": [row]})[0]["floor"] is None  # a report from before floors
+

@@ -221,3 +221,16 @@ def test_update_refuses_rows_of_another_release_profile_or_an_unfinished_run(tmp
     (tmp_path / "n.json").write_text(json.dumps(new))
     assert main(["merge", "--update", str(tmp_path / "b.json"), str(tmp_path / "n.json"), "-o", "x.json"]) == 2
     assert main(["merge", "--update", str(tmp_path / "b.json"), "-o", str(tmp_path / "x.json")]) == 2
+
+
+def test_floors_follow_their_behaviours_through_merge_and_update():
+    """The report's ``floors`` (each behaviour's error-model judgement): shards join theirs, and an
+    incremental update takes a re-run behaviour's judgement as its module now states it."""
+    old = {"kind": "array", "why": "the old reason"}
+    base = {**whole([row("t1"), other_row("u1")]), "floors": {"demo": old, "other": {"kind": "none", "why": "kinds"}}}
+    new = {**whole([row("t1")], revision="def0"), "floors": {"demo": {"kind": "element", "why": "per element"}}}
+    m = merge.update(base, [new], ["base.json", "new.json"])
+    assert m["floors"] == {"demo": {"kind": "element", "why": "per element"}, "other": {"kind": "none", "why": "kinds"}}
+    a = {**shard_report(1, 2, [row("t1")], ["t2"]), "floors": {"demo": old}}
+    b = {**shard_report(2, 2, [row("t2")], ["t1"]), "floors": {"demo": old}}
+    assert merge.merge([a, b], ["a", "b"])["floors"] == {"demo": old}

@@ -602,4 +602,14 @@ def test_array_level_comparisons_show_their_least_headroom_and_the_slack_ones():
     assert (by["float32"]["slack"], by["float32"]["comparisons"]) == (2, 3)
     assert by["float64"]["headroom"] is None and by["float64"]["slack"] == 0, "no error at all is exact, not slack"
     md = pages.markdown({**report, "environment": {"python": "3.11"}})
-    assert "## Array-level comparisons: headroom" in md and "| b | float32 | 4.2x | test_x vs torch | 2/3 |" in md
+    assert (
+        "## Comparisons outside the op table: headroom" in md
+        and "| b | ? | float32 | 4.2x | test_x vs torch | 2/3 |" in md
+    )
+    judged = {
+        **report,
+        "environment": {"python": "3.11"},
+        "floors": {"b": {"kind": "array", "why": "a loss sums rows"}},
+    }
+    md = pages.markdown(judged)  # a behaviour's judgement beside its headroom, and its reason below
+    assert "| b | array | float32 | 4.2x |" in md and "- `b` (array): a loss sums rows" in md

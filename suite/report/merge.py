@@ -150,6 +150,9 @@ def merge(reports: list[dict], names: list[str]) -> dict:
     }
     if incomplete:
         out["incomplete"] = incomplete
+    floors = {b: f for r in reports for b, f in (r.get("floors") or {}).items()}
+    if floors:
+        out["floors"] = dict(sorted(floors.items()))
     declared: dict[str, dict] = {}
     for r in reports:
         for d in r.get("declared") or ():
@@ -232,6 +235,12 @@ def update(baseline: dict, partials: list[dict], names: list[str]) -> dict:
     }
     if deprecations:
         out["deprecations"] = dict(sorted(deprecations.items()))
+    floors = dict(baseline.get("floors") or {})
+    for p in partials:  # a behaviour re-run brings its judgement as its module now states it
+        ran = {r["behaviour"] for r in p["results"]}
+        floors = {b: f for b, f in floors.items() if b not in ran} | (p.get("floors") or {})
+    if floors:
+        out["floors"] = dict(sorted(floors.items()))
     for key in ("finished", "wall_s"):
         if baseline.get(key) is not None:
             out[key] = baseline[key]

@@ -176,7 +176,7 @@ def run_model(report) -> dict:
 def _headroom(report) -> dict:
     entries = query.headroom(report)
     return {"by_op": query.headroom_by_op(entries), "entries": entries, "slack": query.SLACK,
-            "array": query.array_headroom(report)}  # fmt: skip
+            "array": query.array_headroom(report), "floors": report.get("floors") or {}}  # fmt: skip
 
 
 def _matrix_rows(reports, versions, bs, counts, moved) -> list[dict]:

@@ -109,10 +109,12 @@ def array_headroom(report) -> list[dict]:
                 room = tol / seen if seen else None
                 groups.setdefault((r["behaviour"], dtype), []).append((room, short_test(r["test"]), oracle))
     out = []
+    floors = report.get("floors") or {}
     for (b, dtype), es in groups.items():
         rooms = [e for e in es if e[0] is not None]
         worst = min(rooms, default=(None, "", ""))
-        out.append({"behaviour": b, "dtype": dtype, "headroom": worst[0], "where": f"{worst[1]} vs {worst[2]}",
+        out.append({"behaviour": b, "dtype": dtype, "floor": (floors.get(b) or {}).get("kind"),
+                    "headroom": worst[0], "where": f"{worst[1]} vs {worst[2]}",
                     "slack": sum(e[0] is not None and e[0] > SLACK for e in es), "comparisons": len(es)})  # fmt: skip
     return sorted(out, key=lambda e: (e["headroom"] is None, e["headroom"] or 0.0))
 

@@ -83,9 +83,9 @@ def failure_kind(exc: BaseException) -> str:
 #: the case (a serial run's pytest, or a pytest-xdist worker) to the one writing the report.
 ROW_PROPERTY = "autodiff_semantics_row"
 DEPRECATIONS_PROPERTY = "autodiff_semantics_deprecations"
-#: The declared divergences of the case modules a process imported, sent once with its first
-#: row: the report's declaration statuses need them where no case module was imported (the
-#: pytest-xdist controller).
+#: The declared divergences of the case modules a process imported, and their behaviours'
+#: floors, sent once with its first row: the report's declaration statuses need them where no
+#: case module was imported (the pytest-xdist controller).
 DECLARED_PROPERTY = "autodiff_semantics_declared"
 #: The frameworks' environment block and what is missing, measured by a pytest-xdist worker
 #: and sent with its first row: the controller runs no case and need not import TensorFlow,
@@ -170,7 +170,8 @@ class RowMaker:
             if row is not None:
                 if not self._declared_sent:  # every case module was imported at collection
                     self._declared_sent = True
-                    rep.user_properties.append((DECLARED_PROPERTY, [e.as_dict() for e in all_declared()]))
+                    declared = {"declarations": [e.as_dict() for e in all_declared()], "floors": bh.floors()}
+                    rep.user_properties.append((DECLARED_PROPERTY, declared))
                     if context.of(self.config).role == "worker":
                         rep.user_properties.append((ENVIRONMENT_PROPERTY, environment_payload(self.config)))
                 rep.user_properties.append((ROW_PROPERTY, json.dumps(row, default=str)))

@@ -14,6 +14,7 @@ import re
 import tempfile
 from pathlib import Path
 
+from suite import behaviours as bh
 from suite.expectations import Expectation, all_declared
 from suite.report.query import behaviour_of_module
 
@@ -191,10 +192,13 @@ def assemble(
     deprecations: dict | None = None,
     coverage=None,
     declared: list[dict] | None = None,
+    floors: dict | None = None,
 ) -> dict:
     """The report from a run's stream. ``coverage``: ``{"collected": [(test, behaviour)],
     "deselected": [...]}`` from the stream, for declaration statuses; ``declared``: the
-    declarations the stream carries (default: those of the case modules imported here)."""
+    declarations the stream carries (default: those of the case modules imported here);
+    ``floors``: the behaviours' error-model judgements (:class:`suite.behaviours.Floor`), the
+    same way."""
     report = {
         "schema_version": SCHEMA_VERSION,
         "created": header["created"],
@@ -214,6 +218,10 @@ def assemble(
         report["incomplete"] = incomplete
     if header["environment"].get("shard"):  # what ``merge`` needs to tell what the shards ran together
         report["coverage"] = {k: [list(t) for t in coverage.get(k, [])] for k in ("collected", "deselected")}
+    ran = {r["behaviour"] for r in rows}
+    floors = {b: f for b, f in sorted((floors or bh.floors()).items()) if b in ran}
+    if floors:
+        report["floors"] = floors
     decl = declared or [e.as_dict() for e in all_declared()]
     if decl:
         report["declared"] = declaration_statuses(
@@ -279,6 +287,7 @@ def load(path, *, coverage: bool = False) -> dict:
         if not coverage:
             report.pop("_coverage", None)
             report.pop("_declared", None)
+            report.pop("_floors", None)
         return report
     try:
         report = json.loads(text)
@@ -290,7 +299,7 @@ def load(path, *, coverage: bool = False) -> dict:
 
 
 def _load_jsonl(text, path) -> dict:
-    header, rows, footer, deps, declared = None, [], None, {}, {}
+    header, rows, footer, deps, declared, floors = None, [], None, {}, {}, {}
     coverage = {"collected": [], "deselected": []}
     lines = text.splitlines()
     for n, line in enumerate(lines, 1):
@@ -318,6 +327,7 @@ def _load_jsonl(text, path) -> dict:
         elif kind == "declared":  # each process sends the declarations it imported (the same ids)
             for d in obj.get("declarations", []):
                 declared.setdefault(d.get("id"), d)
+            floors.update(obj.get("floors") or {})
         else:
             raise ReportError(f"{path}: line {n} has unknown kind {kind!r}")
     if header is None:
@@ -334,6 +344,7 @@ def _load_jsonl(text, path) -> dict:
         report["partial"] = True
     report["_coverage"] = coverage  # for assemble(); not part of a written report
     report["_declared"] = list(declared.values())
+    report["_floors"] = floors
     return _validate(report, path)
 
 

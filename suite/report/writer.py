@@ -271,7 +271,7 @@ class ReportWriter:
                 for test, message in v:
                     self._deprecation(test, message)
             elif k == DECLARED_PROPERTY:
-                self._write({"kind": "declared", "declarations": v})
+                self._write({"kind": "declared", **v})
             elif k == ENVIRONMENT_PROPERTY:
                 continue  # in the header (_start)
             else:
@@ -371,7 +371,13 @@ class ReportWriter:
             order.setdefault(test, len(order))
         rows = sorted(streamed["results"], key=lambda r: order.get(r["test"], len(order)))
         report = schema.assemble(
-            self.header, rows, footer, streamed.get("deprecations"), streamed["_coverage"], streamed["_declared"]
+            self.header,
+            rows,
+            footer,
+            streamed.get("deprecations"),
+            streamed["_coverage"],
+            streamed["_declared"],
+            floors=streamed["_floors"],
         )
         stale = [d for d in report.get("declared", []) if d["status"] == "stale"]
         if stale and settings.get_current_profile_name() in STALE_FAILS_IN:
