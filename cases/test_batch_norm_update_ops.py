@@ -41,7 +41,7 @@ import numpy as np
 from hypothesis import given, strategies as st
 
 from suite import compare as cmp, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expect, expectations
 from suite.frameworks import resources
 from suite.frameworks.tf_runner import Variables, in_v1_graph
@@ -70,6 +70,13 @@ BEHAVIOUR = behaviour(
         "https://www.tensorflow.org/api_docs/python/tf/compat/v1/get_collection",
         "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Session#run",
     ],
+    floor=Floor(
+        "array",
+        "Every compared float is a moving mean or variance: an EMA over steps of batch moments (a sum over the "
+        "batch, the variance as E[x^2] - E[x]^2, cancelling at the magnitude of E[x^2]), so each entry rounds "
+        "at the magnitude of what it summed; the classifiers (decay, biased or unbiased) compare the same "
+        "quantities.",
+    ),
 )
 
 V1_LAYERS = "tf.compat.v1.layers.batch_normalization"

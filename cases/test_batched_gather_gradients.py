@@ -39,7 +39,7 @@ import dataclasses
 import numpy as np
 
 from suite import ops
-from suite.behaviours import behaviour
+from suite.behaviours import Floor, behaviour
 from suite.ops import properties
 
 TF_ISSUE = "https://github.com/tensorflow/tensorflow/issues/50075"
@@ -52,6 +52,12 @@ BEHAVIOUR = behaviour(
     "batched-gather-gradients",
     sources=[],
     links=[TF_ISSUE, TF_GATHER, TF_ARRAY_GRAD, JAX_TAKE_ALONG, TORCH_GATHER],
+    floor=Floor(
+        "array",
+        "Every float comparison is the op table's (the generic rows of the one gather entry). The entry is mixing "
+        "(elementwise=False): a params element's gradient sums the cotangents of every repeat of its index, so "
+        "the op table keeps its array-level floor.",
+    ),
 )
 
 

@@ -39,7 +39,7 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from suite import strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expect, expectations
 from suite.frameworks.tf_runner import Variables, in_v1_graph
 from suite.program import Program
@@ -61,6 +61,12 @@ BEHAVIOUR = behaviour(
         "https://www.tensorflow.org/api_docs/python/tf/compat/v1/Session#run",
         "https://pytorch.org/docs/stable/generated/torch.Tensor.add_.html",
     ],
+    floor=Floor(
+        "none",
+        "Variables hold small integers (updates by integer constants, |values| <= 1000, exact in every float "
+        "dtype): reads, final states, the puzzle's printed values and the returned alias are compared exactly "
+        "(record.equal, np.array_equal), and everything else observed is a kind.",
+    ),
 )
 
 VARIANTS = ("y = x", "y = tf.identity(x)", "y = x_plus_1")

@@ -40,7 +40,7 @@ https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_
 import numpy as np
 
 from suite import compare as cmp, ops
-from suite.behaviours import behaviour
+from suite.behaviours import Floor, behaviour
 from suite.expectations import expect
 from suite.ops import properties
 
@@ -58,6 +58,13 @@ BEHAVIOUR = behaviour(
     "cumulative-gradients",
     sources=[],
     links=[TF_ISSUE, TF_DIVISION, TF_FIX, TF_MATH_GRAD, TF_CUMPROD, TORCH_CUMPROD],
+    floor=Floor(
+        "array",
+        "Every float comparison is the op table's (the generic rows of the cumprod and cumsum entries); its "
+        "special points classify each element by exact one-sided differences. Both entries are mixing "
+        "(elementwise=False): a scan's gradient element sums the cotangent times products (or ones) over the row, "
+        "so the op table keeps their array-level floor.",
+    ),
 )
 
 #: (exclusive, reverse) of each row of an entry's input, and the rows' names in the point keys

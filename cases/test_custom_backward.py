@@ -34,7 +34,7 @@ from hypothesis import example, given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, facts, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.program import Program
 
@@ -50,6 +50,15 @@ BEHAVIOUR = behaviour(
         "https://docs.jax.dev/en/latest/notebooks/Custom_derivative_rules_for_Python_code.html",
         "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function",
     ],
+    floor=Floor(
+        "mixed",
+        "Per element: the declared backward ((e+d) w, d w, e w) with e = c + k is elementwise, each gradient held "
+        "at its terms ((|c| + |k| + |d|) |w|, |d w|, (|c| + |k|) |w|: the sums cancel) capped at the array's "
+        "max |ref| (never looser than before), in the classifier too; the "
+        "Bernoulli attention gradient w f is a product (scale 0). Array-level: the seed model's loss and gradients "
+        "(a softmax cross-entropy over the model's outputs: every gradient entry goes through the softmax's sum) "
+        "and the Adam step (held at the variable's and the step's magnitude).",
+    ),
 )
 
 APIS = ("tape", "tf.gradients")
@@ -117,28 +126,44 @@ def declared(c, k, d, w):
     return (e + d) * w, d * w, e * w
 
 
-def _matches(grads, refs, dtype) -> bool:
-    """Every gradient within GRAD of its reference; a None reference accepts None or zeros of any shape."""
-    for g, r in zip(grads, refs):
+def declared_scales(c, k, d, w):
+    """Per-element scales (float64) of :func:`declared`: the terms its sums add, ``(|c| + |k| + |d|) |w|``,
+    ``|d w|`` and ``(|c| + |k|) |w|`` (e = c + k and e + d cancel; the products do not)."""
+    c, k, d, w = (np.abs(np.asarray(t, np.float64)) for t in (c, k, d, w))
+    return (c + k + d) * w, d * w, (c + k) * w
+
+
+def capped(scale, ref):
+    """Per-element ``scale`` no larger than the array-level floor's (``max |ref|``): where an element's
+    terms exceed the whole array's magnitude, it is held as before, never more loosely."""
+    mag = np.abs(np.asarray(ref, np.float64))
+    return np.minimum(np.asarray(scale, np.float64), float(np.max(mag[np.isfinite(mag)], initial=0.0)))
+
+
+def _matches(grads, refs, dtype, scales=None) -> bool:
+    """Every gradient within GRAD of its reference (at ``scales``, one per gradient as
+    :func:`suite.compare.rel_err` takes it; default: the array-level floor); a None reference
+    accepts None or zeros of any shape."""
+    for g, r, at in zip(grads, refs, scales or (None,) * len(refs)):
         if r is None:
             if g is not None and np.any(np.asarray(g)):
                 return False
-        elif g is None or cmp.rel_err(g, r) > cmp.GRAD.of(dtype):
+        elif g is None or cmp.rel_err(g, r, scale=None if at is None else capped(at, r)) > cmp.GRAD.of(dtype):
             return False
     return True
 
 
 def backward_kind(grads, c, k, d, w, *, default) -> str:
     """``applied`` (the declared backward), ``ignored`` (the op's own gradient) or ``other``."""
-    if _matches(grads, declared(c, k, d, w), c.dtype):
+    if _matches(grads, declared(c, k, d, w), c.dtype, declared_scales(c, k, d, w)):
         return "applied"
-    return "ignored" if _matches(grads, default, c.dtype) else "other"
+    return "ignored" if _matches(grads, default, c.dtype, (0.0, 0.0, 0.0)) else "other"  # w itself: per element
 
 
 def default_kind(grads, w) -> str:
     if all(g is None for g in grads):
         return "none"
-    return "autodiff" if _matches(grads, (w, w, None), w.dtype) else "other"
+    return "autodiff" if _matches(grads, (w, w, None), w.dtype, (0.0, 0.0, 0.0)) else "other"
 
 
 def observe_error(e, key) -> str:
@@ -530,11 +555,12 @@ def _observe(record, key, call, xs, *, default, refs=()):
     kind = backward_kind(grads, c, k, d, w, default=default)
     record.check(EXPECT, **{key: kind})
     if kind == "applied":
-        for name, g, r in zip(("dc", "dk", "dd"), grads, declared(c, k, d, w)):
-            record.close(name=f"{name}[{key}]", out=g, ref=r, oracle="closed-form")
+        scales = declared_scales(c, k, d, w)
+        for name, g, r, at in zip(("dc", "dk", "dd"), grads, declared(c, k, d, w), scales):
+            record.close(name=f"{name}[{key}]", out=g, ref=r, oracle="closed-form", scale=capped(at, r))
         for oracle, ref in refs:
-            for name, g, r in zip(("dc", "dk", "dd"), grads, ref):
-                record.close(name=f"{name}[{key}]", out=g, ref=r, oracle=oracle)
+            for name, g, r, at in zip(("dc", "dk", "dd"), grads, ref, scales):
+                record.close(name=f"{name}[{key}]", out=g, ref=r, oracle=oracle, scale=capped(at, r))
     return grads
 
 
@@ -627,7 +653,7 @@ def test_bernoulli_attention_gradient_is_declared_whatever_the_sample(subject, o
         record.equal(name="mask in {0, 1}", out=bool(np.isin(mask, (0, 1)).all()), ref=True, oracle="closed-form")
         record.equal(name="mask[p=0]", out=mask[p == 0], ref=np.zeros_like(p[p == 0]), oracle="closed-form")
         record.equal(name="mask[p=1]", out=mask[p == 1], ref=np.ones_like(p[p == 1]), oracle="closed-form")
-        ok = _matches((gp, gf), (w * f, np.zeros_like(f)), p.dtype)
+        ok = _matches((gp, gf), (w * f, np.zeros_like(f)), p.dtype, (0.0, 0.0))
         record.check(EXPECT, bernoulli_backward="applied" if ok else "other")
         # a product, per element (scale 0: relative; a subnormal w*f may be flushed: FLUSHED)
         record.close(name="dp", out=gp, ref=w * f, oracle="closed-form", scale=0.0)

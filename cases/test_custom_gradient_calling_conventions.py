@@ -31,7 +31,7 @@ import numpy as np
 from hypothesis import example, given, strategies as st
 
 from suite import compare as cmp, finite_diff, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks import resources
 from suite.frameworks.tf_runner import Variables, in_v1_graph
@@ -59,6 +59,15 @@ BEHAVIOUR = behaviour(
         "https://docs.jax.dev/en/latest/_autosummary/jax.checkpoint.html",
         "https://docs.pytorch.org/docs/stable/checkpoint.html",
     ],
+    floor=Floor(
+        "mixed",
+        "Per element: the values and gradients of rev, the variable and nesting forms and the variable step's "
+        "gradient are products of the inputs (scale 0: each element relative to itself, classifiers too); "
+        "recompute_grad's gate gradients w s(b) and w a s(b)(1 - s(b)), and their sum at a == b, are held at "
+        "their terms |w| s (1 + |a|) per element, capped at the array's max |ref| (never looser than before). "
+        "Array-level: the loss (a sum, at its terms' magnitude) and the "
+        "float64 central differences of the summed objective, whose rounding is at the sum's magnitude.",
+    ),
 )
 
 # How a call site passes (x, y) to rev: one table for every framework.
@@ -228,8 +237,11 @@ EXPECT = expectations(
 
 # Python hyperparameters scale exactly (powers of two); w * y vs -w * x differ where w * x does.
 DISTINCT = 1e-2
-# Two float64 products and a float32/64 sum in another order than NumPy's: a few ulps of the loss.
+# Two float64 products and a float32/64 sum in another order than NumPy's: a few ulps of the loss
+# (only the loss: its scale is the magnitude of the summed terms).
 LOSS_TOL = cmp.tolerance(float32=1e-5)
+# A float64 central difference of the summed objective: the difference's truncation and rounding
+# (finite_diff.FD_TOL) at the sum's magnitude (fd_scale), not float64's gradient rounding.
 FD_TOL = cmp.tolerance(float64=finite_diff.FD_TOL)
 
 
@@ -595,16 +607,26 @@ def _v1_variable_steps(subject, v1, v2, a, b, *, reads):
 
 
 # ---------------------------------------------------------------- observations
-def classify(got, candidates: dict, dtype) -> str:
+def classify(got, candidates: dict, dtype, scales=None) -> str:
     """The first candidate whose every array ``got`` matches within GRAD (None only meets None);
-    ``none`` when every gradient is None; else ``other``."""
+    ``none`` when every gradient is None; else ``other``. ``scales``: one per array of ``got``
+    (per-element, as :func:`suite.compare.rel_err` takes it; default 0: products, each element
+    relative to itself)."""
+    scales = scales or (0.0,) * len(got)
     for name, refs in candidates.items():
         if all(
-            (g is None) == (r is None) and (r is None or cmp.rel_err(g, r) <= cmp.GRAD.of(dtype))
-            for g, r in zip(got, refs)
+            (g is None) == (r is None) and (r is None or cmp.rel_err(g, r, scale=capped(c, r)) <= cmp.GRAD.of(dtype))
+            for g, r, c in zip(got, refs, scales)
         ):
             return name
     return "none" if all(g is None for g in got) else "other"
+
+
+def capped(scale, ref):
+    """Per-element ``scale`` no larger than the array-level floor's (``max |ref|``): where an element's
+    terms exceed the whole array's magnitude, it is held as before, never more loosely."""
+    mag = np.abs(np.asarray(ref, np.float64))
+    return np.minimum(np.asarray(scale, np.float64), float(np.max(mag[np.isfinite(mag)], initial=0.0)))
 
 
 def call_candidates(call, x, y, w) -> dict:
@@ -614,6 +636,17 @@ def call_candidates(call, x, y, w) -> dict:
     if call == "same_tensor":  # one input: both slots' gradients land on it
         return {"applied": (w * x - s * w * x,), "first-occurrence": (w * x,), "autodiff": (2 * w * x,)}
     return {"applied": (w * y, -s * w * x), "autodiff": (w * y, w * x)}
+
+
+def gate_scales(a, b, w, *, summed=False):
+    """Per-element scales of :func:`gate_grads` (float64): ``|w| s`` for d/da; ``|w a| s`` for d/db,
+    whose ``1 - s`` cancels at the magnitude of 1; ``|w| s (1 + |a|)`` for their sum (a == b: SiLU's
+    derivative, whose two terms cancel where a < 0)."""
+    a64, w64 = np.abs(a.astype(np.float64)), np.abs(w.astype(np.float64))
+    s = 1 / (1 + np.exp(-b.astype(np.float64)))
+    if summed:
+        return (w64 * s * (1 + a64),)
+    return w64 * s, w64 * a64 * s
 
 
 def gate_grads(a, b, w):
@@ -716,7 +749,8 @@ def test_nested_custom_gradients_outer_replaces_chain_composes(subject, oracles,
     forms = nesting_forms(x, y, w, how)
     record.check(EXPECT, **{how: classify((gx, gy), forms, x.dtype)})
     value = x * y if how == "nested" else (x.astype(np.float64) * y * y).astype(x.dtype)
-    record.close(name=f"value[{how}]", out=out, ref=value, oracle="closed-form", tol=cmp.VALUE)
+    # products: each element relative to itself
+    record.close(name=f"value[{how}]", out=out, ref=value, oracle="closed-form", tol=cmp.VALUE, scale=0.0)
     want = next(iter(forms.values()))
     record.close(name=f"dx[{how}]", out=gx, ref=want[0], oracle="closed-form", scale=0.0)  # products: per element
     record.close(name=f"dy[{how}]", out=gy, ref=want[1], oracle="closed-form", scale=0.0)
@@ -747,22 +781,28 @@ def test_recompute_grad_sums_over_occurrences(subject, oracles, record, xyw, cal
     distinct = call == "distinct"
     b = y if distinct else x
     value = (x.astype(np.float64) / (1 + np.exp(-b.astype(np.float64)))).astype(x.dtype)
-    record.close(name=f"value[{call}]", out=out, ref=value, oracle="closed-form", tol=cmp.VALUE)
+    # x sigmoid(b): a product, each element relative to itself
+    record.close(name=f"value[{call}]", out=out, ref=value, oracle="closed-form", tol=cmp.VALUE, scale=0.0)
     first, second = gate_grads(x, x, w)
+    summed = gate_scales(x, x, w, summed=True)
     if distinct:
         got, forms = (gx, gy), {"per-argument": gate_grads(x, y, w)}
         fd = (lambda a, b: a / (1 + np.exp(-b)), (x, y))
+        scales = gate_scales(x, y, w)
     else:
         got, fd = (gx,), (silu, (x,))
         forms = {"sum-of-occurrences": (first + second,), "first-occurrence": (first,), "second-occurrence": (second,)}
-    kind = classify(got, forms, x.dtype)
+        scales = summed  # the largest of the three forms' terms
+    kind = classify(got, forms, x.dtype, scales)
     record.check(EXPECT, **{f"recompute[{call}]": kind})
     for i, (g, ref) in enumerate(zip(got, forms.get(kind, ()))):
-        record.close(name=f"grad{i}[{call}]", out=g, ref=ref, oracle="closed-form")
+        record.close(name=f"grad{i}[{call}]", out=g, ref=ref, oracle="closed-form", scale=capped(scales[i], ref))
     if kind not in ("per-argument", "sum-of-occurrences"):
         return
     if distinct and np.array_equal(x, y):  # equal values in two tensors: the slots add up to SiLU's derivative
-        record.close(name="dx + dy at y == x", out=gx + gy, ref=first + second, oracle="closed-form")
+        both = first + second
+        at = capped(summed[0], both)
+        record.close(name="dx + dy at y == x", out=gx + gy, ref=both, oracle="closed-form", scale=at)
     if x.dtype == np.float64:
         f, args = fd
         size = fd_scale(float(np.sum(np.abs(w * f(*args)))))
@@ -771,7 +811,9 @@ def test_recompute_grad_sums_over_occurrences(subject, oracles, record, xyw, cal
                 name=f"grad{i}[{call}]", out=got[i], ref=ref, oracle="finite-difference", tol=FD_TOL, scale=size
             )
     got = {"value": out, "dx": gx, "dy": gy if distinct else ...}
-    record.against(oracles, Recompute, x, y, cotangent=w, call=call, got=got)
+    # capped at the closed form's magnitude (the oracles' agree with it to rounding)
+    per = {"value": 0.0, "dx": capped(scales[0], forms[kind][0]), "dy": capped(scales[-1], forms[kind][-1])}
+    record.against(oracles, Recompute, x, y, cotangent=w, call=call, got=got, scale=per)
 
 
 def step_forms(k, v1, v2, a, b, *, reads) -> dict:
@@ -823,7 +865,7 @@ def test_tf_function_gradient_goes_to_the_variable_passed(subject, oracles, reco
         if loss is not None:  # a sum of terms of either sign: rounding is relative to the terms' magnitude
             size = float(step_forms(k, v1, v2, np.abs(a), np.abs(b), reads=reads)[kind][0])
             record.close(name=f"loss[v{k + 1}]", out=r[0], ref=loss, oracle="closed-form", tol=LOSS_TOL, scale=size)
-        record.close(name=f"grad[v{k + 1}]", out=r[1], ref=grad, oracle="closed-form")
+        record.close(name=f"grad[v{k + 1}]", out=r[1], ref=grad, oracle="closed-form", scale=0.0)  # 2 a v: products
         if kind == "passed-variable" and v1.dtype == np.float64:
 
             def f(p1, p2, k=k):
@@ -834,7 +876,7 @@ def test_tf_function_gradient_goes_to_the_variable_passed(subject, oracles, reco
             record.close(name=f"grad[v{k + 1}]", out=r[1], ref=fd, oracle="finite-difference", tol=FD_TOL, scale=size)
         if kind == "passed-variable":
             got = {"loss": ..., f"grad[v{k + 1}]": r[1]}  # the loss: against the closed form above, with its scale
-            record.against(oracles, VariableStep, v1, v2, a, b, via="run", which=k, reads=reads, got=got)
+            record.against(oracles, VariableStep, v1, v2, a, b, via="run", which=k, reads=reads, got=got, scale=0.0)
 
 
 # ---------------------------------------------------------------- seed examples

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from suite import ops
-from suite.behaviours import behaviour
+from suite.behaviours import Floor, behaviour
 from suite.expectations import expect, expect_keys
 from suite.ops import properties
 
@@ -46,6 +46,13 @@ BEHAVIOUR = behaviour(
     "elementwise-gradients",
     sources=[],
     links=[TF_MATH_GRAD, TF_NN_GRAD, JAX_LAX, TORCH_DERIVATIVES],
+    floor=Floor(
+        "mixed",
+        "Every float comparison here is an op-table row (properties.bind): the elementwise entries are held per "
+        "element by their own error model (MODEL's Terms and ULPS, suite.ops.error); softmax, log_softmax and "
+        "reduce_logsumexp are elementwise=False (each output normalises over its row), at the table's "
+        "array-level floor. The module compares nothing outside the table.",
+    ),
 )
 
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805

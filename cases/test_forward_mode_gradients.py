@@ -42,7 +42,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from suite import compare as cmp, finite_diff, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expect, expectations
 from suite.program import Program
 
@@ -60,6 +60,15 @@ BEHAVIOUR = behaviour(
         "https://docs.jax.dev/en/latest/_autosummary/jax.jvp.html",
         "https://docs.pytorch.org/docs/stable/generated/torch.func.jvp.html",
     ],
+    floor=Floor(
+        "mixed",
+        "Per element: nested accumulators of x^3, sin^3, exp^2 (f'(x) v and f''(x) v w, relative to themselves, "
+        "or for sin^3 at the terms 3 s^2 |v| and (6 |s| + 3 |s|^3) |v w|, cos being absolute at 1), the "
+        "elementwise program sin(x) a + x tanh(x) (value, J v, u^T J at the terms of their sums) and the "
+        "docstring seeds (x^3's derivatives). Array-level, as they mix: matmuls, reduce_prod, logsumexp, "
+        "broadcasts, segment means, u.J v (a sum), Hessian-vector products (at |g| |v|), Jacobians, and "
+        "central differences (absolute at the function's scale).",
+    ),
 )
 
 # ---------------------------------------------------------------- the programs
@@ -641,6 +650,31 @@ def hvp_scale(g, v, ref) -> float:
     return max(float(np.max(np.abs(g))) * float(np.max(np.abs(v))), float(np.max(np.abs(ref))))
 
 
+def elementwise_scales(prog, x, a, u, v) -> dict:
+    """Per element, the magnitude of the terms each output of the elementwise program sums (its
+    floor, suite.ops.error's rule): sin(x) a + x tanh(x); its derivative cos(x) a + tanh(x) +
+    x (1 - tanh^2 x), cos absolute at 1 and 1 - tanh^2 at 1 (times v for J v, u for u^T J); u sin(x)
+    for the gradient in a, a product (relative). Other programs mix elements: {} (array floor)."""
+    if prog != "elementwise":
+        return {}
+    x64, a64, u64, v64 = (np.asarray(t, np.float64) for t in (x, a, u, v))
+    th = np.abs(np.tanh(x64))
+    d = np.abs(a64) + th + np.abs(x64) * (1 + th**2)
+    return {"value": np.abs(np.sin(x64) * a64) + np.abs(x64) * th, "jvp": np.abs(v64) * d,
+            "vjp_x": np.abs(u64) * d, "vjp_a": 0.0}  # fmt: skip
+
+
+def nested_scales(x, v, w) -> dict:
+    """{f: (scale of f'(x) v, of f''(x) v w)} per element: x^3 and exp(x)^2 sum terms of one sign
+    (relative: 0.0); sin^3's 3 s^2 c v and 6 s c^2 - 3 s^3 at 3 s^2 |v| and (6 |s| + 3 |s|^3) |v w|
+    (cos is absolute at 1, and the second derivative cancels)."""
+    s = np.abs(np.sin(np.asarray(x, np.float64)))
+    vw = np.abs(np.asarray(v, np.float64) * np.asarray(w, np.float64))
+    rel = (0.0, 0.0)
+    return {"cube_of_input": rel, "cube_of_intermediate": rel, "exp_squared": rel,
+            "sin_cubed": (3 * s**2 * np.abs(np.asarray(v, np.float64)), (6 * s + 3 * s**3) * vw)}  # fmt: skip
+
+
 def tangent_kind(t, like) -> str:
     """``none``, ``zeros`` (the shape and dtype of ``like``), ``nonzero``, or what else it was."""
     if t is None:
@@ -693,7 +727,8 @@ def test_jvp_agrees_with_vjp_and_references(subject, oracles, record, prog, p, d
     # tensorflow#60164: "the jvp becomes a list of Nones" under tf.function (TF 2.6)
     record.check(EXPECT, forward_api="available" if jv is not None else "jvp-none")
     f = SMOOTH[prog].numpy
-    record.close(name="value", out=y, ref=f(x, a), oracle="closed-form", tol=cmp.VALUE)
+    at = elementwise_scales(prog, x, a, u, v)
+    record.close(name="value", out=y, ref=f(x, a), oracle="closed-form", tol=cmp.VALUE, scale=at.get("value"))
     terms = u.astype(np.float64) * np.asarray(jv, np.float64)  # their magnitude sets the floor
     rhs_terms = np.asarray(gx, np.float64) * v.astype(np.float64)
     lhs, rhs = np.sum(terms), np.sum(rhs_terms)
@@ -705,7 +740,7 @@ def test_jvp_agrees_with_vjp_and_references(subject, oracles, record, prog, p, d
         for name, out, ref in zip(("jvp", "vjp_x", "vjp_a"), (jv, gx, ga), fd):
             record.close(name=name, out=out, ref=ref, oracle="finite-difference", tol=FD, scale=fd_scale(ref))
     got = {"value": y, "jvp": jv, "vjp_x": gx, "vjp_a": ga}
-    record.against(oracles, Modes, x, a, u, v, via="run", got=got, prog=prog)
+    record.against(oracles, Modes, x, a, u, v, via="run", got=got, prog=prog, scale=at)
 
 
 @pytest.mark.parametrize("prog", HVP_PROGS)
@@ -783,23 +818,25 @@ def test_forward_over_forward_second_derivative(subject, oracles, record, p):
     out = subject.run(Nested.of(subject), x, v, w)
     closed = nested_closed(x.astype(np.float64))
     refs = [o.run(Nested.of(o), x, v, w) for o in oracles]
+    scales = nested_scales(x, v, w)
     for f, (jv, second) in out.items():
         d1, d2 = closed[f]
-        record.close(name=f"jvp[{f}]", out=jv, ref=(d1 * v).astype(x.dtype), oracle="closed-form")
+        s1, s2 = scales[f]  # per element (elementwise f)
+        record.close(name=f"jvp[{f}]", out=jv, ref=(d1 * v).astype(x.dtype), oracle="closed-form", scale=s1)
         ref = (d2 * v * w).astype(x.dtype)
-        ok = second is not None and cmp.rel_err(second, ref) <= cmp.GRAD.of(x.dtype)
+        ok = second is not None and cmp.rel_err(second, ref, scale=s2) <= cmp.GRAD.of(x.dtype)
         record.check(EXPECT, **{f"fwd_over_fwd[{f}]": "second-derivative" if ok else "differs"})
         if not ok:  # declared (TF eager): not a second derivative, nothing to compare it with
             continue
-        record.close(name=f"second[{f}]", out=second, ref=ref, oracle="closed-form")
+        record.close(name=f"second[{f}]", out=second, ref=ref, oracle="closed-form", scale=s2)
         if x.dtype == np.float64:
             fd = finite_diff.hvp(lambda x: subject.run(Nested.of(subject), x, v, w)[f][0], x, w)
             record.close(
                 name=f"second[{f}]", out=second, ref=fd, oracle="finite-difference", tol=FD, scale=fd_scale(fd)
             )
         for o, r in zip(oracles, refs):
-            record.close(name=f"jvp[{f}]", out=jv, ref=r[f][0], oracle=o.id)
-            record.close(name=f"second[{f}]", out=second, ref=r[f][1], oracle=o.id)
+            record.close(name=f"jvp[{f}]", out=jv, ref=r[f][0], oracle=o.id, scale=s1)
+            record.close(name=f"second[{f}]", out=second, ref=r[f][1], oracle=o.id, scale=s2)
 
 
 # ---------------------------------------------------------------- seed examples
@@ -811,8 +848,9 @@ def test_seed_docstring_forward_over_backward_hvp(subject, record, x):
     v = np.array([1.0, 0.0], np.float32)
     record.example(x=x, v=v)
     backward, hvp = subject.run(DocHvp.of(subject), x, v)
-    record.close(name="backward", out=backward, ref=np.array([3.0, 12.0], np.float32), oracle="closed-form")
-    record.close(name="hvp", out=hvp, ref=np.array([6.0, 0.0], np.float32), oracle="closed-form")
+    # 3 x^2 and 6 x v, elementwise products: each entry relative to itself
+    record.close(name="backward", out=backward, ref=np.array([3.0, 12.0], np.float32), oracle="closed-form", scale=0.0)
+    record.close(name="hvp", out=hvp, ref=np.array([6.0, 0.0], np.float32), oracle="closed-form", scale=0.0)
 
 
 @on("tensorflow", "jax", "torch")

@@ -47,7 +47,7 @@ https://pytorch.org/docs/stable/generated/torch.nn.functional.interpolate.html
 import numpy as np
 
 from suite import ops
-from suite.behaviours import behaviour
+from suite.behaviours import Floor, behaviour
 from suite.expectations import expect, raises
 from suite.interpolation import triangle
 from suite.ops import properties
@@ -70,6 +70,12 @@ BEHAVIOUR = behaviour(
     "image-resize-gradients",
     sources=[],
     links=[TF_ISSUE, TF_IMAGE_GRAD, TF_RESIZE, JAX_RESIZE, TORCH_INTERPOLATE],
+    floor=Floor(
+        "array",
+        "Every float comparison here is an op-table row (properties.bind); its entries are elementwise=False "
+        "(each output and each gradient pixel, M^T w, sums several pixels), so the table gives them its array-level "
+        "floor. The module compares nothing outside the table.",
+    ),
 )
 
 #: an 8x8 one-channel image, downscaled to 3x5; the results stacked over height and zero-padded

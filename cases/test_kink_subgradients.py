@@ -46,7 +46,7 @@ import numpy as np
 from hypothesis import example, given, strategies as st
 
 from suite import compare as cmp, finite_diff, ops, strategies as ss
-from suite.behaviours import behaviour
+from suite.behaviours import Floor, behaviour
 from suite.expectations import expect, expect_each, expectations, raises
 from suite.ops import properties
 from suite.program import Program, dispatch
@@ -76,6 +76,14 @@ BEHAVIOUR = behaviour(
         JAX_MAX_CONVENTION,
         "https://github.com/jax-ml/jax/issues/13600",
     ],
+    floor=Floor(
+        "mixed",
+        "Per element: values (exact picks) and gradients against closed forms and oracles, each element a routed "
+        "cotangent w_i, w_i / k at a k-way tie, or a sum of w over broadcast rows or overlapping pooling windows, "
+        "scaled by the same routing of |w| (so sums of mixed sign are held at sum |w|). Array-level: the float64 "
+        "central differences (their rounding is at the function's scale) and the tie classifier kind(), which "
+        "tells candidates apart that differ by w / 2 or more.",
+    ),
 )
 
 
@@ -222,6 +230,9 @@ EXPECT = expectations(
         link="https://github.com/tensorflow/tensorflow/blob/master/tensorflow/compiler/tf2xla/kernels/segment_reduction_ops.cc",
     ),
 )
+#: float64 central differences of a piecewise-linear function away from its kinks (FD_MARGIN): no
+#: truncation error, only rounding of the function's values over the step, ~eps |f| / h (1e-10 of the
+#: function's scale), held at the suite's difference tolerance with an array-level floor
 FD_TOL = cmp.tolerance(float64=finite_diff.FD_TOL)
 # A central difference at x steps ~6e-6 * max(1, |x|): values closer than this to a kink or
 # to a competing value are compared with the closed form and the oracles, not with differences.
@@ -633,6 +644,16 @@ def tie_group_sums(x, g):
     return np.stack([(r[:, None] == r[None, :]) @ gr for r, gr in zip(rows, grows)]).reshape(x.shape).astype(g.dtype)
 
 
+def magnitudes(candidates: dict, seen: str, default: str):
+    """Per-element scales from candidates computed with |w|: each element's cotangents summed without
+    their signs (a routed w, a split w / k, the sum over broadcast rows or overlapping windows), float64;
+    a tuple of them for a candidate with one array per input."""
+    picked = candidates.get(seen, candidates[default])
+    if isinstance(picked, tuple):
+        return tuple(np.asarray(m, np.float64) for m in picked)
+    return np.asarray(picked, np.float64)
+
+
 def separated(*groups) -> bool:
     """Every two different values within each group are far apart for a central difference."""
     for v in groups:
@@ -676,8 +697,10 @@ def test_maximum_minimum_share_ties(subject, oracles, record, p, op):
     if tied:
         record.check(EXPECT, **{op: seen})
     ref_dx, ref_dy = candidates.get(seen, candidates["split-evenly"])
-    record.close(name=f"d{op}/dx", out=dx, ref=ref_dx, oracle="closed-form")
-    record.close(name=f"d{op}/dy", out=dy, ref=ref_dy, oracle="closed-form")
+    # per element: dx routes w_i (or w_i / 2) alone, dy sums w over the broadcast rows (scale: sum |w|)
+    at_dx, at_dy = magnitudes(extremum_candidates(x, y, np.abs(w), op=op)[0], seen, "split-evenly")
+    record.close(name=f"d{op}/dx", out=dx, ref=ref_dx, oracle="closed-form", scale=at_dx)
+    record.close(name=f"d{op}/dy", out=dy, ref=ref_dy, oracle="closed-form", scale=at_dy)
     record.against(
         oracles,
         Extremum,
@@ -686,6 +709,7 @@ def test_maximum_minimum_share_ties(subject, oracles, record, p, op):
         cotangent=w,
         op=op,
         got={"value": out, "dx": dx, "dy": dy} if not tied else {"value": out},
+        scale={"value": np.abs(getattr(np, op)(x, y).astype(np.float64)), "dx": at_dx, "dy": at_dy},
     )
     if not tied and x.dtype == np.float64 and separated(*np.stack(np.broadcast_arrays(x, y), -1).reshape(-1, 2)):
         fx, fy = finite_diff.vjp(getattr(np, op), x, y, cotangent=w)
@@ -711,7 +735,8 @@ def test_maximum_with_zero_is_relu_except_at_zero(subject, record, xw):
         out, (grads[name],) = subject.vjp(Kinked.of(subject), x, cotangent=w, op=name)
         record.close(name=name, out=out, ref=f(x64).astype(x.dtype), oracle="closed-form", tol=cmp.EXACT)
         ref = (w * df(x64)).astype(x.dtype)
-        record.close(name=f"d{name} off 0", out=grads[name][~zero], ref=ref[~zero], oracle="closed-form")
+        at = np.abs(ref[~zero].astype(np.float64))  # w_i times a slope of 0 or 1: elementwise, exact
+        record.close(name=f"d{name} off 0", out=grads[name][~zero], ref=ref[~zero], oracle="closed-form", scale=at)
     if zero.any():
         same = np.array_equal(grads["maximum(x,0)"][zero], grads["relu"][zero])
         record.check(EXPECT, **{"maximum(x,0)-vs-relu@0": "same" if same else "differs"})
@@ -735,8 +760,12 @@ def test_reductions_share_tied_extrema(subject, oracles, record, xw):
         seen = kind(g, candidates, x.dtype)
         if tied:
             record.check(EXPECT, **{name: seen})
-        record.close(name=f"d{name}", out=g, ref=candidates.get(seen, candidates["split-evenly"]), oracle="closed-form")
-        record.against(oracles, Reduction, x, cotangent=w, op=name, got={"value": out, "grad": ... if tied else g})
+        # per element: each element receives its row's w (or w / k at a k-way tie) alone
+        at = magnitudes(group_candidates(x, np.abs(w), groups, pick=pick)[0], seen, "split-evenly")
+        record.close(name=f"d{name}", out=g, ref=candidates.get(seen, candidates["split-evenly"]), oracle="closed-form",
+                     scale=at)  # fmt: skip
+        record.against(oracles, Reduction, x, cotangent=w, op=name, got={"value": out, "grad": ... if tied else g},
+                       scale={"value": np.abs(ref.astype(np.float64)), "grad": at})  # fmt: skip
         if not tied and x.dtype == np.float64 and separated(*x.reshape(-1, x.shape[-1])):
             (fd,) = finite_diff.vjp(lambda v, pick=pick: pick(v, axis=-1), x, cotangent=w)
             record.close(name=f"d{name}", out=g, ref=fd, oracle="finite-difference", tol=FD_TOL)
@@ -761,10 +790,17 @@ def test_max_pool_sends_a_tied_window_to_one_element(subject, oracles, record, p
     seen = kind(g, candidates, x.dtype)
     if tied:
         record.check(EXPECT, max_pool=seen)
+    # per element: the sum of the w of the (overlapping) windows it is the maximum of (scale: sum |w|)
+    at = magnitudes(group_candidates(x, np.abs(w), groups, pick=np.max)[0], seen, "first-occurrence")
     record.close(
-        name="dmax_pool", out=g, ref=candidates.get(seen, candidates["first-occurrence"]), oracle="closed-form"
+        name="dmax_pool",
+        out=g,
+        ref=candidates.get(seen, candidates["first-occurrence"]),
+        oracle="closed-form",
+        scale=at,
     )
-    record.against(oracles, MaxPool, x, cotangent=w, k=k, s=s, got={"value": out, "grad": ... if tied else g})
+    record.against(oracles, MaxPool, x, cotangent=w, k=k, s=s, got={"value": out, "grad": ... if tied else g},
+                   scale={"value": np.abs(ref.astype(np.float64)), "grad": at})  # fmt: skip
     if not tied and x.dtype == np.float64 and separated(*(x.ravel()[grp] for grp in groups)):
         (fd,) = finite_diff.vjp(lambda v: group_values(v, groups, shape, pick=np.max), x, cotangent=w)
         record.close(name="dmax_pool", out=g, ref=fd, oracle="finite-difference", tol=FD_TOL)
@@ -784,19 +820,18 @@ def test_top_k_and_sort_route_ties_by_position(subject, oracles, record, x):
         w = np.broadcast_to(np.arange(1, m + 1), (*x.shape[:-1], m)).astype(x.dtype)
         out, (g,) = subject.vjp(program.of(subject), x, cotangent=w, **static)
         ordered = np.sort(x, axis=-1)
-        record.close(
-            name=name,
-            out=out,
-            ref=(ordered[..., ::-1] if descending else ordered)[..., :m],
-            oracle="closed-form",
-            tol=cmp.EXACT,
-        )
+        sorted_ref = (ordered[..., ::-1] if descending else ordered)[..., :m]
+        record.close(name=name, out=out, ref=sorted_ref, oracle="closed-form", tol=cmp.EXACT)
         candidates, order_matters = order_candidates(x, w, m=m, descending=descending)
+        at = np.abs(candidates["stable"].astype(np.float64))  # each element one routed w (or 0): its own magnitude
         # signed zeros that a total order would separate: observed under their own key
         if not np.array_equal(candidates["stable"], candidates["total-order"]):
             name, order_matters = f"{name}[signed zeros]", True
         stable_sums = tie_group_sums(x, candidates["stable"])
-        record.close(name=f"d{name} per tie group", out=tie_group_sums(x, g), ref=stable_sums, oracle="closed-form")
+        # per element: w holds positive integers (output positions), routed one each and summed over a tie group
+        # without cancellation, so every element is held at its own magnitude
+        record.close(name=f"d{name} per tie group", out=tie_group_sums(x, g), ref=stable_sums, oracle="closed-form",
+                     scale=np.abs(stable_sums.astype(np.float64)))  # fmt: skip
         seen = kind(g, candidates, x.dtype).replace("other", "other-order")
         unspecified = getattr(program, "unspecified_tie_order", {})
         if order_matters and subject.framework in unspecified:
@@ -805,9 +840,15 @@ def test_top_k_and_sort_route_ties_by_position(subject, oracles, record, x):
         elif order_matters:
             record.check(EXPECT, **{name: seen})
         else:
-            record.close(name=f"d{name}", out=g, ref=candidates["stable"], oracle="closed-form")
+            record.close(name=f"d{name}", out=g, ref=candidates["stable"], oracle="closed-form", scale=at)
         record.against(
-            oracles, program, x, cotangent=w, **static, got={"value": out, "grad": ... if order_matters else g}
+            oracles,
+            program,
+            x,
+            cotangent=w,
+            **static,
+            got={"value": out, "grad": ... if order_matters else g},
+            scale={"value": np.abs(sorted_ref.astype(np.float64)), "grad": at},
         )
         if not order_matters and x.dtype == np.float64 and separated(*x.reshape(-1, x.shape[-1])):
             f = (lambda v, m=m: -np.sort(-v, axis=-1)[..., :m]) if descending else (lambda v: np.sort(v, axis=-1))
@@ -837,8 +878,12 @@ def test_segment_extrema_share_ties(subject, oracles, record, xw, which):
         seen = kind(g, candidates, x.dtype)
         if tied:
             record.check(EXPECT, **{name: seen})
-        record.close(name=f"d{name}", out=g, ref=candidates.get(seen, candidates["split-evenly"]), oracle="closed-form")
-        record.against(oracles, Segment, x, ids, cotangent=w, op=name, got={"value": out, "grad": ... if tied else g})
+        # per element: each element receives its segment's w (or w / k at a k-way tie) alone
+        at = magnitudes(group_candidates(x, np.abs(w), groups, pick=pick)[0], seen, "split-evenly")
+        record.close(name=f"d{name}", out=g, ref=candidates.get(seen, candidates["split-evenly"]), oracle="closed-form",
+                     scale=at)  # fmt: skip
+        record.against(oracles, Segment, x, ids, cotangent=w, op=name, got={"value": out, "grad": ... if tied else g},
+                       scale={"value": np.abs(ref.astype(np.float64)), "grad": at})  # fmt: skip
         if not tied and x.dtype == np.float64 and separated(*(x[grp] for grp in groups)):
             (fd,) = finite_diff.vjp(
                 lambda v, groups=groups, pick=pick: group_values(v, groups, (N_SEGMENTS,), pick=pick), x, cotangent=w

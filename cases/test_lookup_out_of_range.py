@@ -53,7 +53,7 @@ from hypothesis import example, given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, optimizers, out_of_range as oor, strategies as ss
-from suite.behaviours import behaviour
+from suite.behaviours import Floor, behaviour
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
 from suite.program import Program
@@ -84,6 +84,14 @@ BEHAVIOUR = behaviour(
         JNP_TAKE,
         TORCH_EMBEDDING,
     ],
+    floor=Floor(
+        "mixed",
+        "Per element: the in-range densified gradient (row r sums the cotangents of the ids equal to r, "
+        "scale: their sum of |w|) and one step's displacement new - table (scale |table_i| + |step_i|, the "
+        "subtraction's terms, at 8 units of rounding; SGD at cmp.GRAD, Adam at STEP_TOL). Lookups and one-hot "
+        "rows are compared exactly; the out-of-range classifiers (suite.out_of_range: classify_grad, "
+        "matching_rules) keep their own array-level comparisons, which tell a moved row from an unmoved one.",
+    ),
 )
 
 CATEGORIES = oor.CATEGORIES
@@ -629,8 +637,18 @@ def adam_rows(per_slice: bool):
     return update
 
 
-STEP_TOL = 1e-4  # Adam's eps placement differs between implementations by O(eps / |g|)
-STEP = cmp.tolerance(float32=STEP_TOL, float64=STEP_TOL)
+#: Adam's step: its eps placement differs between implementations by O(eps / |g|) of the step. The out-of-range
+#: rule classifiers (``classify_step``, ``duplicates_model``) use it for both optimizers: they tell rows that
+#: moved from rows that did not.
+STEP_TOL = 1e-4
+#: One step's displacement ``new - table``, held per element (:func:`step_scale`): the subtraction rounds at
+#: the table entry's magnitude (half a unit) and the step carries its own few roundings, so the floor is 8
+#: units of rounding of ``|table_i| + |step_i|`` (below the array floor it replaces, 32 units at max |step|
+#: over STEP_TOL, for these draws: |table| <= 10, a reached row's |step| >= lr / 2). Adam at STEP_TOL (its eps
+#: placement); SGD's step has no eps (lr times a sum of slices): cmp.GRAD.
+_STEP_ULPS = {"float32": 8.0, "float64": 8.0}
+STEP = dataclasses.replace(cmp.tolerance(float32=STEP_TOL, float64=STEP_TOL), floor_ulps=_STEP_ULPS)
+SGD_STEP = dataclasses.replace(cmp.GRAD, floor_ulps=_STEP_ULPS)
 UPDATES = {
     "sgd": {"summed-gradient": sgd_rows},
     "adam": {"summed-gradient": adam_rows(False), "per-slice-moments": adam_rows(True)},
@@ -658,6 +676,13 @@ def duplicates_model(delta, table, ids, w, opt):
         name for name, update in UPDATES[opt].items() if cmp.rel_err(delta, _rows(update, table, ids, w)) <= STEP_TOL
     }
     return oor.verdict(fits, none_fits="other")
+
+
+def step_scale(table, ref):
+    """Per element, the magnitudes in ``new - table``: the table entry and the step, float64; 0 where no
+    slice reaches the row (the optimizer leaves it untouched: exactly 0)."""
+    ref = np.asarray(ref, np.float64)
+    return np.where(ref != 0, np.abs(np.asarray(table, np.float64)) + np.abs(ref), 0.0)
 
 
 def _rows(update, table, ids, w):
@@ -734,14 +759,20 @@ def test_in_range_lookup_and_sparse_gradient(subject, oracles, record, case):
     record.example(table=case.table, ids=case.ids, w=case.w)
     ref_grad = np.zeros(case.table.shape, np.float64)
     np.add.at(ref_grad, case.ids, case.w)
+    # per element: each row of the densified gradient sums the cotangents of its ids alone (scale: their |w|)
+    at = np.zeros(case.table.shape, np.float64)
+    np.add.at(at, case.ids, np.abs(np.asarray(case.w, np.float64)))
     for api, static in apis_of(subject, case.table).items():
         out = subject.run(Lookup.of(subject), case.table, case.ids, api=api, **static)
         rows, values, dense = subject.run(LookupGrad.of(subject), case.table, case.ids, case.w, api=api, **static)
         record.close(name=f"{api} value", out=out, ref=case.table[case.ids], oracle="closed-form", tol=cmp.EXACT)
-        record.close(name=f"{api} grad", out=dense, ref=ref_grad.astype(case.table.dtype), oracle="closed-form")
+        record.close(
+            name=f"{api} grad", out=dense, ref=ref_grad.astype(case.table.dtype), oracle="closed-form", scale=at
+        )
         record.check(EXPECT, **{f"grad-form:{api}": grad_form(rows, values, case.ids, case.w)})
         exact = np.array_equal(out, case.table[case.ids])
-        exact = exact and cmp.rel_err(dense, ref_grad) <= cmp.GRAD.of(case.table.dtype)
+        t = cmp.GRAD.of(case.table.dtype)
+        exact = exact and cmp.rel_err(dense, ref_grad, rtol=t, scale=at, dtype=case.table.dtype) <= t
         record.check(EXPECT, in_range="exact" if exact else "wrong")
         if api == "embedding_lookup":
             record.against(oracles, Lookup, case.table, case.ids, via="run", got={"value": out}, tol=cmp.EXACT)
@@ -753,6 +784,7 @@ def test_in_range_lookup_and_sparse_gradient(subject, oracles, record, case):
                 case.w,
                 via="run",
                 got={"rows": ..., "values": ..., "grad": dense},
+                scale={"grad": at},
             )
 
 
@@ -837,11 +869,13 @@ def test_one_step_with_repeated_ids(subject, record, case):
         if model is not None:
             record.check(EXPECT, **{f"step:{opt}[duplicates]": model})
         if model in UPDATES[opt]:
+            ref = _rows(UPDATES[opt][model], case.table, case.ids, case.w)
             record.close(
                 name=f"{opt} step[{model}]",
                 out=delta,
-                ref=_rows(UPDATES[opt][model], case.table, case.ids, case.w),
+                ref=ref,
                 oracle="closed-form",
-                tol=STEP,
+                tol=STEP if opt == "adam" else SGD_STEP,
                 derived_from=case.table.dtype,
+                scale=step_scale(case.table, ref),  # per element: new - table cancels to the step
             )

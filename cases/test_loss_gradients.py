@@ -54,7 +54,7 @@ import numpy as np
 from hypothesis import given, strategies as st
 
 from suite import compare as cmp, out_of_range as oor, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expect, expectations
 from suite.program import Program
 
@@ -89,6 +89,14 @@ BEHAVIOUR = behaviour(
         "https://pytorch.org/docs/stable/generated/torch.nn.functional.cross_entropy.html",
         "https://keras.io/api/losses/probabilistic_losses/",
     ],
+    floor=Floor(
+        "mixed",
+        "Array-level throughout: softmax cross-entropies, their logits' and labels' gradients, hypergradients "
+        "and masked-softmax rows all normalise over a row (softmax, a sum over classes), held at the row's "
+        "cotangent or the inputs' magnitude. The binary Keras loss's per-entry gradient w (sigmoid(z) - y) / n "
+        "is elementwise but cancels at |w|, and Keras computes it through its own unwrapped, clipped "
+        "probabilities: it keeps the array floor at max(w) (not moved to per element).",
+    ),
 )
 
 KINDS = ("sum-not-1", "zero")  # label rows where the two gradient rules differ

@@ -45,7 +45,7 @@ import pytest
 from hypothesis import assume, example, given, strategies as st
 
 from suite import compare as cmp, finite_diff, ops, strategies as ss
-from suite.behaviours import behaviour
+from suite.behaviours import Floor, behaviour
 from suite.expectations import expect, expectations, raises
 from suite.program import Program
 
@@ -73,6 +73,15 @@ BEHAVIOUR = behaviour(
         TF_XLA_WHERE,
         JAX_FAQ,
     ],
+    floor=Floor(
+        "mixed",
+        "Per element: where(ok, f(x), 0) of sqrt, log, 1/x, x**0.5, x**-1, its gradient w f'(x) (products and "
+        "quotients, no cancellation) and the seeds' where(x > 0, 0, exp(x)) and where(y > 0, sqrt(y), y) are "
+        "held relatively per element (scale 0.0). Array-level where results mix: x/|x| and its gradient "
+        "(the row's norm, at |w|), clip_by_norm and clip_by_global_norm (the global norm, at the inputs' "
+        "magnitude: c/n (w - t (t.w)/n^2) cancels), jax#347's row norms, and the central differences, whose "
+        "error is absolute at the scale of the summed function.",
+    ),
 )
 
 OPS = ("sqrt", "log", "reciprocal", "divide", "normalize", "x**0.5", "x**-1")  # the entries below
@@ -824,8 +833,9 @@ def test_seed_tf_2540_exp_overflow_in_the_unselected_branch(subject, record, x):
     out, (grad,) = subject.vjp(ExpOtherwiseZero.of(subject), x)
     record.check(EXPECT, seed_2540=kinds(grad[:1]))
     ref = np.array([0.0, np.exp(-1.0)], np.float32)
-    record.close(name="value", out=out, ref=ref, oracle="closed-form", tol=cmp.VALUE)
-    record.close(name="grad[x=-1]", out=grad[1:], ref=ref[1:], oracle="closed-form")
+    # elementwise (0, or exp(x)): each entry relative to itself
+    record.close(name="value", out=out, ref=ref, oracle="closed-form", tol=cmp.VALUE, scale=0.0)
+    record.close(name="grad[x=-1]", out=grad[1:], ref=ref[1:], oracle="closed-form", scale=0.0)
 
 
 @given(x=st.just(np.array([[1.0, 2.0], [3.0, 4.0], [0.0, 0.0]])))
@@ -853,8 +863,11 @@ def test_seed_tf_38349_sqrt_or_identity(subject, record, y):
     for double, key in ((False, "seed_38349_where"), (True, "seed_38349_double_where")):
         out, (grad,) = subject.vjp(SqrtOrIdentity.of(subject), y, double=double)
         record.check(EXPECT, **{key: "other-branch" if np.array_equal(grad[:2], [1, 1]) else kinds(grad[:2])})
-        record.close(name=f"value[{key}]", out=out, ref=np.array([-1, 0, 2], np.float32), oracle="closed-form")
-        record.close(name=f"grad[{key}][y=4]", out=grad[2:], ref=np.array([0.25], np.float32), oracle="closed-form")
+        # elementwise (y, or sqrt(y) and its derivative): each entry relative to itself
+        ref = np.array([-1, 0, 2], np.float32)
+        record.close(name=f"value[{key}]", out=out, ref=ref, oracle="closed-form", scale=0.0)
+        ref = np.array([0.25], np.float32)
+        record.close(name=f"grad[{key}][y=4]", out=grad[2:], ref=ref, oracle="closed-form", scale=0.0)
 
 
 @given(a=st.just(np.zeros(3, np.float32)))

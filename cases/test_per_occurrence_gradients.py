@@ -21,7 +21,7 @@ import numpy as np
 from hypothesis import given, strategies as st
 
 from suite import compare as cmp, finite_diff, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expectations
 from suite.program import Program
 
@@ -32,6 +32,13 @@ BEHAVIOUR = behaviour(
         "https://www.tensorflow.org/api_docs/python/tf/stop_gradient",
         "https://www.tensorflow.org/api_docs/python/tf/compat/v1/variable_scope",
     ],
+    floor=Floor(
+        "mixed",
+        "Per element, relative to |ref_i|: X_A*Y_B*Y_A*Y_B's gradients (X_A Y_B Y_A per occurrence, their sum "
+        "two equal terms) and the t * t and t + t slots (w t, w). Array-level: y = B A B x's and the reused "
+        "tanh(W tanh(W x)) block's gradients (matrix-vector products of either sign, tanh's 1 - y^2; floored at "
+        "the inputs' magnitude), t @ t's, and every finite difference.",
+    ),
 )
 
 EXPECT = expectations({"occurrences": "sum"})
@@ -310,13 +317,15 @@ def test_reused_variable_gradient_is_sum_over_occurrences(subject, oracles, reco
     _, (_, g2, _) = subject.vjp(f, xa, yb, ya, freeze="first")
     # dtype=: under NumPy 1.x the scalars' closed form may come out float64 (value-based casting)
     one = dict(oracle="closed-form", tol=SUM_TOL, dtype=yb.dtype)
-    record.close(name="total", out=total, ref=2 * xa * yb * ya, **one)
-    record.close(name="first", out=g1, ref=xa * yb * ya, **one)
-    record.close(name="second", out=g2, ref=xa * yb * ya, **one)
+    # elementwise products (the total two equal ones): each element held relative to its own magnitude
+    per = np.abs(np.asarray(xa, np.float64) * yb * ya)
+    record.close(name="total", out=total, ref=2 * xa * yb * ya, scale=2 * per, **one)
+    record.close(name="first", out=g1, ref=xa * yb * ya, scale=per, **one)
+    record.close(name="second", out=g2, ref=xa * yb * ya, scale=per, **one)
     record.check(EXPECT, occurrences="sum" if cmp.rel_err(g1 + g2, total) <= SUM_TOL.of(yb.dtype) else "not-sum")
     skip = {"Z": ..., "dX_A": ...}  # the oracles' outputs before dY_B are not compared
-    record.against(oracles, Product, xa, yb, ya, got={**skip, "total": total}, tol=SUM_TOL)
-    record.against(oracles, Product, xa, yb, ya, freeze="second", got={**skip, "first": g1}, tol=SUM_TOL)
+    record.against(oracles, Product, xa, yb, ya, got={**skip, "total": total}, tol=SUM_TOL, scale=2 * per)
+    record.against(oracles, Product, xa, yb, ya, freeze="second", got={**skip, "first": g1}, tol=SUM_TOL, scale=per)
     # the fourth oracle: float64 differences of this framework's own forward passes
     differences(record, subject, Product, xa, yb, ya, got={"dX_A": gxa, "total": total, "dY_A": gya})
     split = {"dX_A": ..., "first": g1, "dY_A": ..., "second": g2}

@@ -42,7 +42,7 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import Variables, in_v1_graph
 from suite.program import Program
@@ -66,6 +66,14 @@ BEHAVIOUR = behaviour(
         SESSION_RUN,
         "https://www.tensorflow.org/api_docs/python/tf/control_dependencies",
     ],
+    floor=Floor(
+        "mixed",
+        "Per element: the updated centers c_k - sum_i diff_i (the terms |c_kj| and each |diff_ij| of its class: "
+        "update_scales), the step's features x - lr (x - c_y) (|x| + lr (|x| + |c_y|)), and update_centers_op's "
+        "gradients against the oracles (d centers at |w_k|, d x a product); the scatter's own gradients are "
+        "exact. Array-level: d alpha (a sum over the batch, floored at its terms), the finite differences, and "
+        "the classifiers that tell accumulate from last-wins.",
+    ),
 )
 
 V1_REF = "tf.compat.v1.scatter_sub(use_resource=False)"
@@ -329,6 +337,18 @@ def closed_forms(b) -> dict:
     return {k: v.astype(b.centers.dtype) for k, v in refs.items()}
 
 
+def update_scales(b) -> np.ndarray:
+    """Per element of the centers, the terms its update sums: |c_kj| and each |diff_ij| of its class
+    (c - x > 0 here, so the update c - sum_i diff_i cancels; its rounding is at these terms, not at the
+    largest center's)."""
+    c, x, a = (np.asarray(v, np.float64) for v in (b.centers, b.x, b.alpha))
+    y = b.labels
+    diff = a * (c[y] - x) / (1 + (y[:, None] == y[None, :]).sum(1))[:, None]
+    out = np.abs(c)
+    np.add.at(out, y, np.abs(diff))
+    return out
+
+
 def classify(out, refs, tol) -> str:
     return next((k for k, ref in refs.items() if cmp.rel_err(out, ref) <= tol), "other")
 
@@ -392,13 +412,14 @@ def _updates(runner, b) -> dict:
 def _check_updates(subject, oracles, record, b):
     __tracebackhide__ = True
     refs, tol = closed_forms(b), UPDATE_TOL.of(b.x.dtype)
+    scales = update_scales(b)
     outs = _updates(subject, b)
     for m, out in outs.items():
         kind = cmp.error_name(out) if isinstance(out, Exception) else classify(out, refs, tol)
         kind = racy_on_gpu(subject, record, m, kind, out, b, tol)
         record.check(EXPECT, **{m: kind})
         if kind in refs:
-            record.close(name=m, out=out, ref=refs[kind], oracle="closed-form", tol=UPDATE_TOL)
+            record.close(name=m, out=out, ref=refs[kind], oracle="closed-form", tol=UPDATE_TOL, scale=scales)
     for o in oracles:
         theirs = _updates(o, b)
         for m, ref in theirs.items():  # the oracles' own readings, recorded in this row too
@@ -407,7 +428,8 @@ def _check_updates(subject, oracles, record, b):
             )
         for m, out in outs.items():
             if not isinstance(out, Exception) and classify(out, refs, tol) == "accumulate":
-                record.close(name=m, out=out, ref=theirs[ORACLE_SPELLING[o.framework]], oracle=o.id, tol=UPDATE_TOL)
+                ref = theirs[ORACLE_SPELLING[o.framework]]
+                record.close(name=m, out=out, ref=ref, oracle=o.id, tol=UPDATE_TOL, scale=scales)
 
 
 def _check_fetches(subject, record, b):
@@ -416,14 +438,17 @@ def _check_fetches(subject, record, b):
     refs, tol = closed_forms(b), UPDATE_TOL.of(b.x.dtype)
     c, x, y = b.centers, b.x, b.labels
     features = (x - LR * (x.astype(np.float64) - c[y])).astype(x.dtype)
+    # per element, the terms of x - LR (x - c_y): |x| and LR (|x| + |c_y|)
+    x64, cy64 = np.abs(x.astype(np.float64)), np.abs(c[y].astype(np.float64))
+    feature_scales = x64 + LR * (x64 + cy64)
     for fetch, key in (("train", "update_unfetched"), ("train+update", "update_fetched")):
         out = subject.run(TrainStep.of(subject), *_args(b), fetch=fetch, **_sig(subject, b))
         feats, centers = out if subject.mode == "graph" else subject.run(State.of(subject), c, x, **_sig(subject, b))
-        record.close(name=f"features[{fetch}]", out=feats, ref=features, oracle="closed-form", tol=UPDATE_TOL)
+        record.close(name=f"features[{fetch}]", out=feats, ref=features, oracle="closed-form", tol=UPDATE_TOL,
+                     scale=feature_scales)  # fmt: skip
         if fetch == "train+update" and subject.mode != "graph":
-            record.close(
-                name="fetched update", out=out[1], ref=refs["accumulate"], oracle="closed-form", tol=UPDATE_TOL
-            )
+            record.close(name="fetched update", out=out[1], ref=refs["accumulate"], oracle="closed-form",
+                         tol=UPDATE_TOL, scale=update_scales(b))  # fmt: skip
         record.check(EXPECT, **{key: ran(centers, c, refs["accumulate"], tol)})
 
 
@@ -483,7 +508,11 @@ def test_scatter_gradients_with_repeated_labels_match_differences(subject, oracl
         derived_from=ga.dtype,
     )
     got = {"value": ..., "d centers": gc, "d x": gx, "d labels": ..., "d alpha": ...}
-    record.against(oracles, CenterStep, *_args(b), cotangent=w, got=got, tol=UPDATE_TOL)
+    # per element: d centers_k = w_k (1 - alpha n_k / (1 + n_k)) sums terms of size |w_k| (a tiny w_k beside a
+    # large one included); d x_i = -alpha w_{y_i} / (1 + n_i) is a product
+    w64 = np.abs(np.asarray(w, np.float64))
+    per = {"d centers": w64, "d x": np.abs(np.float64(b.alpha)) * w64[y] / (1 + n)[:, None]}
+    record.against(oracles, CenterStep, *_args(b), cotangent=w, got=got, tol=UPDATE_TOL, scale=per)
 
 
 # ---------------------------------------------------------------- seed examples

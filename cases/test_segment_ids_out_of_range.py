@@ -66,7 +66,7 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, out_of_range as oor, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import Expectations, expect, expect_keys, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
 from suite.program import Program
@@ -99,6 +99,14 @@ BEHAVIOUR = behaviour(
         JAX_SEGMENT_SUM,
         TORCH_SCATTER_REDUCE,
     ],
+    floor=Floor(
+        "mixed",
+        "Values (segment and sparse-segment sums, means, sqrt_n, products, extremes of signed data) sum a segment's "
+        "rows, so they keep the array-level floor. Gradients are held per element, purely relatively (scale |ref_i|): "
+        "each is the positive cotangent of its segment gathered and divided by the count or its square root, times "
+        "the segment's other elements for prod, summed with positive weights over repeated sparse indices (bincount: "
+        "gathered alone), so no formula cancels; classifiers of gradient rows use the same scales.",
+    ),
 )
 
 CATEGORIES = oor.CATEGORIES
@@ -536,6 +544,12 @@ def closed_form_grad(api, data, ids, n, w) -> np.ndarray:
     return g
 
 
+def relative(ref) -> np.ndarray:
+    """Per-element scales of a gradient of this module: ``|ref_i|`` (each element is a gathered positive
+    cotangent times factors, or a sum of such, so no formula cancels: held relatively per element)."""
+    return np.abs(np.asarray(ref, np.float64))
+
+
 def effective_ids(ids, n, rule: dict) -> np.ndarray:
     """The ids each out-of-range category is sent to under ``rule`` (category -> a
     :data:`suite.out_of_range.GRAD_RULES` name; ``dropped`` becomes -1, which no segment is)."""
@@ -660,7 +674,7 @@ def test_unsorted_gradient_out_of_range_is_declared(subject, record, case):
         ref = closed_form_grad(api, case.data, idx, case.n, case.w)
         if inside.any():
             t = cmp.GRAD.of(case.data.dtype)
-            kept = cmp.rel_err(grad[inside], ref[inside], dtype=case.data.dtype) <= t
+            kept = cmp.rel_err(grad[inside], ref[inside], dtype=case.data.dtype, scale=relative(ref[inside])) <= t
             record.check(EXPECT, **{f"rows:{api}": "closed-form" if kept else "spread"})
             if kept:
                 record.close(
@@ -668,6 +682,7 @@ def test_unsorted_gradient_out_of_range_is_declared(subject, record, case):
                     out=grad[inside],
                     ref=ref[inside].astype(grad.dtype),
                     oracle="closed-form",
+                    scale=relative(ref[inside]),
                 )
         return classify_grad_rows(grad, idx, case.n)
 
@@ -678,7 +693,8 @@ def nan_row_label(grad, ref, inside, nan_rows, dtype) -> str:
     """``spreads`` where a kept (in-range) row's gradient is not its closed form ``ref``; else what
     the NaN rows' own gradient is: ``isolated`` (0), ``nan``, or ``leaks`` (a segment's cotangent)."""
     grad = np.asarray(grad)
-    if inside.any() and cmp.rel_err(grad[inside], ref[inside], dtype=dtype) > cmp.GRAD.of(dtype):
+    at = relative(ref[inside])
+    if inside.any() and cmp.rel_err(grad[inside], ref[inside], dtype=dtype, scale=at) > cmp.GRAD.of(dtype):
         return "spreads"
     own = grad[nan_rows]
     return "isolated" if not np.any(own) else "nan" if np.isnan(own).all() else "leaks"
@@ -703,7 +719,13 @@ def test_nan_in_dropped_row_stays_out_of_kept_gradients(subject, record, case):
                 ref = closed_form_grad(api, data, ids, case.n, case.w).astype(case.data.dtype)
                 seen = nan_row_label(grad, ref, inside, nan_rows, case.data.dtype)
                 if seen != "spreads":
-                    record.close(name=f"{api} kept rows [{c}]", out=grad[inside], ref=ref[inside], oracle="closed-form")
+                    record.close(
+                        name=f"{api} kept rows [{c}]",
+                        out=grad[inside],
+                        ref=ref[inside],
+                        oracle="closed-form",
+                        scale=relative(ref[inside]),
+                    )
             record.check(EXPECT, **{f"nan-row:{api}[{c}]": seen})
 
 
@@ -719,7 +741,9 @@ def test_unsorted_in_range_match_closed_form_and_oracles(subject, oracles, recor
         record.check(EXPECT, **{f"in-range-grad:unsorted:{api}": seen or "closed-form"})
         if seen is None:
             ref_g = closed_form_grad(api, case.data, case.ids, case.n, case.w)
-            record.close(name=f"{api} grad", out=grad, ref=ref_g.astype(grad.dtype), oracle="closed-form")
+            record.close(
+                name=f"{api} grad", out=grad, ref=ref_g.astype(grad.dtype), oracle="closed-form", scale=relative(ref_g)
+            )
         for o in oracles:
             if api not in apis("unsorted", o.framework):
                 continue
@@ -727,7 +751,7 @@ def test_unsorted_in_range_match_closed_form_and_oracles(subject, oracles, recor
             record.close(name=f"{api} value", out=out[full], ref=theirs[full], oracle=o.id)
             g_o, seen_o = _attempt_grad(o, case, case.ids, api)
             if seen is None and seen_o is None:
-                record.close(name=f"{api} grad", out=grad, ref=g_o, oracle=o.id)
+                record.close(name=f"{api} grad", out=grad, ref=g_o, oracle=o.id, scale=relative(g_o))
 
 
 @given(case=segment_cases(in_range_only=True))
@@ -805,7 +829,9 @@ def test_sorted_segments_in_range_and_gaps(subject, oracles, record, case):
         record.check(EXPECT, **{f"in-range-grad:sorted:{api}": seen or "closed-form"})
         if seen is None:
             ref_g = closed_form_grad(api, case.data, case.ids, case.n, case.w)
-            record.close(name=f"{api} grad", out=grad, ref=ref_g.astype(grad.dtype), oracle="closed-form")
+            record.close(
+                name=f"{api} grad", out=grad, ref=ref_g.astype(grad.dtype), oracle="closed-form", scale=relative(ref_g)
+            )
 
 
 @on("tensorflow", "jax")  # PyTorch has no sorted segment reduction with these semantics
@@ -1022,7 +1048,8 @@ def sparse_rules(api, out, case, indices, *, grad=False) -> dict:
         drop = {p for p, c in enumerate(cats) if c != "in-range" and rule[c] == "dropped"}
         value, g = sparse_closed_form(api, case.data, np.array(idx), case.segment_ids, case.n, drop=drop)
         ref, dtype = (g(case.w) if grad else value), case.data.dtype
-        return np.shape(out) == ref.shape and cmp.rel_err(out, ref, dtype=dtype) <= cmp.GRAD.of(dtype)
+        scale = relative(ref) if grad else None  # values sum signed rows: the array-level floor
+        return np.shape(out) == ref.shape and cmp.rel_err(out, ref, dtype=dtype, scale=scale) <= cmp.GRAD.of(dtype)
 
     matches = oor.fitting_rules(indices, rows, ("dropped", "clamp", "wrap"), fits)
     return oor.label_rules(matches, [c for c in CATEGORIES if c in cats])
@@ -1055,7 +1082,10 @@ def test_sparse_segments_in_range_and_empty(subject, oracles, record, case):
         grad, seen_g = _sparse_attempt(subject, case, case.indices, case.segment_ids, api, "grad")
         record.check(SPARSE, **{f"in-range-grad:{api}": seen_g or "closed-form"})
         if seen_g is None:
-            record.close(name=f"{api} grad", out=grad, ref=grad_of(case.w).astype(grad.dtype), oracle="closed-form")
+            ref_g = grad_of(case.w)
+            record.close(
+                name=f"{api} grad", out=grad, ref=ref_g.astype(grad.dtype), oracle="closed-form", scale=relative(ref_g)
+            )
         for o in oracles:
             if api not in SPARSE_APIS[o.framework] or seen is not None:
                 continue
@@ -1067,7 +1097,7 @@ def test_sparse_segments_in_range_and_empty(subject, oracles, record, case):
                 g_o = o.run(
                     SparseSegmentGrad.of(o), case.data, case.indices, case.segment_ids, case.w, api=api, n=case.n
                 )
-                record.close(name=f"{api} grad", out=grad, ref=np.asarray(g_o), oracle=o.id)
+                record.close(name=f"{api} grad", out=grad, ref=np.asarray(g_o), oracle=o.id, scale=relative(g_o))
 
 
 @on("tensorflow", "torch")  # JAX has no sparse segment op (its spelling gathers first)
@@ -1121,7 +1151,8 @@ def test_sparse_segments_out_of_range_are_declared(subject, record, case):
                     drop = {p for p, i in enumerate(seg.tolist()) if not 0 <= i < case.n}
                     value, grad_of = sparse_closed_form(api, case.data, inside, seg, case.n, drop=drop)
                     ref = grad_of(case.w) if kind == "grad" else value
-                    fits = cmp.rel_err(out, ref, dtype=case.data.dtype) <= cmp.GRAD.of(case.data.dtype)
+                    scale = relative(ref) if kind == "grad" else None  # values: the array-level floor
+                    fits = cmp.rel_err(out, ref, dtype=case.data.dtype, scale=scale) <= cmp.GRAD.of(case.data.dtype)
                     seen = ("dropped" if drop else "as-unsorted") if fits else "other"
                 record.check(SPARSE, **{f"{kind}:{api}[{c}]": seen})
 
@@ -1276,7 +1307,7 @@ def _bincount_gradient(subject, record, case, weights):
     except Exception as e:  # no gradient is the framework's answer
         record.check(BINCOUNT, **{"bincount-grad": cmp.error_name(e)})
         return
-    record.close(name="bincount grad", out=grad, ref=cot[inside], oracle="closed-form")
+    record.close(name="bincount grad", out=grad, ref=cot[inside], oracle="closed-form", scale=relative(cot[inside]))
     record.check(BINCOUNT, **{"bincount-grad": "closed-form"})
 
 

@@ -56,7 +56,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from suite import compare as cmp, finite_diff, ops, strategies as ss
-from suite.behaviours import behaviour
+from suite.behaviours import Floor, behaviour
 from suite.expectations import expect, expect_keys, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
 from suite.program import Program
@@ -89,6 +89,15 @@ BEHAVIOUR = behaviour(
         "https://github.com/pytorch/pytorch/issues/2421",
         TF_MATH_GRAD,
     ],
+    floor=Floor(
+        "mixed",
+        "Per element: the elementwise and binary entries' gradients, second derivatives and first-derivative "
+        "values (f'(x) w, products and quotients; atan2's x^2 + y^2 adds positive terms) are held relatively per "
+        "element (scale 0.0), near the points at NEAR_TOL (the rounding of 1 - x*x in acos' and asin'). Their "
+        "values keep the array floor: acos near 1 is computed from 1 - x*x, which cancels. Array-level: the "
+        "reductions (norm, l2_normalize, std, variance, moments: a row's sum, at the terms that cancel) and "
+        "the central differences (of sum(w f), absolute at its scale).",
+    ),
 )
 
 
@@ -1008,7 +1017,8 @@ def hold(record, oracles, *, op, program, static, arrays, w, tags, out, grads, n
     if whole:
         record.close(name="value", out=out, ref=f(*as64).astype(dtype), oracle="closed-form", tol=cmp.VALUE)
     else:
-        close_off_singular(record, name="d1", out=out, ref=value(*as64).astype(dtype), tags=tags, oracle="closed-form")
+        close_off_singular(record, name="d1", out=out, ref=value(*as64).astype(dtype), tags=tags, oracle="closed-form",
+                           scale=scale)  # fmt: skip
     refs = vjp(*as64, w)
     for i, (name, g, ref) in enumerate(zip(names, grads, refs)):
         g = np.asarray(g, np.float64)
@@ -1021,7 +1031,7 @@ def hold(record, oracles, *, op, program, static, arrays, w, tags, out, grads, n
                           **static)  # fmt: skip
     for o, (ref_out, ref_grads) in zip(have, raws):
         if not whole:
-            close_off_singular(record, name="d1", out=out, ref=ref_out, tags=tags, oracle=o.id)
+            close_off_singular(record, name="d1", out=out, ref=ref_out, tags=tags, oracle=o.id, scale=scale)
         for name, g, ref in zip(names, grads, ref_grads):
             close_off_singular(record, name=name, out=g, ref=ref, tags=tags, oracle=o.id, scale=scale)
     if dtype == np.float64:
@@ -1163,8 +1173,9 @@ def test_elementwise_gradient_at_singular_point(subject, oracles, record, op, da
     x, tags, w = data.draw(elementwise_inputs(entry), label="x, tags, w")
     record.example(x=x, w=w, op=op)
     out, grads = subject.vjp(entry.program.of(subject), x, cotangent=w)
+    # f'(x) w per element, relative to itself (a product: no cancellation)
     hold(record, oracles, op=op, program=entry.program, static={}, arrays=[x], w=w, tags=tags, out=out, grads=grads,
-         names=["grad"], f=entry.reference, vjp=lambda x, w: [df(x) * w])  # fmt: skip
+         names=["grad"], f=entry.reference, vjp=lambda x, w: [df(x) * w], scale=0.0)  # fmt: skip
 
 
 @pytest.mark.parametrize("op", SECOND_ORDER)
@@ -1182,8 +1193,9 @@ def test_second_derivative_at_singular_point(subject, oracles, record, op, data)
         record.check(entry.expect, **{entry.also_key("grad2", p): cmp.error_name(e) for p in entry.points})
         return
     good = [o for o in oracles if not (o.framework == "torch" and op == "x**0")]  # it raises (declared)
+    # f'(x) and f''(x) w per element, relative to themselves (products and quotients of x)
     hold(record, good, op=op, program=FirstDerivative, static={"op": op}, arrays=[x], w=w, tags=tags, out=d1,
-         grads=grads, names=["grad2"], f=df, value=df, vjp=lambda x, w: [d2f(x) * w])  # fmt: skip
+         grads=grads, names=["grad2"], f=df, value=df, vjp=lambda x, w: [d2f(x) * w], scale=0.0)  # fmt: skip
 
 
 @pytest.mark.parametrize("op", BINARY)
@@ -1201,9 +1213,10 @@ def test_binary_gradient_at_singular_point(subject, oracles, record, op, data):
         return
     out, grads = subject.vjp(entry.program.of(subject), a, b, cotangent=w)
     named = {k: fn(b) for k, fn in case.named}
+    # each partial per element, relative to itself: products and quotients (atan2's x^2 + y^2 adds positive terms)
     hold(record, oracles, op=op, program=entry.program, static={}, arrays=[a, b], w=w, tags=tags, out=out,
          grads=grads, names=[f"d{arg}" for arg in case.args], f=entry.reference, named=named,
-         vjp=lambda a, b, w: [g * w for g in grads_of(a, b)])  # fmt: skip
+         vjp=lambda a, b, w: [g * w for g in grads_of(a, b)], scale=0.0)  # fmt: skip
 
 
 @pytest.mark.parametrize("op", REDUCTIONS)

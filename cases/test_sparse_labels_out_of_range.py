@@ -47,7 +47,7 @@ import numpy as np
 from hypothesis import given, strategies as st
 
 from suite import compare as cmp, out_of_range as oor, strategies as ss
-from suite.behaviours import behaviour, declared_skip
+from suite.behaviours import Floor, behaviour, declared_skip
 from suite.expectations import expect, expect_keys, expectations, raises
 from suite.program import Program
 
@@ -77,6 +77,13 @@ BEHAVIOUR = behaviour(
         TAKE_ALONG_AXIS,
         TORCH_XENT,
     ],
+    floor=Floor(
+        "array",
+        "Every compared quantity mixes a row's logits: the loss lse(z_i) - z_i[l_i] (a reduction over the row "
+        "that cancels against the label's logit), the gradient softmax(z_i) - onehot(l_i) (normalised over the "
+        "row, cancelling at the label), and the batch mean and its gradient (sums over rows). Their rounding is at "
+        "the logits' magnitude, so they are held at the inputs' scale (record.scale = 'inputs', _scale).",
+    ),
 )
 
 CATEGORIES = (*oor.CATEGORIES, "ignore-index")

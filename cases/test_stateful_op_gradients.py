@@ -34,7 +34,7 @@ import pytest
 from hypothesis import example, given, strategies as st
 
 from suite import compare as cmp, finite_diff, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import Variables, in_v1_graph
 from suite.program import Program
@@ -65,6 +65,14 @@ BEHAVIOUR = behaviour(
         JAX_SWITCH,
         "https://docs.jax.dev/en/latest/_autosummary/jax.lax.fori_loop.html",
     ],
+    floor=Floor(
+        "mixed",
+        "Per element: the value read after v.assign/assign_add/assign_sub(x) (one rounding of x or v0 +- x, at "
+        "|v0_i| + |x_i|) and the persistent tape's d cond/dx (2 cos x or 2 x, relative to |ref_i|); gradients "
+        "across frameworks and the scatters are exact. Array-level: the control-flow rows (cond, switch_case, "
+        "while_loop) floor every output at magnitudes_of, the size of the terms the steps and orders multiply "
+        "(d/da and the second orders sum over x; not split per element), and every finite difference.",
+    ),
 )
 
 UPDATES = ("assign", "assign_add", "assign_sub")
@@ -214,7 +222,9 @@ EXPECT = expectations(
         for v in LOOPS
     ],
 )
-# Three steps of a*sin(y) + y and their second derivatives in float32, against float64 references.
+# Second derivatives through up to three steps of a*sin(y) + y in float32, against float64 references
+# (each order multiplies the terms' rounding again); values and first derivatives keep cmp.VALUE and
+# cmp.GRAD (:func:`tol_of`). All are floored at magnitudes_of, the size of the terms they sum.
 SECOND_TOL = cmp.tolerance(float32=1e-4)
 FD_TOL = {"central": cmp.tolerance(float64=finite_diff.FD_TOL), "left": None, "right": None}
 FD_TOL["left"] = FD_TOL["right"] = cmp.tolerance(float64=finite_diff.ONE_SIDED_TOL)
@@ -625,14 +635,18 @@ def fd_close(record, name, out, ref, side, magnitude):
     record.close(name=name, out=out, ref=ref, oracle="finite-difference", tol=FD_TOL[side], scale=scale)
 
 
+def tol_of(name):
+    """The tolerance of an output: values cmp.VALUE, first derivatives cmp.GRAD, second SECOND_TOL."""
+    return cmp.VALUE if name == "value" else cmp.GRAD if name.startswith("d/") else SECOND_TOL
+
+
 def _compare(record, names, out, closed, fd, side, dtype, scales, *, upto=None):
     """Closed forms (value, first, second order) and float64 differences (``fd``: pairs of the
     difference and its magnitude), the first ``upto`` outputs."""
     for name, o, c, d in list(zip(names, out, closed, fd))[:upto]:
         if c is not None:
-            t = cmp.VALUE if name == "value" else SECOND_TOL
             ref = np.asarray(c).astype(dtype)
-            record.close(name=name, out=o, ref=ref, oracle="closed-form", tol=t, scale=scales[name])
+            record.close(name=name, out=o, ref=ref, oracle="closed-form", tol=tol_of(name), scale=scales[name])
         if d is not None and dtype == np.float64:
             fd_close(record, name, o, d[0], side, d[1])
 
@@ -649,7 +663,7 @@ def _against(record, oracles, program, args, got, scales, **static):
             continue
         for (name, out), ref in zip(got.items(), refs):
             if out is not ...:
-                record.close(name=name, out=out, ref=ref, oracle=o.id, tol=SECOND_TOL, scale=scales[name])
+                record.close(name=name, out=out, ref=ref, oracle=o.id, tol=tol_of(name), scale=scales[name])
 
 
 def magnitudes_of(names, x, a, w, v, steps=1) -> dict:
@@ -672,7 +686,9 @@ def test_gradient_through_variable_update(subject, oracles, record, op, vxw):
     record.example(v0=v0, x=x, w=w, op=op)
     y, gx, gv = subject.run(VariableUpdate.of(subject), v0, x, w, op=op, **_sig(subject, v0, x, w))
     ref = NUMPY_UPDATE[op](v0.astype(np.float64), x).astype(x.dtype)
-    record.close(name="value", out=y, ref=ref, oracle="closed-form", tol=cmp.VALUE)
+    # one rounding of x or v0 +- x per element (it may cancel): at the terms' size, |v0_i| + |x_i|
+    terms = np.abs(np.asarray(x, np.float64)) + (0.0 if op == "assign" else np.abs(np.asarray(v0, np.float64)))
+    record.close(name="value", out=y, ref=ref, oracle="closed-form", tol=cmp.VALUE, scale=terms)
     kinds = {"value_grad": grad_kind(gx, w), "variable_grad": grad_kind(gv, w)}
     record.check(EXPECT, **{f"{k}[{op}]": kind for k, kind in kinds.items()})
     if x.dtype == np.float64:  # the maths, by differences of the update alone
@@ -682,7 +698,7 @@ def test_gradient_through_variable_update(subject, oracles, record, op, vxw):
                 fd_close(record, k, g, d, "central", np.sum(np.abs(w * y)))
     for o in oracles:  # gradients that read the same are equal
         ry, rx, rv = o.run(VariableUpdate.of(o), v0, x, w, op=op)
-        record.close(name="value", out=y, ref=ry, oracle=o.id, tol=cmp.VALUE)
+        record.close(name="value", out=y, ref=ry, oracle=o.id, tol=cmp.VALUE, scale=terms)
         for k, g, r in (("value_grad", gx, rx), ("variable_grad", gv, rv)):
             if kinds[k] == grad_kind(r, w) != "none":
                 record.close(name=k, out=g, ref=r, oracle=o.id, tol=cmp.EXACT)
@@ -821,8 +837,9 @@ def test_persistent_tape_gradient_twice(subject, record, f, i, n):
     for c, first, second in zip(CONSTRUCTS, out[::2], out[1::2]):
         same = (first is None and second is None) or (first is not None and np.array_equal(first, second))
         record.check(EXPECT, **{f"second_call[{c}]": "same" if same else "differs"})
-    want = 2 * np.cos(x) if p > 0 else 2 * x
-    record.close(name="d cond/dx", out=out[0], ref=want.astype(x.dtype), oracle="closed-form", tol=cmp.GRAD)
+    want = 2 * np.cos(np.asarray(x, np.float64)) if p > 0 else 2 * np.asarray(x, np.float64)
+    record.close(name="d cond/dx", out=out[0], ref=want.astype(x.dtype), oracle="closed-form", tol=cmp.GRAD,
+                 scale=np.abs(want))  # fmt: skip
 
 
 # ---------------------------------------------------------------- seed examples

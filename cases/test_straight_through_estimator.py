@@ -16,7 +16,7 @@ import numpy as np
 from hypothesis import given, strategies as st
 
 from suite import compare as cmp, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expect, expectations
 from suite.program import Program
 
@@ -27,6 +27,13 @@ BEHAVIOUR = behaviour(
         "https://www.tensorflow.org/api_docs/python/tf/stop_gradient",
         "https://www.tensorflow.org/api_docs/python/tf/math/round",
     ],
+    floor=Floor(
+        "element",
+        "Every result is elementwise: y_i = t_i + stop_gradient(f(x_i) - t_i) and its gradient g'(x_i) w_i. "
+        "Round-through values and gradients are exact; the trick's value is held per element at "
+        "max(|f(x_i)|, |t_i|) (the terms f - t and t + (f - t) round at), its gradient relatively to w_i, or at "
+        "|w_i| for tanh (the terms of w (1 - tanh^2)).",
+    ),
 )
 
 ROUND_GRAD_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
@@ -42,7 +49,8 @@ EXPECT = expectations(
         link=ROUND_GRAD_LINK,
     ),
 )
-# tanh(x) + (f(x) - tanh(x)) rounds once more than f(x): one ulp of max(|f|, 1).
+# t + (f(x) - t) rounds once more than f(x): about one ulp of max(|f(x)|, |t|) per element, t = x or
+# tanh(x) (the comparisons' per-element scale, value_scale).
 VALUE_TOL = cmp.tolerance(base=cmp.VALUE_TOL, float32=4e-7, float64=5e-16)
 
 # closed forms of f (the forward) and g' (the surrogate whose gradient the backward takes)
@@ -101,6 +109,13 @@ class RoundAlone(Program):
         return torch.round(x)
 
 
+def value_scale(x, f, g):
+    """Per element, the terms t + (f(x) - t) rounds at: max(|f(x)|, |t|), t = x or tanh(x)."""
+    x64 = x.astype(np.float64)
+    t = np.tanh(x64) if g == "tanh" else x64
+    return np.maximum(np.abs(CLOSED_F[f](x64)), np.abs(t))
+
+
 def rounding_rule(x, out):
     """Which half-way rule ``out`` follows where the two rules disagree (None if nowhere)."""
     where = (np.abs(x - np.floor(x)) == 0.5) & (np.round(x) != np.floor(x + 0.5))
@@ -137,14 +152,17 @@ def test_trick_value_is_f_and_gradient_is_g_prime(subject, oracles, record, xw, 
     """t = g(x); y = t + stop_gradient(f(x) - t): value f(x), gradient g'(x) * w."""
     record.example(x=xw.x, w=xw.w, f=f, g=g)
     out, (grad,) = subject.vjp(Trick.of(subject), xw.x, cotangent=xw.w, f=f, g=g)
-    record.close(name=f"value[{f},{g}]", out=out, ref=CLOSED_F[f](xw.x), oracle="closed-form", tol=VALUE_TOL)
-    # the gradient per element (suite.ops.error): w itself, or w (1 - tanh^2) at |w|, the terms of
-    # 1 - y^2; the value keeps the array's floor (x + (f(x) - x) rounds at |x|, also where f(x) = 0)
+    # the value per element: t + (f(x) - t) rounds at max(|f(x)|, |t|) (at |x| where f(x) = 0)
+    vs = value_scale(xw.x, f, g)
+    ref = CLOSED_F[f](xw.x)
+    record.close(name=f"value[{f},{g}]", out=out, ref=ref, oracle="closed-form", tol=VALUE_TOL, scale=vs)
+    # the gradient per element (suite.ops.error): w itself, or w (1 - tanh^2) at |w|, the terms of 1 - y^2
     at = np.abs(xw.w.astype(np.float64)) if g == "tanh" else 0.0
     record.close(name=f"grad[{f},{g}]", out=grad, ref=CLOSED_DG[g](xw.x) * xw.w, oracle="closed-form", scale=at)
     got = {f"value[{f},{g}]": out, f"grad[{f},{g}]": grad}
     tol = {f"value[{f},{g}]": VALUE_TOL}
-    record.against(oracles, Trick, xw.x, cotangent=xw.w, f=f, g=g, got=got, tol=tol, scale={f"grad[{f},{g}]": at})
+    scale = {f"value[{f},{g}]": vs, f"grad[{f},{g}]": at}
+    record.against(oracles, Trick, xw.x, cotangent=xw.w, f=f, g=g, got=got, tol=tol, scale=scale)
 
 
 @given(x=ss.float_arrays(halfway=True))

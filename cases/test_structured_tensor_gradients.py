@@ -59,7 +59,7 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import Variables, in_v1_graph
 from suite.program import Program
@@ -85,6 +85,16 @@ BEHAVIOUR = behaviour(
         TO_DENSE_REPEATED,
         SPARSE_SOFTMAX,
     ],
+    floor=Floor(
+        "mixed",
+        "Ragged ops per element (ragged_scales): each row's sum or mean at the sum or mean of its |values| (they "
+        "cancel), a max, a copy (to_tensor, gather) and every values gradient but gather's at |ref_i| (gathered "
+        "cotangents, w / length, 2 v w: no cancellation), gather's at the sum of |w| over the rows that read the "
+        "value; each capped at the array's max |ref| (capped: no element held more loosely than before). "
+        "Array-level: IndexedSlices densified and the SGD step (sums of duplicate slices), the SparseTensor "
+        "ops (matmul, reduce_sum, softmax mix entries; to_dense's duplicate rules are classified with the same "
+        "array floor as the other ops), and to_tensor's default-value gradient (one sum).",
+    ),
 )
 
 RAGGED_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "map_flat_values", "to_tensor", "gather")
@@ -355,6 +365,26 @@ def ragged_closed_form(case, op, w):
     return dense[case.ids], g, dd
 
 
+def ragged_scales(case, op, w, ref, ref_gv):
+    """Per-element scales (float64) of ``op``'s value and values gradient: the row sums and means of
+    ``|values|`` (their terms, which cancel), the sum of ``|w|`` over the gathered rows that read each
+    value; elsewhere the element's own magnitude (a max, a copy, a gathered cotangent, w / length, 2 v w)."""
+    value = np.abs(ref)
+    if op in ("reduce_sum", "reduce_mean"):
+        value = np.abs(ragged_closed_form(dataclasses.replace(case, values=np.abs(case.values)), op, w)[0])
+    grad = np.abs(ref_gv)
+    if op == "gather":
+        grad = ragged_closed_form(case, op, np.abs(np.asarray(w, np.float64)))[1]
+    return value, grad
+
+
+def capped(scale, ref):
+    """Per-element ``scale`` no larger than the array-level floor's (``max |ref|``): where an element's
+    terms exceed the whole array's magnitude, it is held as before, never more loosely."""
+    mag = np.abs(np.asarray(ref, np.float64))
+    return np.minimum(np.asarray(scale, np.float64), float(np.max(mag[np.isfinite(mag)], initial=0.0)))
+
+
 def fill_label(x, dtype) -> str:
     """What an empty row holds: ``zero``, ``lowest`` (the dtype's finite minimum), ``-inf``, ``nan``, ``other``."""
     x = np.unique(np.asarray(x, np.float64))
@@ -391,8 +421,13 @@ def test_ragged_gradients_match_the_padded_closed_form(subject, oracles, record,
         out, (gv, _, gd, _) = res
         ref, ref_gv, ref_gd = ragged_closed_form(case, op, ws[op])
         full = ~empty if ref.ndim == 1 and len(ref) == r and op != "gather" else np.ones(len(ref), bool)
-        record.close(name=f"{op} value", out=out[full], ref=ref[full].astype(out.dtype), oracle="closed-form")
-        record.close(name=f"{op} d values", out=gv, ref=ref_gv.astype(gv.dtype), oracle="closed-form")
+        at, at_gv = ragged_scales(case, op, ws[op], ref, ref_gv)
+        value_ref = ref[full].astype(out.dtype)
+        record.close(
+            name=f"{op} value", out=out[full], ref=value_ref, oracle="closed-form", scale=capped(at[full], value_ref)
+        )
+        ref_gv_ = ref_gv.astype(gv.dtype)
+        record.close(name=f"{op} d values", out=gv, ref=ref_gv_, oracle="closed-form", scale=capped(at_gv, ref_gv_))
         if op in ("reduce_sum", "reduce_mean", "reduce_max") and empty.any():
             record.check(EXPECT, **{f"empty-row:{op}": fill_label(out[empty], out.dtype)})
         if op == "to_tensor":
@@ -405,8 +440,11 @@ def test_ragged_gradients_match_the_padded_closed_form(subject, oracles, record,
             if seen_o is not None:
                 record.note(f"{o.id} {op}: {seen_o}; not compared")
                 continue
-            record.close(name=f"{op} value", out=out[full], ref=np.asarray(theirs[0])[full], oracle=o.id)
-            record.close(name=f"{op} d values", out=gv, ref=theirs[1][0], oracle=o.id)
+            theirs_value = np.asarray(theirs[0])[full]
+            at_o = capped(at[full], theirs_value)
+            record.close(name=f"{op} value", out=out[full], ref=theirs_value, oracle=o.id, scale=at_o)
+            at_o = capped(at_gv, theirs[1][0])
+            record.close(name=f"{op} d values", out=gv, ref=theirs[1][0], oracle=o.id, scale=at_o)
             if op in ("reduce_sum", "reduce_mean", "reduce_max") and empty.any():
                 record.observe(**{f"{o.id}:empty-row:{op}": fill_label(np.asarray(theirs[0])[empty], out.dtype)})
 

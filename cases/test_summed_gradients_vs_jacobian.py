@@ -35,7 +35,7 @@ import numpy as np
 from hypothesis import given, strategies as st
 
 from suite import compare as cmp, facts, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
 from suite.program import Program
@@ -54,6 +54,14 @@ BEHAVIOUR = behaviour(
         "https://docs.jax.dev/en/latest/_autosummary/jax.jacrev.html",
         "https://docs.pytorch.org/docs/stable/generated/torch.func.jacrev.html",
     ],
+    floor=Floor(
+        "array",
+        "Every compared quantity goes through y = tanh(A x): each target sums a row of A x (a matrix product), its "
+        "derivative 1 - tanh^2 cancels at the magnitude of 1, and the gradients compared are column sums over the "
+        "targets (J^T 1; the list targets add a.T s + x2). Jacobian entries s_i A_ik carry the rounding of their "
+        "row's sum, so they are held at the inputs' magnitude (record.scale = 'inputs'), with the same floor for the "
+        "jacobian/summed classifier; the finite differences are of the summed objective.",
+    ),
 )
 
 EXPECT = expectations(

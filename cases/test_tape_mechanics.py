@@ -92,7 +92,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from suite import compare as cmp, finite_diff, frameworks, peers, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import Variables, in_v1_graph
 from suite.program import Program
@@ -132,6 +132,14 @@ BEHAVIOUR = behaviour(
         TORCH_GRAD,
         JAX_VJP,
     ],
+    floor=Floor(
+        "mixed",
+        "Per element, relative to |ref_i|: the gradients of sums of elementwise products (2 a, 2 w s, w cos x, "
+        "2 w x sin x, 3 w x^2, 6 w c x, w v, w x), dropout's values and gradients, pow's higher derivatives away "
+        "from 0, max_pool's first and second gradients and the coupled Jacobian (S_i + x[b, i], positive terms): "
+        "each element is a product of its own inputs, or a sum without cancellation. Array-level: batch norm's "
+        "gradients (batch statistics; floored at their terms' size) and every finite difference.",
+    ),
 )
 
 UNWATCHED = {"tensorflow": ("before-tape", "derived"), "torch": ("before-tape",)}
@@ -359,6 +367,12 @@ def _f64(*xs):
     return [np.asarray(x, np.float64) for x in xs]
 
 
+def _own(ref):
+    """Per-element floor scales for an elementwise closed form computed without cancellation (a product of
+    the element's own inputs, or a sum of terms of one sign): each element's own magnitude."""
+    return np.abs(np.asarray(ref, np.float64))
+
+
 # ---------------------------------------------------------------- the programs
 class Unwatched(Program):
     """(d/ds, d/da) of ``sum(w * s * s) + sum(a * a)`` with a watched and s: ``before-tape`` (x as given),
@@ -549,9 +563,11 @@ def test_unwatched_source_gets_none_or_zeros(subject, record, t):
             record.check(EXPECT, **{key: cmp.gradient_kind(gs)})
             if gs is not None:
                 record.equal(name=f"{key} dtype, shape", out=np.asarray(gs), ref=np.zeros_like(x), oracle="closed-form")
-            record.close(name=f"{key} d/da", out=ga, ref=(2 * a64).astype(x.dtype), oracle="closed-form")
+            record.close(name=f"{key} d/da", out=ga, ref=(2 * a64).astype(x.dtype), oracle="closed-form",
+                         scale=_own(2 * a64))  # fmt: skip
     gs, ga = subject.run(Unwatched.of(subject), x, w, a, source="watched", policy="none")
-    record.close(name="watched d/ds", out=gs, ref=(2 * w64 * x64).astype(x.dtype), oracle="closed-form")
+    record.close(name="watched d/ds", out=gs, ref=(2 * w64 * x64).astype(x.dtype), oracle="closed-form",
+                 scale=_own(2 * w64 * x64))  # fmt: skip
 
 
 @given(t=triples())
@@ -560,7 +576,8 @@ def test_second_gradient_needs_a_persistent_tape(subject, record, t):
     gradient, w cos x, twice on a persistent one."""
     x, w, _ = t
     record.example(x=x, w=w)
-    ref = (np.asarray(w, np.float64) * np.cos(np.asarray(x, np.float64))).astype(x.dtype)
+    ref64 = np.asarray(w, np.float64) * np.cos(np.asarray(x, np.float64))
+    ref = ref64.astype(x.dtype)
     for persistent in (False, True):
         key = f"second-gradient[{'persistent' if persistent else 'non-persistent'}]"
         out, err = subject.attempt("run", SecondGradient.of(subject), x, w, persistent=persistent)
@@ -569,8 +586,8 @@ def test_second_gradient_needs_a_persistent_tape(subject, record, t):
             continue
         g1, g2 = out
         record.check(EXPECT, **{key: "same" if np.array_equal(g1, g2) else "different"})
-        record.close(name=f"{key} first", out=g1, ref=ref, oracle="closed-form")
-        record.close(name=f"{key} second", out=g2, ref=ref, oracle="closed-form")
+        record.close(name=f"{key} first", out=g1, ref=ref, oracle="closed-form", scale=_own(ref64))
+        record.close(name=f"{key} second", out=g2, ref=ref, oracle="closed-form", scale=_own(ref64))
 
 
 @given(t=triples())
@@ -584,7 +601,8 @@ def test_stop_recording_drops_what_it_computes(subject, record, t):
     full = recorded + w64 * x64 * x64 * np.cos(x64)
     g = subject.run(StopRecording.of(subject), x, w)
     record.check(EXPECT, **{"stop-recording": cmp.which(g, {"recorded-part": recorded, "full": full})})
-    record.close(name="d/dx", out=g, ref=recorded.astype(x.dtype), oracle="closed-form", scale="inputs")
+    # 0.25 <= |x| <= 2: sin(x) is away from its zero, the gradient a product (no cancellation)
+    record.close(name="d/dx", out=g, ref=recorded.astype(x.dtype), oracle="closed-form", scale=_own(recorded))
 
 
 @given(t=triples())
@@ -603,9 +621,11 @@ def test_nested_tapes_give_the_second_derivative(subject, record, t):
             continue
         g, h = out
         record.check(EXPECT, **{key: cmp.which(h, {"second-derivative": second})})
-        record.close(name=f"{key} first derivative", out=g, ref=first.astype(x.dtype), oracle="closed-form")
+        record.close(name=f"{key} first derivative", out=g, ref=first.astype(x.dtype), oracle="closed-form",
+                     scale=_own(first))  # fmt: skip
         if h is not None:
-            record.close(name=f"{key} second derivative", out=h, ref=second.astype(x.dtype), oracle="closed-form")
+            record.close(name=f"{key} second derivative", out=h, ref=second.astype(x.dtype), oracle="closed-form",
+                         scale=_own(second))  # fmt: skip
 
 
 @on("tensorflow")  # variables, and the tape's watch_accessed_variables
@@ -620,7 +640,7 @@ def test_unwatched_variable_gets_none(subject, record, t):
         g = subject.run(VariableWatch.of(subject), x, w, watch=watch, key=(x.dtype.name, x.shape))
         record.check(EXPECT, **{f"accessed-variable[{watch}]": cmp.which(g, {"closed-form": ref})})
         if g is not None:
-            record.close(name=f"{watch} d/dv", out=g, ref=ref.astype(x.dtype), oracle="closed-form")
+            record.close(name=f"{watch} d/dv", out=g, ref=ref.astype(x.dtype), oracle="closed-form", scale=_own(ref))
 
 
 @on("tensorflow")  # tf.function
@@ -634,7 +654,7 @@ def test_tape_sees_through_a_function_call(subject, record, t):
     for inner in INNER:
         g = subject.run(ThroughFunction.of(subject), x, w, inner=inner)
         record.check(EXPECT, **{f"through-function[{inner}]": cmp.which(g, {"closed-form": ref})})
-        record.close(name=f"{inner} d/dx", out=g, ref=ref.astype(x.dtype), oracle="closed-form")
+        record.close(name=f"{inner} d/dx", out=g, ref=ref.astype(x.dtype), oracle="closed-form", scale=_own(ref))
 
 
 @on("tensorflow", modes=("eager",))  # the program traces its own tf.functions; tf.random.set_seed
@@ -839,13 +859,13 @@ def _judge_mask(record, key, out, g, x, w):
     """The value against x * m / (1 - rate) for the mask m it shows, which mask the gradient belongs to,
     and the gradient against the closed form for that mask (the forward's where same-mask)."""
     mask = np.asarray(out) != 0
-    ref = (np.asarray(x, np.float64) * mask / (1 - RATE)).astype(x.dtype)
-    record.close(name=f"{key} value", out=out, ref=ref, oracle="closed-form")
+    ref = np.asarray(x, np.float64) * mask / (1 - RATE)
+    record.close(name=f"{key} value", out=out, ref=ref.astype(x.dtype), oracle="closed-form", scale=_own(ref))
     kind = _mask_kind(g, mask, w)
     record.check(EXPECT, **{key: kind})
     used = mask if kind == "same-mask" else np.asarray(g) != 0
-    ref = (np.asarray(w, np.float64) * used / (1 - RATE)).astype(x.dtype)
-    record.close(name=f"{key} d/dx", out=g, ref=ref, oracle="closed-form")
+    ref = np.asarray(w, np.float64) * used / (1 - RATE)
+    record.close(name=f"{key} d/dx", out=g, ref=ref.astype(x.dtype), oracle="closed-form", scale=_own(ref))
 
 
 @functools.cache
@@ -906,9 +926,11 @@ def test_recompute_grad_differentiates_variables(subject, record, t):
             continue
         gx, gv = res
         record.check(EXPECT, **{key: cmp.which(gv, {"closed-form": w64 * x64})})
-        record.close(name=f"{key} d/dx", out=gx, ref=(w64 * c64).astype(x.dtype), oracle="closed-form")
+        record.close(name=f"{key} d/dx", out=gx, ref=(w64 * c64).astype(x.dtype), oracle="closed-form",
+                     scale=_own(w64 * c64))  # fmt: skip
         if gv is not None:
-            record.close(name=f"{key} d/dv", out=gv, ref=(w64 * x64).astype(x.dtype), oracle="closed-form")
+            record.close(name=f"{key} d/dv", out=gv, ref=(w64 * x64).astype(x.dtype), oracle="closed-form",
+                         scale=_own(w64 * x64))  # fmt: skip
 
 
 # ---------------------------------------------------------------- batch_jacobian of coupled rows
@@ -974,8 +996,11 @@ def test_batch_jacobian_of_coupled_rows(subject, oracles, record, x):
     full, blocks, summed = _coupled_forms(x)
     for pfor in JACOBIAN_PFOR.get(subject.mode, (True, False)) if subject.framework == "tensorflow" else (True,):
         jac = subject.run(CoupledJacobian.of(subject), x, pfor=pfor)
-        record.close(name=f"jacobian[pfor={pfor}]", out=jac, ref=full.astype(x.dtype), oracle="closed-form")
-        record.against(oracles, CoupledJacobian, x, got={f"jacobian[pfor={pfor}]": jac}, via="run", pfor=True)
+        # every entry is 0, x[b, i] or S_i + x[b, i] (x > 0): a sum of positive terms, held to its own size
+        record.close(name=f"jacobian[pfor={pfor}]", out=jac, ref=full.astype(x.dtype), oracle="closed-form",
+                     scale=_own(full))  # fmt: skip
+        record.against(oracles, CoupledJacobian, x, got={f"jacobian[pfor={pfor}]": jac}, via="run", pfor=True,
+                       scale=_own(full))  # fmt: skip
         if subject.framework != "tensorflow":
             continue
         key = f"batch-jacobian[{'pfor' if pfor else 'while-loop'}]"
@@ -983,7 +1008,7 @@ def test_batch_jacobian_of_coupled_rows(subject, oracles, record, x):
         kind = cmp.which(bj, {"diagonal-blocks": blocks, "summed-rows": summed})
         record.check(EXPECT, **{key: kind})
         ref = {"diagonal-blocks": blocks, "summed-rows": summed}.get(kind, blocks)
-        record.close(name=key, out=bj, ref=ref.astype(x.dtype), oracle="closed-form")
+        record.close(name=key, out=bj, ref=ref.astype(x.dtype), oracle="closed-form", scale=_own(ref))
 
 
 # ---------------------------------------------------------------- higher derivatives of pow at 0
@@ -1044,7 +1069,8 @@ def test_pow_higher_derivatives_at_zero(subject, record, d, data):
             ref = _pow_closed_form(x, n, k)
             record.check(EXPECT, **{key: _at_zero_kind(np.asarray(g)[~away], ref[~away])})
             g = np.asarray(g)
-            record.close(name=f"{key} away from 0", out=g[away], ref=ref[away].astype(d), oracle="closed-form")
+            record.close(name=f"{key} away from 0", out=g[away], ref=ref[away].astype(d), oracle="closed-form",
+                         scale=_own(ref[away]))  # fmt: skip
 
 
 # ---------------------------------------------------------------- second order through max_pool, fused batch norm
@@ -1168,12 +1194,15 @@ def test_max_pool_second_order(subject, oracles, record, case):
         first, second = _pool_forms(x, w, v, square)
         forms = {"closed-form": second} if square else {"zeros-closed-form": second}
         record.check(EXPECT, **{key: cmp.which(h, forms)})
-        record.close(name=f"{key} first", out=g, ref=first.astype(x.dtype), oracle="closed-form")
+        # one window's maximum per element (no ties): 2 w y or w, and 2 w v or 0 there, 0 elsewhere
+        record.close(name=f"{key} first", out=g, ref=first.astype(x.dtype), oracle="closed-form", scale=_own(first))
         if h is None:
             continue
-        record.close(name=f"{key} second", out=h, ref=second.astype(x.dtype), oracle="closed-form")
+        record.close(name=f"{key} second", out=h, ref=second.astype(x.dtype), oracle="closed-form",
+                     scale=_own(second))  # fmt: skip
         _second_order_against_oracles(record, oracles, MaxPool, x, w=w, v=v, first={f"{key} first": g},
-                                      second={f"{key} second": h}, square=square)  # fmt: skip
+                                      second={f"{key} second": h}, square=square,
+                                      scales=(_own(first), _own(second)))  # fmt: skip
         grad = lambda z: subject.vjp(MaxPool.of(subject), z, cotangent=np.asarray(w, np.float64), square=square)[1][0]  # noqa: E731
         fd = finite_diff.hvp(grad, x, v)
         record.close(name=f"{key} second[difference of the first derivative]", out=np.asarray(h, np.float64), ref=fd,

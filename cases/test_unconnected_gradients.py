@@ -37,7 +37,7 @@ import numpy as np
 from hypothesis import example, given, strategies as st
 
 from suite import compare as cmp, facts, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
 from suite.program import Program
@@ -63,6 +63,11 @@ BEHAVIOUR = behaviour(
         TORCH_GRAD_LINK,
         JAX_VJP_LINK,
     ],
+    floor=Floor(
+        "none",
+        "The connected gradients compared are the cotangent w itself and zeros, held exactly (cmp.EXACT, "
+        "record.equal); everything else is a gradient kind (None, zeros, an error), so no tolerance applies.",
+    ),
 )
 
 POLICIES = ("default", "NONE", "ZERO")

@@ -39,7 +39,7 @@ from hypothesis import assume, given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, optimizers, strategies as ss
-from suite.behaviours import behaviour, on
+from suite.behaviours import Floor, behaviour, on
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
 from suite.program import Program
@@ -61,6 +61,14 @@ BEHAVIOUR = behaviour(
         PARAMETRIZE_DOC,
         OPTAX_PROJECTIONS,
     ],
+    floor=Floor(
+        "element",
+        "Every compared result is elementwise. SGD steps x <- clip(x - lr g) (one step, three, the oracles' "
+        "explicit projections, the seed's clip) are held per element at the terms they cancel, summed over the "
+        "steps so far: |x| + lr |g| (sgd_scales; a sparse gradient at the sum of |w| over its duplicate rows), "
+        "capped at the array's max |ref| (never looser than the array-level floor was). "
+        "Sigmoid values relative to themselves; their gradient ct y (1 - y) at |ct| y (1 - y cancels).",
+    ),
 )
 
 KERAS_IN_SESSION = (
@@ -107,7 +115,8 @@ EXPECT = expectations(
         link=V1_SRC,
     ),
 )
-# One SGD step x - lr g (or a chain of three, each clipped): a rounding per operation.
+# One SGD step x - lr g (or a chain of three, each clipped): a rounding per operation, per
+# element at the terms |x| + lr |g| (sgd_scales).
 STEP_TOL = cmp.VALUE
 OPTIMIZERS = ("sgd", "adam")
 SHAPES = ((4,), (3, 2))
@@ -179,6 +188,28 @@ def sgd_closed_form(p: Problem):
         cs.append(xc)
         us.append(xu)
     return np.stack(cs), np.stack(us), np.stack(pre)
+
+
+def sgd_scales(p: Problem):
+    """Per-element scales (float64) of :func:`sgd_closed_form`'s constrained and unconstrained
+    trajectories: after step t, the sum over steps s <= t of ``|x_(s-1)| + lr |g_s|`` (x - lr g cancels;
+    each step adds its rounding at its terms; a sparse gradient at the sum of |w| over duplicate rows)."""
+    terms = Problem(x0=p.x0, w=np.abs(p.w), idx=p.idx, lr=p.lr, sparse=p.sparse).gradients() * float(p.lr)
+    xc = xu = p.x0.astype(np.float64)
+    sc, su, cs, us = 0.0, 0.0, [], []
+    for g, t in zip(p.gradients(), terms):
+        sc, su = sc + np.abs(xc) + t, su + np.abs(xu) + t
+        xc, xu = np.clip(xc - float(p.lr) * g, 0, 1), xu - float(p.lr) * g
+        cs.append(sc)
+        us.append(su)
+    return np.stack(cs), np.stack(us)
+
+
+def capped(scale, ref):
+    """Per-element ``scale`` no larger than the array-level floor's (``max |ref|``): where an element's
+    terms exceed the whole array's magnitude, it is held as before, never more loosely."""
+    mag = np.abs(np.asarray(ref, np.float64))
+    return np.minimum(np.asarray(scale, np.float64), float(np.max(mag[np.isfinite(mag)], initial=0.0)))
 
 
 def constraint_kind(constrained, unconstrained) -> str:
@@ -406,12 +437,10 @@ def step_and_observe(subject, record, p, *, api, opt, key):
     record.check(EXPECT, **{key: constraint_kind(out_c[0], out_u[0])})
     if opt == "sgd":
         ref_c, ref_u, _ = sgd_closed_form(p)
-        record.close(
-            name=f"{api}-sgd[unconstrained]", out=out_u, ref=ref_u, oracle="closed-form", tol=STEP_TOL, dtype=p.x0.dtype
-        )
-        record.close(
-            name=f"{api}-sgd[constrained]", out=out_c, ref=ref_c, oracle="closed-form", tol=STEP_TOL, dtype=p.x0.dtype
-        )
+        at_c, at_u = sgd_scales(p)
+        close = dict(oracle="closed-form", tol=STEP_TOL, dtype=p.x0.dtype)
+        record.close(name=f"{api}-sgd[unconstrained]", out=out_u, ref=ref_u, scale=capped(at_u, ref_u), **close)
+        record.close(name=f"{api}-sgd[constrained]", out=out_c, ref=ref_c, scale=capped(at_c, ref_c), **close)
 
 
 @on("tensorflow")
@@ -446,10 +475,11 @@ def test_random_gradients_keep_values_in_range(subject, oracles, record, p):
     traj, _ = run_steps(subject, p, api=api, opt="sgd", steps=STEPS)
     record.observe(api=api)
     record.check(EXPECT, in_range="in-range" if np.all((traj >= 0) & (traj <= 1)) else "out-of-range")
-    record.close(
-        name=f"{api}-sgd trajectory", out=traj, ref=ref_c, oracle="closed-form", tol=STEP_TOL, dtype=p.x0.dtype
-    )
-    record.against(oracles, Descend, p.x0, p.w, p.lr, got={f"{api}-sgd trajectory": traj}, via="run", tol=STEP_TOL)
+    at = capped(sgd_scales(p)[0], ref_c)  # the oracles' trajectories: ref_c to rounding
+    close = dict(oracle="closed-form", tol=STEP_TOL, dtype=p.x0.dtype, scale=at)
+    record.close(name=f"{api}-sgd trajectory", out=traj, ref=ref_c, **close)
+    got = {f"{api}-sgd trajectory": traj}
+    record.against(oracles, Descend, p.x0, p.w, p.lr, got=got, via="run", tol=STEP_TOL, scale=at)
 
 
 @on("tensorflow")
@@ -546,13 +576,15 @@ def test_seed_get_variable_clip_constraint(subject, record, v):
     start, after = subject.run(SeedGetVariable.of(subject), w, lr)
     unconstrained = start - lr * w
     record.check(EXPECT, v1_dense=constraint_kind(after, unconstrained))
+    clipped = np.clip(start.astype(np.float64) - 0.5 * w, 0, 1)
     record.close(
         name="Mj",
         out=after,
-        ref=np.clip(start.astype(np.float64) - 0.5 * w, 0, 1),
+        ref=clipped,
         oracle="closed-form",
         tol=STEP_TOL,
         dtype=np.float32,
+        scale=capped(np.abs(start.astype(np.float64)) + 0.5 * np.abs(w), clipped),  # per element: x - lr g's terms
     )
     record.check(EXPECT, in_range="in-range" if np.all((after >= 0) & (after <= 1)) else "out-of-range")
     record.observe(clipped_entries=int(np.sum((unconstrained < 0) | (unconstrained > 1))))
@@ -579,6 +611,9 @@ def test_seed_sigmoid_reparametrisation(subject, record, ct):
     record.example(ct=ct)
     mj, out, grad = subject.run(SeedSigmoid.of(subject), ct)
     y = 1 / (1 + np.exp(-mj.astype(np.float64)))
-    record.close(name="Mj_out", out=out, ref=y, oracle="closed-form", tol=cmp.VALUE, dtype=np.float32)
-    record.close(name="dMj", out=grad, ref=y * (1 - y) * ct, oracle="closed-form", dtype=np.float32)
+    # per element, as in test_sigmoid_reparametrisation_in_open_unit_interval
+    close = dict(oracle="closed-form", dtype=np.float32)
+    record.close(name="Mj_out", out=out, ref=y, tol=cmp.VALUE, scale=0.0, **close)
+    dmj = y * (1 - y) * ct
+    record.close(name="dMj", out=grad, ref=dmj, scale=capped(np.abs(ct.astype(np.float64)) * y, dmj), **close)
     record.check(EXPECT, reparam_range="open-unit-interval" if np.all((out > 0) & (out < 1)) else "touches-bound")

@@ -158,3 +158,12 @@ def test_array_headroom_names_each_behaviours_floor():
     assert model._headroom(report)["floors"] == {"loss-gradients": why}
     assert query.array_headroom({"results": [row]})[0]["floor"] is None  # a report from before floors
 
+
+def test_every_behaviour_states_how_its_comparisons_are_floored():
+    """Issue 47: each behaviour judged its float comparisons (elementwise: per element; mixing: an
+    array-level floor) and said why, in its module's ``behaviour(..., floor=Floor(kind, why))``."""
+    from suite import behaviours as bh
+
+    found = bh.discover()
+    assert [b for b, x in found.items() if x.floor is None] == []
+    assert all(len(x.floor.why) > 40 for x in found.values()), "a reason, not a word"
