@@ -223,11 +223,12 @@ def rounding_scales(x0, traj, lr) -> np.ndarray:
     """:func:`rounding_scale` per step and element, for a trajectory fed its gradients (Adam is
     elementwise: element i moves by its own m_i, v_i): what element i's parameter has reached by
     step t (it rounds at ``eps * |x|`` per step), plus the steps it took (each rounds at its own
-    size, and they may cancel in the displacement), in units of lr."""
+    size, and they may cancel in the displacement), in units of lr; never above the array-level
+    :func:`rounding_scale` (no element is held more loosely than before)."""
     x = np.vstack([np.asarray(x0, np.float64)[None], np.asarray(traj, np.float64)])
     reached = np.maximum.accumulate(np.abs(x), axis=0)[1:]
     moved = np.cumsum(np.abs(np.diff(x, axis=0)), axis=0)
-    return (reached + moved) / lr
+    return np.minimum((reached + moved) / lr, rounding_scale(x0, traj, lr))
 
 
 @dataclasses.dataclass(frozen=True)

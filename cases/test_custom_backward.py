@@ -35,6 +35,7 @@ from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, facts, strategies as ss
 from suite.behaviours import Floor, behaviour, on
+from suite.compare import capped
 from suite.expectations import expect, expectations, raises
 from suite.program import Program
 
@@ -131,13 +132,6 @@ def declared_scales(c, k, d, w):
     ``|d w|`` and ``(|c| + |k|) |w|`` (e = c + k and e + d cancel; the products do not)."""
     c, k, d, w = (np.abs(np.asarray(t, np.float64)) for t in (c, k, d, w))
     return (c + k + d) * w, d * w, (c + k) * w
-
-
-def capped(scale, ref):
-    """Per-element ``scale`` no larger than the array-level floor's (``max |ref|``): where an element's
-    terms exceed the whole array's magnitude, it is held as before, never more loosely."""
-    mag = np.abs(np.asarray(ref, np.float64))
-    return np.minimum(np.asarray(scale, np.float64), float(np.max(mag[np.isfinite(mag)], initial=0.0)))
 
 
 def _matches(grads, refs, dtype, scales=None) -> bool:

@@ -32,6 +32,7 @@ from hypothesis import example, given, strategies as st
 
 from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import Floor, behaviour, on
+from suite.compare import capped
 from suite.expectations import expect, expectations, raises
 from suite.frameworks import resources
 from suite.frameworks.tf_runner import Variables, in_v1_graph
@@ -620,13 +621,6 @@ def classify(got, candidates: dict, dtype, scales=None) -> str:
         ):
             return name
     return "none" if all(g is None for g in got) else "other"
-
-
-def capped(scale, ref):
-    """Per-element ``scale`` no larger than the array-level floor's (``max |ref|``): where an element's
-    terms exceed the whole array's magnitude, it is held as before, never more loosely."""
-    mag = np.abs(np.asarray(ref, np.float64))
-    return np.minimum(np.asarray(scale, np.float64), float(np.max(mag[np.isfinite(mag)], initial=0.0)))
 
 
 def call_candidates(call, x, y, w) -> dict:

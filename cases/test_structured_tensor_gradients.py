@@ -60,6 +60,7 @@ from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import Floor, behaviour, on
+from suite.compare import capped
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import Variables, in_v1_graph
 from suite.program import Program
@@ -376,13 +377,6 @@ def ragged_scales(case, op, w, ref, ref_gv):
     if op == "gather":
         grad = ragged_closed_form(case, op, np.abs(np.asarray(w, np.float64)))[1]
     return value, grad
-
-
-def capped(scale, ref):
-    """Per-element ``scale`` no larger than the array-level floor's (``max |ref|``): where an element's
-    terms exceed the whole array's magnitude, it is held as before, never more loosely."""
-    mag = np.abs(np.asarray(ref, np.float64))
-    return np.minimum(np.asarray(scale, np.float64), float(np.max(mag[np.isfinite(mag)], initial=0.0)))
 
 
 def fill_label(x, dtype) -> str:

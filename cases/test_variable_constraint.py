@@ -40,6 +40,7 @@ from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, optimizers, strategies as ss
 from suite.behaviours import Floor, behaviour, on
+from suite.compare import capped
 from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
 from suite.program import Program
@@ -203,13 +204,6 @@ def sgd_scales(p: Problem):
         cs.append(sc)
         us.append(su)
     return np.stack(cs), np.stack(us)
-
-
-def capped(scale, ref):
-    """Per-element ``scale`` no larger than the array-level floor's (``max |ref|``): where an element's
-    terms exceed the whole array's magnitude, it is held as before, never more loosely."""
-    mag = np.abs(np.asarray(ref, np.float64))
-    return np.minimum(np.asarray(scale, np.float64), float(np.max(mag[np.isfinite(mag)], initial=0.0)))
 
 
 def constraint_kind(constrained, unconstrained) -> str:

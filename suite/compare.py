@@ -143,6 +143,18 @@ def floor(dtype, rtol: float, scale, ulps: float = FLOOR_ULPS):
     return max(ulps * eps * scale, FLUSHED * TINY[name]) / rtol
 
 
+def capped(scale, ref) -> np.ndarray:
+    """Per-element ``scale`` (float64, broadcast to ``ref``) no larger than the array-level
+    floor's (``max |ref|`` over its finite elements): where an element's own terms exceed the
+    whole array's magnitude, it is held as before, never more loosely.
+
+    >>> capped([0.5, 8.0], [1.0, -2.0]).tolist()
+    [0.5, 2.0]
+    """
+    mag = np.abs(np.asarray(ref, np.float64))
+    return np.minimum(np.asarray(scale, np.float64), float(np.max(mag[np.isfinite(mag)], initial=0.0)))
+
+
 def rel_err(out, ref, *, rtol: float | None = None, scale: float | None = None, dtype=None, ulps=FLOOR_ULPS) -> float:
     """``max_i |out_i - ref_i| / max(|ref_i|, floor)`` (the module's rule); ``inf`` on shape
     mismatch or NaN disagreement. ``rtol`` (default: the dtype's gradient tolerance) and
