@@ -592,10 +592,10 @@ LSTM_H = (np.arange(16.0)[::-1].reshape(2, 8) - 7.5) / 12.0
 LSTM_B = np.array([0.1, -0.1, 0.2, 0.0, 0.5, 0.5, -0.2, 0.1])
 
 
-def _lstm_step(h, c, xt, mm, sigmoid, tanh, split):
-    """One LSTM step in any framework: ``mm(a, constant)`` (a matmul, or a sum with the bias when
-    ``a`` is None) and ``split(z)`` (four gates) are its spellings."""
-    i, f, g, o = split(mm(xt, LSTM_X) + mm(h, LSTM_H) + mm(None, LSTM_B))
+def _lstm_step(h, c, xt, const, sigmoid, tanh, split):
+    """One LSTM step in any framework: ``const(k)`` (a NumPy constant as the framework's array of
+    the input's dtype) and ``split(z)`` (four gates) are its spellings; ``@`` is each one's matmul."""
+    i, f, g, o = split(xt @ const(LSTM_X) + h @ const(LSTM_H) + const(LSTM_B))
     c = sigmoid(f) * c + sigmoid(i) * tanh(g)
     return sigmoid(o) * tanh(c), c
 
@@ -604,8 +604,7 @@ def _lstm_numpy(x):
     h = c = np.zeros_like(x[:, 0, :])
     out = []
     for t in range(x.shape[1]):
-        mm = lambda a, k: k if a is None else a @ k  # noqa: E731
-        h, c = _lstm_step(h, c, x[:, t, :], mm, lambda v: 1 / (1 + np.exp(-v)), np.tanh,
+        h, c = _lstm_step(h, c, x[:, t, :], lambda k: k, lambda v: 1 / (1 + np.exp(-v)), np.tanh,
                           lambda z: np.split(z, 4, axis=-1))  # fmt: skip
         out.append(h)
     return np.stack(out, axis=1)
@@ -645,8 +644,8 @@ def _layer_tf(tf, x, layer):
     if layer == "lstm":
 
         def step(carry, xt):
-            mm = lambda a, k: tf.constant(k, x.dtype) if a is None else tf.linalg.matmul(a, tf.constant(k, x.dtype))  # noqa: E731
-            return _lstm_step(*carry, xt, mm, tf.sigmoid, tf.tanh, lambda z: tf.split(z, 4, axis=-1))
+            const = lambda k: tf.constant(k, x.dtype)  # noqa: E731
+            return _lstm_step(*carry, xt, const, tf.sigmoid, tf.tanh, lambda z: tf.split(z, 4, axis=-1))
 
         zero = tf.zeros_like(x[:, 0, :])
         return tf.transpose(tf.scan(step, tf.transpose(x, [1, 0, 2]), initializer=(zero, zero))[0], [1, 0, 2])
@@ -670,8 +669,8 @@ def _layer_jax(jax, x, layer):
     if layer == "lstm":
 
         def step(carry, xt):
-            mm = lambda a, k: jnp.asarray(k, x.dtype) if a is None else a @ jnp.asarray(k, x.dtype)  # noqa: E731
-            h, c = _lstm_step(*carry, xt, mm, jax.nn.sigmoid, jnp.tanh, lambda z: jnp.split(z, 4, axis=-1))
+            const = lambda k: jnp.asarray(k, x.dtype)  # noqa: E731
+            h, c = _lstm_step(*carry, xt, const, jax.nn.sigmoid, jnp.tanh, lambda z: jnp.split(z, 4, axis=-1))
             return (h, c), h
 
         zero = jnp.zeros_like(x[:, 0, :])
@@ -692,11 +691,11 @@ def _layer_torch(torch, x, layer):
     if layer == "broadcast-binary":
         return x * torch.as_tensor(B, dtype=x.dtype) + x[:, :1]
     if layer == "lstm":
-        mm = lambda a, k: torch.as_tensor(k, dtype=x.dtype) if a is None else a @ torch.as_tensor(k, dtype=x.dtype)  # noqa: E731
+        const = lambda k: torch.as_tensor(k, dtype=x.dtype)  # noqa: E731
         h = c = torch.zeros_like(x[:, 0, :])
         out = []
         for t in range(x.shape[1]):
-            h, c = _lstm_step(h, c, x[:, t, :], mm, torch.sigmoid, torch.tanh, lambda z: torch.chunk(z, 4, dim=-1))
+            h, c = _lstm_step(h, c, x[:, t, :], const, torch.sigmoid, torch.tanh, lambda z: torch.chunk(z, 4, dim=-1))
             out.append(h)
         return torch.stack(out, dim=1)
     return torch.tanh(x @ torch.as_tensor(W, dtype=x.dtype))
