@@ -60,6 +60,10 @@ class Floor:
         if not self.why or not self.why.strip():
             raise ValueError(f"a {self.kind} floor needs its reason")
 
+    def as_dict(self) -> dict:
+        """As reports and ``list --json`` carry it."""
+        return {"kind": self.kind, "why": self.why}
+
 
 _REGISTRY: dict[str, "Behaviour"] = {}
 
@@ -102,7 +106,7 @@ def floors() -> dict[str, dict]:
     """The registered behaviours' floors, ``{id: {"kind": ..., "why": ...}}`` (the report's
     ``floors``: the error-model judgement beside each behaviour's array-level headroom)."""
     judged = sorted((b for b in _REGISTRY.values() if b.floor), key=lambda b: b.id)
-    return {b.id: {"kind": b.floor.kind, "why": b.floor.why} for b in judged}
+    return {b.id: b.floor.as_dict() for b in judged}
 
 
 def default_cases_dir() -> Path:

@@ -68,7 +68,7 @@ def cmd_list(args) -> int:
                         "sources": list(b.sources),
                         "modes": list(b.modes),
                         "links": list(b.links),
-                        "floor": {"kind": b.floor.kind, "why": b.floor.why} if b.floor else None,
+                        "floor": b.floor.as_dict() if b.floor else None,
                     }
                     for b in found.values()
                 ],
