@@ -612,4 +612,4 @@ def test_array_level_comparisons_show_their_least_headroom_and_the_slack_ones():
         "floors": {"b": {"kind": "array", "why": "a loss sums rows"}},
     }
     md = pages.markdown(judged)  # a behaviour's judgement beside its headroom, and its reason below
-    assert "| b | array | float32 | 4.2x |" in md and "- `b` (array): a loss sums rows" in md
+    assert "| b | array | float32 | 4.2x |" in md and "Why each floor:\n\n- `b` (array): a loss sums rows" in md

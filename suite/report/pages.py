@@ -30,6 +30,7 @@ def template_env(strict: bool = False):
         undefined=jinja2.StrictUndefined if strict else jinja2.Undefined,
     )
     env.filters["md"] = query.md_escape
+    env.filters["prose"] = query.md_prose  # free text shown literally (emphasis, links, pipes escaped)
     env.filters["code"] = query.code_span  # a table cell's code span (pipes escaped)
     env.filters["tick"] = lambda s: f"`{s}`"  # a code span in running text
     env.filters["value"] = lambda v, limit=None: query.value_text(v, limit)

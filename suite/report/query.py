@@ -159,6 +159,21 @@ def md_escape(s) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
 
+def md_prose(s) -> str:
+    """Free text as Markdown shows it literally (a floor's reason: ``a * b``, ``x_i``, ``<x>``):
+    what would start emphasis, a code span, a link or a heading is backslash-escaped (the
+    escapes CommonMark and Python-Markdown both honour) and ``<`` is ``&lt;``; pipes stay, as
+    a list item is no table row.
+
+    >>> md_prose("|w_i| * 2 <x>")
+    '|w\\\\_i| \\\\* 2 &lt;x>'
+    """
+    out = str(s).replace("\\", "\\\\")
+    for ch in "`*_[]#":
+        out = out.replace(ch, "\\" + ch)
+    return out.replace("<", "&lt;").replace("\n", " ")
+
+
 def value_text(v, limit=None) -> str:
     """An observed value as a person reads it: strings bare, several values joined by `` | ``."""
     import json
