@@ -254,19 +254,16 @@ def _on_and_near(points, dtype, lo, hi, *, signed_zero=False):
     return st.one_of(st.sampled_from(grid), ss.floats(dtype, lo, hi))
 
 
-@ss.cached
-def cotangents(shape, dtype):
-    """Upstream gradients of magnitude 0.5 to 4: a zero would hide which subgradient was
-    picked, a tiny one would make the candidates indistinguishable (and differences noisy)."""
-    el = st.one_of(ss.floats(dtype, 0.5, 4), ss.floats(dtype, -4, -0.5))
-    return ss.arrays(np.dtype(dtype), shape, elements=el)
+#: the cotangents' magnitudes: a zero would hide which subgradient was picked, a tiny one would
+#: make the candidates indistinguishable (and differences noisy)
+W_MAGNITUDES = (0.5, 4.0)
 
 
 @st.composite
 def kink_inputs(draw, *, shape=(2, 3)):
     d = draw(ss.float_dtypes())
     x = draw(ss.arrays(d, shape, elements=_on_and_near(KINK_POINTS, d, -8, 8, signed_zero=True)), label="x")
-    return x, draw(cotangents(shape, d), label="cotangent")
+    return x, draw(ss.cotangents(shape, d, *W_MAGNITUDES), label="cotangent")
 
 
 @st.composite
@@ -276,7 +273,7 @@ def tied_pairs(draw, *, x_shape=(2, 3), y_shapes=((), (3,), (2, 3))):
     y = draw(ss.arrays(d, ys, elements=_on_and_near(TIE_VALUES, d, -4, 4)), label="y")
     offset = draw(ss.arrays(d, x_shape, elements=_on_and_near((0.0,), d, -4, 4)), label="offset")
     x = (np.broadcast_to(y, x_shape) + offset).astype(d)
-    return x, y, draw(cotangents(x_shape, d), label="cotangent")
+    return x, y, draw(ss.cotangents(x_shape, d, *W_MAGNITUDES), label="cotangent")
 
 
 @st.composite
@@ -285,7 +282,7 @@ def tied_arrays(draw, *, shape, out_shape=None):
     cotangent of ``out_shape``, (x, w)."""
     d = draw(ss.float_dtypes())
     x = draw(ss.arrays(d, shape, elements=_on_and_near(TIE_VALUES, d, -3, 3)), label="x")
-    return x if out_shape is None else (x, draw(cotangents(out_shape, d), label="cotangent"))
+    return x if out_shape is None else (x, draw(ss.cotangents(out_shape, d, *W_MAGNITUDES), label="cotangent"))
 
 
 # ---------------------------------------------------------------- the programs

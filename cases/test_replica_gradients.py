@@ -194,22 +194,15 @@ EXPECT = expectations(
 
 
 # ---------------------------------------------------------------- strategies
-def _signed(draw, dtype, shape, label, lo=0.25, hi=2.0):
-    """lo <= |a| <= hi, signs drawn: no entry is 0, so no closed form below collapses onto another."""
-    m = draw(ss.float_arrays(dtype=dtype, shape=shape, min_value=lo, max_value=hi), label=f"|{label}|")
-    sign = draw(ss.arrays(np.bool_, shape, elements=st.booleans()), label=f"sign {label}")
-    return np.where(sign, -m, m).astype(dtype)
-
-
 @st.composite
 def batches(draw):
     """(w, X, y), float32 or float64: w (d,), X (N, d) with 1/4 <= |entries| <= 2, and y = X w - e with
     residuals 1/2 <= |e| <= 2 (rounded to the dtype). Examples whose replicas' gradients nearly vanish
     are dropped: there the sum, the mean and each replica's share coincide and say nothing."""
     d = draw(ss.float_dtypes(dtypes=(np.float32, np.float64)), label="dtype")
-    w = _signed(draw, d, (DIM,), "w")
-    X = _signed(draw, d, (ROWS, DIM), "X")
-    e = _signed(draw, d, (ROWS,), "e", lo=0.5)
+    w = draw(ss.signed_arrays((DIM,), d, 0.25, 2.0), label="w")
+    X = draw(ss.signed_arrays((ROWS, DIM), d, 0.25, 2.0), label="X")
+    e = draw(ss.signed_arrays((ROWS,), d, 0.5, 2.0), label="e")
     y = (X.astype(np.float64) @ w.astype(np.float64) - e).astype(d)
     G, _ = _closed(w, X, y)
     assume(np.abs(G).max(axis=1).min() > 0.25 and np.abs(G.sum(0)).max() > 0.25)
@@ -223,7 +216,7 @@ def lookups(draw):
     d = draw(ss.float_dtypes(dtypes=(np.float32, np.float64)), label="dtype")
     E = draw(ss.float_arrays(dtype=d, shape=(VOCAB, DIM), min_value=-2, max_value=2), label="E")
     ids = draw(ss.arrays(np.int32, (ROWS,), elements=st.integers(0, VOCAB - 1)), label="ids")
-    c = _signed(draw, d, (ROWS, DIM), "c")
+    c = draw(ss.signed_arrays((ROWS, DIM), d, 0.25, 2.0), label="c")
     total = np.zeros((VOCAB, DIM))
     np.add.at(total, ids, c.astype(np.float64))
     assume(np.abs(total).max() > 0.25)
@@ -530,8 +523,8 @@ def norm_batches(draw):
     """(X, c): X (N, d) with 1/4 <= |entries| <= 2, each replica's rows apart (its variance not tiny) and its
     mean apart from the global one (so per-replica and global statistics differ), c the cotangent."""
     d = np.float32  # batch norm's training dtype (Keras 2's synchronized layer refuses float64: measured)
-    X = _signed(draw, d, (NORM_ROWS, DIM), "X")
-    c = _signed(draw, d, (NORM_ROWS, DIM), "c")
+    X = draw(ss.signed_arrays((NORM_ROWS, DIM), d, 0.25, 2.0), label="X")
+    c = draw(ss.signed_arrays((NORM_ROWS, DIM), d, 0.25, 2.0), label="c")
     x64 = X.astype(np.float64)
     parts = x64.reshape(REPLICAS, NORM_ROWS // REPLICAS, DIM)
     assume(np.ptp(parts, axis=1).min() > 0.25 and np.abs(parts.mean(1) - x64.mean(0)).max() > 0.25)

@@ -1072,13 +1072,6 @@ def _values(spec):
     return st.just(spec) if isinstance(spec, float) else st.one_of(*(_floats(lo, hi) for lo, hi in spec))
 
 
-@st.composite
-def cotangents(draw, shape, dtype):
-    """Upstream gradients 0.25 <= |w| <= 4 of either sign: g / w keeps the class of the derivative."""
-    mag = draw(ss.float_arrays(dtype=dtype, shape=shape, min_value=0.25, max_value=4.0), label="|w|")
-    return np.where(draw(ss.arrays(np.bool_, shape), label="sign(w)"), -mag, mag).astype(dtype)
-
-
 # One shape per family (XLA and jax.jit compile per shape); reductions need a one-element axis too.
 ELEMENT_SHAPES = ((2, 3),)
 PAIR_SHAPES = ((2, 4),)
@@ -1112,7 +1105,7 @@ def elementwise_inputs(draw, op):
     dist = np.min([np.abs(x.astype(np.float64) - p) for p in points], axis=0)
     at = [next(_label(p) for p in points if v == p and np.signbit(v) == np.signbit(p)) if v in points
           else "near" if e < FAR else "regular" for v, e in zip(x, dist)]  # fmt: skip
-    return x.reshape(shape), np.array(at).reshape(shape), draw(cotangents(shape, d))
+    return x.reshape(shape), np.array(at).reshape(shape), draw(ss.cotangents(shape, d))
 
 
 @st.composite
@@ -1135,7 +1128,7 @@ def binary_inputs(draw, case):
 
     a, b, tags = zip(*(entry(i) for i in range(int(np.prod(shape)))))
     return (*(np.array(v, d).reshape(shape) for v in (a, b)), np.array(tags).reshape(shape),
-            draw(cotangents(shape, d)))  # fmt: skip
+            draw(ss.cotangents(shape, d)))  # fmt: skip
 
 
 ZERO = st.just(0.0)
@@ -1158,7 +1151,7 @@ def reduction_inputs(draw, op):
     dist = x.std(-1) if moments else np.linalg.norm(x, axis=-1)
     at = REDUCTIONS[op].configs[n == 1] if moments else "x=0"
     tags = np.where(dist == 0, at, np.where(dist < FAR, "near", "regular"))
-    return x.astype(d), tags, draw(cotangents((rows, n) if op == "l2_normalize" else (rows,), d))
+    return x.astype(d), tags, draw(ss.cotangents((rows, n) if op == "l2_normalize" else (rows,), d))
 
 
 # ---------------------------------------------------------------- properties

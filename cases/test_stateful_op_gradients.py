@@ -237,26 +237,13 @@ FLOW_SHAPE = (3,)  # |p| above this: a central difference does not straddle the 
 
 
 # ---------------------------------------------------------------- strategies
-@ss.cached
-def magnitudes(dtype, shape, lo, hi, *, zero=False):
-    """Either sign, magnitudes in [lo, hi] (and exact zeros with ``zero``): no values so tiny that
-    products underflow, where the frameworks flush to zero differently."""
-    mag = ss.floats(dtype, lo, hi)
-    return ss.arrays(dtype, shape, elements=st.one_of(mag, mag.map(lambda m: -m), *[st.just(0.0)] * zero))
-
-
-def cotangents(x):
-    """Nonzero everywhere: ``zeros`` and ``upstream`` must read differently."""
-    return magnitudes(x.dtype, x.shape, 0.25, 4)
-
-
 @st.composite
 def updates_and_values(draw):
     """(v0, x, w): the variable's value, the value written (sometimes equal to v0), a cotangent."""
     d, s = draw(ss.dtypes_and_shapes(shapes=((3,), (2, 3))), label="dtype, shape")
     v0 = draw(ss.float_arrays(dtype=d, shape=s), label="v0")
     x = draw(st.one_of(ss.float_arrays(dtype=d, shape=s), st.just(v0.copy())), label="x")
-    return v0, x, draw(cotangents(x), label="w")
+    return v0, x, draw(ss.cotangents(x.shape, x.dtype), label="w")
 
 
 @st.composite
@@ -267,17 +254,17 @@ def duplicate_scatters(draw):
     idx = draw(ss.arrays(np.int32, (6, 1), elements=st.integers(0, 3)), label="indices")
     el = ss.floats(d, -10, 10)
     u = draw(ss.arrays(d, (6, *cols), elements=el, unique=True), label="u")
-    return t, idx, u, draw(cotangents(t), label="w")
+    return t, idx, u, draw(ss.cotangents(t.shape, t.dtype), label="w")
 
 
 @st.composite
 def flow_inputs(draw, selector):
     """(x, a, s, w, v): x in [-2, 2], a weight |a| in [0.25, 1.5], the construct's selector, two cotangents."""
     d = draw(ss.float_dtypes())
-    x = draw(magnitudes(d, FLOW_SHAPE, 2**-10, 2, zero=True), label="x")
-    a = draw(magnitudes(d, (), 0.25, 1.5), label="a")
+    x = draw(ss.signed_arrays(FLOW_SHAPE, d, 2**-10, 2, zero=True), label="x")
+    a = draw(ss.signed_arrays((), d, 0.25, 1.5), label="a")
     s = draw(selector(d), label="selector")
-    return x, a, s, draw(cotangents(x), label="w"), draw(cotangents(x), label="v")
+    return x, a, s, draw(ss.cotangents(x.shape, x.dtype), label="w"), draw(ss.cotangents(x.shape, x.dtype), label="v")
 
 
 @ss.cached

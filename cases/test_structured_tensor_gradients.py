@@ -56,7 +56,6 @@ import warnings
 
 import numpy as np
 from hypothesis import given, strategies as st
-from hypothesis.extra import numpy as hnp
 
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import Floor, behaviour, on
@@ -233,10 +232,6 @@ EXPECT = expectations(
 
 
 # ---------------------------------------------------------------- strategies
-def _signed(dtype, lo=0.25, hi=4.0):
-    return st.tuples(st.booleans(), ss.floats(dtype, lo, hi)).map(lambda t: -t[1] if t[0] else t[1])
-
-
 def attempt_vjp(runner, program, args, w, **static):
     """``((value, grads), None)``, or ``(None, raises:<Error>)`` where the framework refuses the forward
     or its gradient. The forward is tried first: its refusal is the observation (a tf.function whose
@@ -247,11 +242,6 @@ def attempt_vjp(runner, program, args, w, **static):
         if seen is not None:
             return None, seen
     return runner.attempt("vjp", program.of(runner), *args, cotangent=w, remember=cmp.xla_refusal, **static)
-
-
-def _cotangents(dtype, shape):
-    """Nonzero cotangents: a position that gets no gradient cannot pass for one whose cotangent is 0."""
-    return ss.arrays(np.dtype(dtype), tuple(shape), elements=_signed(dtype, 0.5, 4.0))
 
 
 #: (flat values N, rows R): each with one dtype, so each compiled mode builds one program per shape
@@ -272,7 +262,7 @@ def ragged_cases(draw) -> RaggedCase:
     dtype, (n, r) = draw(ss.dtypes_and_shapes(shapes=RAGGED_SHAPES), label="dtype, (N, R)")
     cuts = sorted(draw(st.lists(st.integers(0, n), min_size=r - 1, max_size=r - 1), label="row cuts"))
     lengths = np.diff([0, *cuts, n]).astype(np.int64)
-    values = draw(hnp.arrays(dtype, (n,), elements=_signed(dtype), unique=True), label="values")
+    values = draw(ss.signed_arrays((n,), dtype, unique=True), label="values")
     default = np.asarray(draw(ss.floats(dtype, -4.0, 4.0), label="default"), dtype)
     ids = np.array(draw(st.lists(st.integers(0, r - 1), min_size=K, max_size=K), label="ids"), np.int32)
     return RaggedCase(values, lengths, default, ids)
@@ -391,7 +381,7 @@ def fill_label(x, dtype) -> str:
 def _ragged_cotangent(case, op, data):
     r, n = len(case.lengths), len(case.values)
     shape = {"to_tensor": (r, n), "gather": (K, n)}.get(op, (r,))
-    return data.draw(_cotangents(case.values.dtype, shape), label=op)
+    return data.draw(ss.cotangents(shape, case.values.dtype, 0.5), label=op)
 
 
 def _ragged_args(case):
@@ -462,7 +452,7 @@ def slices_cases(draw) -> SlicesCase:
     dtype, shape = draw(ss.dtypes_and_shapes(shapes=TABLE_SHAPES), label="dtype, table shape")
     table = draw(ss.float_arrays(dtype=dtype, shape=shape, min_value=-4, max_value=4), label="table")
     ids = np.array(draw(st.lists(st.integers(0, shape[0] - 1), min_size=IDS, max_size=IDS), label="ids"), np.int32)
-    w = draw(hnp.arrays(dtype, (IDS, shape[1]), elements=_signed(dtype, 0.5, 4.0)), label="w")
+    w = draw(ss.cotangents((IDS, shape[1]), dtype, 0.5), label="w")
     return SlicesCase(table, ids, w)
 
 
@@ -689,7 +679,7 @@ def sparse_cases(draw, *, kind="canonical") -> SparseCase:
             )
             flat = [flat[i] for i in perm]
     indices = np.array([[f // k, f % k] for f in flat], np.int64)
-    values = draw(hnp.arrays(dtype, (nnz,), elements=_signed(dtype), unique=True), label="values")
+    values = draw(ss.signed_arrays((nnz,), dtype, unique=True), label="values")
     b = draw(ss.float_arrays(dtype=dtype, shape=(k, p), min_value=-2, max_value=2), label="b")
     return SparseCase(indices, values, b, (m, k))
 
@@ -796,7 +786,7 @@ def _sparse_cotangent(case, op, data):
     m, k = case.shape
     nnz, p = len(case.values), case.b.shape[1]
     shape = {"sparse_dense_matmul": (m, p), "reduce_sum": (m,), "softmax": (nnz,), "reorder+softmax": (nnz,)}
-    return data.draw(_cotangents(case.values.dtype, shape.get(op, (m, k))), label=op)
+    return data.draw(ss.cotangents(shape.get(op, (m, k)), case.values.dtype, 0.5), label=op)
 
 
 def _sparse_vjp(runner, case, op, w):

@@ -307,12 +307,6 @@ class Batch:
     var0: np.ndarray  # (2,) in [20, 30]
 
 
-def _signed(draw, shape, label, lo=0.5, hi=2.0):
-    m = draw(ss.float_arrays(dtype=np.dtype(F32), shape=shape, min_value=lo, max_value=hi), label=f"|{label}|")
-    sign = draw(ss.arrays(np.bool_, shape), label=f"sign {label}")
-    return np.where(sign, -m, m).astype(F32)
-
-
 @st.composite
 def batches(draw) -> Batch:
     """float32 inputs and weights whose Dense output has each column spread (variance > 0.1)."""
@@ -322,10 +316,10 @@ def batches(draw) -> Batch:
 
     b = Batch(
         x=arr((4, 3), -2, 2, "x"),
-        c=_signed(draw, (4, 2), "c"),
+        c=draw(ss.signed_arrays((4, 2), F32, 0.5, 2.0), label="c"),
         kernel=arr((3, 2), -1, 1, "kernel"),
         bias=arr((2,), -1, 1, "bias"),
-        gamma=_signed(draw, (2,), "gamma"),
+        gamma=draw(ss.signed_arrays((2,), F32, 0.5, 2.0), label="gamma"),
         beta=arr((2,), -1, 1, "beta"),
         mean0=arr((2,), 10, 20, "mean0"),
         var0=arr((2,), 20, 30, "var0"),
@@ -940,9 +934,9 @@ def accumulated_forms(w, X, y) -> dict:
 def micro_batches(draw):
     """(w, X, y) float32 with 1/4 <= |entries| <= 2 whose replicas' accumulated gradients differ (so the
     sum, the mean and the first replica's are told apart)."""
-    w = _signed(draw, (ACC_DIM,), "w", lo=0.25)
-    X = _signed(draw, (ACC_STEPS, ACC_ROWS, ACC_DIM), "X", lo=0.25)
-    y = _signed(draw, (ACC_STEPS, ACC_ROWS), "y", lo=0.25)
+    w = draw(ss.signed_arrays((ACC_DIM,), F32, 0.25, 2.0), label="w")
+    X = draw(ss.signed_arrays((ACC_STEPS, ACC_ROWS, ACC_DIM), F32, 0.25, 2.0), label="X")
+    y = draw(ss.signed_arrays((ACC_STEPS, ACC_ROWS), F32, 0.25, 2.0), label="y")
     forms = accumulated_forms(w, X, y)
     assume(min(np.abs(a - b).max() for a, b in [(forms["sum"], forms["mean"]), (forms["mean"], forms["first-replica"]),
                                                 (forms["sum"], forms["first-replica"])]) > 0.25)  # fmt: skip

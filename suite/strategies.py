@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import operator
 
 import numpy as np
 from hypothesis import strategies as st
@@ -288,6 +289,34 @@ def like(x: np.ndarray, *, min_value=-4.0, max_value=4.0, edges=("zero", "tiny")
     signed zeros and tiny magnitudes, so a gradient that is zeroed or flushed where it is
     small cannot pass as "close"."""
     return float_arrays(dtype=x.dtype, shape=x.shape, min_value=min_value, max_value=max_value, edges=edges)
+
+
+@cached
+def signed(dtype, lo, hi, *, zero=False) -> st.SearchStrategy[float]:
+    """Values of ``dtype`` of either sign whose magnitude is in [lo, hi] (no subnormals), and
+    exact zeros with ``zero``: where a value of 0 (or a tiny one) would make a closed form
+    collapse onto another, or products underflow where the frameworks flush differently.
+
+    >>> from hypothesis import given
+    >>> @given(v=signed(np.float32, 0.25, 4.0))
+    ... def t(v): assert 0.25 <= abs(v) <= 4.0 and np.float32(v) == v
+    >>> t()
+    """
+    magnitude = floats(dtype, lo, hi)
+    return st.one_of(magnitude, magnitude.map(operator.neg), *[st.just(0.0)] * bool(zero))
+
+
+@cached
+def signed_arrays(shape, dtype, lo=0.25, hi=4.0, *, zero=False, unique=False) -> st.SearchStrategy[np.ndarray]:
+    """Arrays of ``shape`` and ``dtype`` whose elements are :func:`signed` (``unique``: distinct)."""
+    return arrays(np.dtype(dtype), tuple(shape), elements=signed(dtype, lo, hi, zero=zero), unique=unique)
+
+
+def cotangents(shape, dtype, lo=0.25, hi=4.0, *, zero=False) -> st.SearchStrategy[np.ndarray]:
+    """Upstream gradients of either sign, ``lo <= |w| <= hi``: nonzero by default, so a position
+    that gets no gradient cannot pass for one whose cotangent is 0, and ``g / w`` keeps the
+    class of the derivative (where a behaviour mixes in zeros and tiny values, :func:`like`)."""
+    return signed_arrays(shape, dtype, lo, hi, zero=zero)
 
 
 @dataclasses.dataclass(frozen=True)
