@@ -48,7 +48,7 @@ from hypothesis import example, given, strategies as st
 from suite import compare as cmp, finite_diff, ops, strategies as ss
 from suite.behaviours import Floor, behaviour
 from suite.expectations import expect, expect_each, expectations, raises
-from suite.ops import properties
+from suite.ops import db, properties
 from suite.program import Program, dispatch
 
 TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
@@ -299,6 +299,9 @@ class Extremum(Program):
         return getattr(torch, op)(x, y)
 
 
+ELU = db.fact("elu")
+
+
 class Spelled(NamedTuple):
     """One row of a family table: the op in each framework's own API, then its closed forms."""
 
@@ -344,13 +347,8 @@ KINKS = {
         lambda x: np.where(x > 0, x, ALPHA * x),
         lambda x: np.where(x > 0, 1.0, ALPHA),
     ),
-    "elu": Spelled(
-        lambda tf, x: tf.nn.elu(x),
-        lambda jax, x: jax.nn.elu(x),
-        lambda torch, x: torch.nn.functional.elu(x),
-        (0.0,),
-        lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
-        lambda x: np.exp(np.minimum(x, 0)),
+    "elu": Spelled(  # the op database's elu (suite/ops/db.py): its spellings, reference and f'
+        *(ELU.spellings[fw] for fw in ("tensorflow", "jax", "torch")), (0.0,), ELU.reference, ELU.derivatives[0]
     ),
     "abs": Spelled(
         lambda tf, x: tf.abs(x),
@@ -400,33 +398,28 @@ Kinked = dispatch("Kinked", KINKS, "``KINKS[op]``, an elementwise op with a kink
 # differences off its kinks) and classify its gradient at each kink (0 and -0 at 0) by which
 # one-sided derivative it is, under the keys this behaviour has always used ("relu@0").
 for _name, _op in KINKS.items():
-    ops.register(
-        ops.Op(
-            _name,
-            behaviour="kink-subgradients",
-            tensorflow=_op.tensorflow,
-            jax=_op.jax,
-            torch=_op.torch,
-            reference=_op.f,
-            domain={"float32": (-8.0, 8.0), "float64": (-8.0, 8.0)},
-            excluded=_op.kinks,
-            margin=FD_MARGIN,
-            sides=True,
-            # elu's exp(x) - 1 and y + 1 from the rounded output cancel for x < 0 (suite.ops.error)
-            terms=ELU_TERMS if _name == "elu" else None,
-            regimes={"saturated": (-8.0, -7.0)} if _name == "elu" else {},
-            ulps={"float32": 4.0, "float64": 4.0, "value": {"float32": 4.0, "float64": 4.0}}
-            if _name == "elu"
-            else None,
-            points=tuple(
-                ops.Point(
-                    f"{c:g}", ((0.0, -0.0, 0.0) if c == 0 else c,), KINK_KINDS[f"{_name}@{c:g}"], key=f"{_name}@{c:g}"
-                )
-                for c in _op.kinks
-            ),  # fmt: skip
-            declared=[e for e in KINK_DECLARED if e.key.startswith(f"{_name}@")],
-        )
+    _fields = dict(
+        domain={"float32": (-8.0, 8.0), "float64": (-8.0, 8.0)},
+        excluded=_op.kinks,
+        margin=FD_MARGIN,
+        sides=True,
+        # elu's exp(x) - 1 and y + 1 from the rounded output cancel for x < 0 (suite.ops.error)
+        terms=ELU_TERMS if _name == "elu" else None,
+        regimes={"saturated": (-8.0, -7.0)} if _name == "elu" else {},
+        ulps={"float32": 4.0, "float64": 4.0, "value": {"float32": 4.0, "float64": 4.0}} if _name == "elu" else None,
+        points=tuple(
+            ops.Point(
+                f"{c:g}", ((0.0, -0.0, 0.0) if c == 0 else c,), KINK_KINDS[f"{_name}@{c:g}"], key=f"{_name}@{c:g}"
+            )
+            for c in _op.kinks
+        ),  # fmt: skip
+        declared=[e for e in KINK_DECLARED if e.key.startswith(f"{_name}@")],
     )
+    if _name in db.names():  # elu: its spellings and reference are the op database's
+        ops.view("kink-subgradients", _name, **_fields)
+    else:
+        ops.register(ops.Op(_name, behaviour="kink-subgradients", tensorflow=_op.tensorflow, jax=_op.jax,
+                            torch=_op.torch, reference=_op.f, **_fields))  # fmt: skip
 
 
 REDUCTIONS = {  # along the last axis

@@ -364,14 +364,17 @@ class Guarded:
     guard: type
 
 
-def guarded(name, spellings, guard, f, df=None):
-    """An op a user hides behind tf.where, as an entry of this behaviour: ``spellings``
-    (TensorFlow, JAX, PyTorch: dotted paths under each module, or ``fn(module, x)``: ``1 / x``
-    and ``x ** p`` as written, so each framework picks its own kernel: RealDiv, Pow, integer_pow),
-    float64 closed forms of f and (elementwise) f'."""
-    tf, jax, torch = spellings
+def guarded(name, guard, *own):
+    """An op a user hides behind tf.where, as an entry of this behaviour: the op database's
+    ``name`` (its spellings, reference and f': :mod:`suite.ops.db`), or one of its own, ``own`` =
+    (spellings, f, f'): the spellings (TensorFlow, JAX, PyTorch: ``fn(module, x)``, ``1 / x`` and
+    ``x ** p`` as written, so each framework picks its own kernel: RealDiv, Pow, integer_pow)
+    and float64 closed forms of f and (elementwise) f'."""
+    if not own:
+        return Guarded(ops.view("masked-nan-gradients", name, closed_forms=True), guard)
+    (tf, jax, torch), f, *df = own
     op = ops.Op(name, behaviour="masked-nan-gradients", tensorflow=tf, jax=jax, torch=torch, reference=f,
-                derivatives=() if df is None else (df,))  # fmt: skip
+                derivatives=tuple(df))  # fmt: skip
     return Guarded(ops.register(op), guard)
 
 
@@ -385,17 +388,16 @@ def _rows_normalized(x):
 
 
 GUARDED = {g.op.name: g for g in (
-    guarded("sqrt", ("math.sqrt", "numpy.sqrt", "sqrt"), Positive, np.sqrt, lambda x: 0.5 / np.sqrt(x)),
-    guarded("log", ("math.log", "numpy.log", "log"), Positive, np.log, np.reciprocal),
-    guarded("reciprocal", ("math.reciprocal", "numpy.reciprocal", "reciprocal"), Nonzero, np.reciprocal,
-            lambda x: -1 / x**2),
-    guarded("divide", _as_written(lambda m, x: 1 / x), Nonzero, np.reciprocal, lambda x: -1 / x**2),
-    guarded("normalize", (lambda tf, x: x / tf.norm(x, axis=-1, keepdims=True),
-                          lambda jax, x: x / jax.numpy.linalg.norm(x, axis=-1, keepdims=True),
-                          lambda torch, x: x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)),
-            NonzeroRow, _rows_normalized),
-    guarded("x**0.5", _as_written(lambda m, x: x**0.5), Positive, np.sqrt, lambda x: 0.5 / np.sqrt(x)),
-    guarded("x**-1", _as_written(lambda m, x: x**-1), Nonzero, np.reciprocal, lambda x: -1 / x**2),
+    guarded("sqrt", Positive),
+    guarded("log", Positive),
+    guarded("reciprocal", Nonzero),
+    guarded("divide", Nonzero, _as_written(lambda m, x: 1 / x), np.reciprocal, lambda x: -1 / x**2),
+    guarded("normalize", NonzeroRow, (lambda tf, x: x / tf.norm(x, axis=-1, keepdims=True),
+                                      lambda jax, x: x / jax.numpy.linalg.norm(x, axis=-1, keepdims=True),
+                                      lambda torch, x: x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)),
+            _rows_normalized),
+    guarded("x**0.5", Positive, _as_written(lambda m, x: x**0.5), np.sqrt, lambda x: 0.5 / np.sqrt(x)),
+    guarded("x**-1", Nonzero, _as_written(lambda m, x: x**-1), np.reciprocal, lambda x: -1 / x**2),
 )}  # fmt: skip
 if tuple(GUARDED) != OPS or HALF_LINE != tuple(k for k, g in GUARDED.items() if g.guard is Positive):
     raise ValueError("OPS and HALF_LINE (the expectations' keys) must name GUARDED's entries and its x > 0 guards")

@@ -59,6 +59,7 @@ from suite import compare as cmp, finite_diff, ops, strategies as ss
 from suite.behaviours import Floor, behaviour
 from suite.expectations import expect, expect_keys, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
+from suite.ops import db
 from suite.program import Program
 
 TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
@@ -265,12 +266,6 @@ AGREED = {
 }  # fmt: skip
 
 
-#: Where xdivy and divide_no_nan have no spelling: the reason and the link
-NO_XDIVY = {
-    "jax": ("jax.numpy, jax.lax and jax.scipy.special have no xdivy or divide_no_nan",
-            "https://docs.jax.dev/en/latest/jax.numpy.html"),
-    "torch": ("torch has no xdivy or divide_no_nan", "https://pytorch.org/docs/stable/torch.html"),
-}  # fmt: skip
 #: The first tf-nightly with each change of 2.21 -> 2.23.0.dev20261026 (``autodiff-semantics bisect``,
 #: reports/nightly/bisect.json: the last nightly before it, the compare link between the two)
 XLOGY_FROM = "2.22.0.dev20260717"  # after 2.22.0.dev20260716
@@ -706,7 +701,7 @@ DECLARED = [
     # (xdivy's and divide_no_nan's own keys: declared by their entries, from their absent spellings)
     *(
         expect("seed[tensorflow#60715]", "unavailable", framework=fw, reason=why, link=link)
-        for fw, (why, link) in NO_XDIVY.items()
+        for fw, (why, link) in db.NO_XDIVY.items()
     ),
     # (l2_normalize's and moments' own keys: declared by their entries, from their absent spellings)
     # appended last: a declaration's id is its place in this list, which the baselines record
@@ -725,7 +720,6 @@ DECLARED = [
 
 # ---------------------------------------------------------------- the elementwise entries
 ZEROS = (0.0, -0.0)
-POW = ("pow", "numpy.power", "pow")
 
 
 def _entry_name(key: str) -> str | None:
@@ -742,48 +736,43 @@ def _declared(name, keys=(), absent=None):
                   for fw, (why, link) in (absent or {}).items() for k in keys]  # fmt: skip
 
 
-def elementwise(name, spellings, f, df, d2f, domain, points):
-    """An elementwise op with singular points, as an op-table entry of this behaviour:
-    ``spellings`` (TensorFlow, JAX, PyTorch: dotted paths under each module, or ``fn(module,
-    x)``), float64 closed forms of f, f' and f'', the domain where f is real, and per singular
-    point (-0.0 and 0.0 are distinct) the kinds every framework answers by default, ``(point,
-    grad, side)``, or ``(point, grad, side, grad2)`` where the second derivative is asked for.
-    Its declared divergences are DECLARED's under its keys."""
-    tf, jax, torch = spellings
-    return ops.register(
-        ops.Op(
-            name,
-            behaviour="singular-point-gradients",
-            tensorflow=tf,
-            jax=jax,
-            torch=torch,
-            reference=_np(f),
-            derivatives=(_np(df), _np(d2f)),
-            domain={"float32": domain, "float64": domain},
-            points=tuple(
-                ops.Point(_label(at), (at,), grad, also=(("side", side), *(("grad2", k) for k in grad2)))
-                for at, grad, side, *grad2 in points
-            ),
-            declared=_declared(name),
-        )
+def elementwise(name, domain, points, **own):
+    """An elementwise op with singular points, as an op-table entry of this behaviour: the op
+    database's ``name`` (its spellings, reference, f' and f'': :mod:`suite.ops.db`), or an op of
+    its own (``own``: x**p with a constant p: its spellings, reference and derivatives); the
+    domain where f is real, and per singular point (-0.0 and 0.0 are distinct) the kinds every
+    framework answers by default, ``(point, grad, side)``, or ``(point, grad, side, grad2)``
+    where the second derivative is asked for. Its declared divergences are DECLARED's under its keys."""
+    fields = dict(
+        domain={"float32": domain, "float64": domain},
+        points=tuple(
+            ops.Point(_label(at), (at,), grad, also=(("side", side), *(("grad2", k) for k in grad2)))
+            for at, grad, side, *grad2 in points
+        ),
+        declared=_declared(name),
     )
+    if own:
+        return ops.register(ops.Op(name, behaviour="singular-point-gradients", **own, **fields))
+    return ops.view("singular-point-gradients", name, closed_forms=True, **fields)
 
 
 def _pow(p):
-    """x ** p with a constant p: spellings, f' and f'' without 0 * x**-1, the domain (real for
-    x < 0 only for an integer p)."""
+    """x ** p with a constant p: the op database's pow with that exponent, f' and f'' without
+    0 * x**-1, the domain (real for x < 0 only for an integer p)."""
 
-    def spelled(path):
+    def spelled(pow_):
         def fn(module, x):
-            return ops.resolve(module, path)(x, p)
+            return pow_(module, x, p)
 
-        fn.__name__ = fn.__qualname__ = f"{path}(x, {p:g})"
+        fn.__name__ = fn.__qualname__ = f"{pow_.__name__}(x, {p:g})"
         return fn
 
     df = (lambda x: p * x ** (p - 1)) if p != 0 else (lambda x: 0 * x)
     d2f = (lambda x: p * (p - 1) * x ** (p - 2)) if p not in (0, 1) else (lambda x: 0 * x)
     domain = (-4.0, 4.0) if float(p).is_integer() else (0.0, 4.0)
-    return dict(spellings=tuple(map(spelled, POW)), f=lambda x: x**p, df=df, d2f=d2f, domain=domain)
+    tf, jax, torch = (spelled(db.fact("pow").spellings[fw]) for fw in ("tensorflow", "jax", "torch"))
+    return dict(tensorflow=tf, jax=jax, torch=torch, reference=_np(lambda x: x**p), derivatives=(_np(df), _np(d2f)),
+                domain=domain)  # fmt: skip
 
 
 POWERS = (  # x**p at 0 and -0; the second derivative where the brief asks for it (x**2's is 2 everywhere)
@@ -794,22 +783,12 @@ POWERS = (  # x**p at 0 and -0; the second derivative where the brief asks for i
     (2.0, ((0.0, "zero", "both"), (-0.0, "zero", "both"))),
 )
 ELEMENTWISE = {op.name: op for op in (
-    elementwise("sqrt", ("sqrt", "numpy.sqrt", "sqrt"), f=np.sqrt, df=lambda x: 0.5 / np.sqrt(x),
-                d2f=lambda x: -0.25 * x**-1.5, domain=(0, 10),
-                points=((0.0, "+inf", "right", "-inf"), (-0.0, "-inf", "none", "+inf"))),
-    elementwise("rsqrt", ("math.rsqrt", "lax.rsqrt", "rsqrt"), f=lambda x: x**-0.5, df=lambda x: -0.5 * x**-1.5,
-                d2f=lambda x: 0.75 * x**-2.5, domain=(0, 10),
-                points=((0.0, "-inf", "right", "+inf"), (-0.0, "+inf", "right", "-inf"))),
-    elementwise("log", ("math.log", "numpy.log", "log"), f=np.log, df=lambda x: 1 / x, d2f=lambda x: -1 / x**2,
-                domain=(0, 10), points=((0.0, "+inf", "right"), (-0.0, "-inf", "none"))),
-    elementwise("log1p", ("math.log1p", "numpy.log1p", "log1p"), f=np.log1p, df=lambda x: 1 / (1 + x),
-                d2f=lambda x: -1 / (1 + x) ** 2, domain=(-1, 10), points=((-1.0, "+inf", "right"),)),
-    elementwise("acos", ("math.acos", "numpy.arccos", "acos"), f=np.arccos, df=lambda x: -1 / np.sqrt(1 - x * x),
-                d2f=lambda x: -x / (1 - x * x) ** 1.5, domain=(-1, 1),
-                points=((1.0, "-inf", "left"), (-1.0, "-inf", "right"))),
-    elementwise("asin", ("math.asin", "numpy.arcsin", "asin"), f=np.arcsin, df=lambda x: 1 / np.sqrt(1 - x * x),
-                d2f=lambda x: x / (1 - x * x) ** 1.5, domain=(-1, 1),
-                points=((1.0, "+inf", "left"), (-1.0, "+inf", "right"))),
+    elementwise("sqrt", (0, 10), ((0.0, "+inf", "right", "-inf"), (-0.0, "-inf", "none", "+inf"))),
+    elementwise("rsqrt", (0, 10), ((0.0, "-inf", "right", "+inf"), (-0.0, "+inf", "right", "-inf"))),
+    elementwise("log", (0, 10), ((0.0, "+inf", "right"), (-0.0, "-inf", "none"))),
+    elementwise("log1p", (-1, 10), ((-1.0, "+inf", "right"),)),
+    elementwise("acos", (-1, 1), ((1.0, "-inf", "left"), (-1.0, "-inf", "right"))),
+    elementwise("asin", (-1, 1), ((1.0, "+inf", "left"), (-1.0, "+inf", "right"))),
     *(elementwise(f"x**{p:g}", points=points, **_pow(p)) for p, points in POWERS),
 )}  # fmt: skip
 SECOND_ORDER = [name for name, op in ELEMENTWISE.items() if op.has("grad2")]
@@ -830,12 +809,12 @@ class Binary:
     named: tuple = ()
 
 
-def binary(name, spellings, args, f, grads, configs, regular, named=(), absent=None):
-    """A binary op with singular configurations, as an op-table entry: ``spellings`` (TensorFlow,
-    JAX, PyTorch; None with the reason and link in ``absent`` where a framework has no such op:
-    every key of the entry is then declared ``unavailable`` for it), ``args``: the arguments'
-    own names (atan2 takes y, x), float64 closed forms of f and of its two partial derivatives
-    (``grads(a, b)``). Keys: ``d<arg>[<op>@<config>]`` and ``side_d<arg>[...]``."""
+def binary(name, args, configs, regular, named=()):
+    """The op database's binary op ``name`` (its spellings, reference and partial derivatives
+    ``grads(a, b)``: :mod:`suite.ops.db`) with singular configurations, as an op-table entry:
+    ``args``, the arguments' own names (atan2 takes y, x). Where a framework has no such op
+    (the database's ``absent``), every key of the entry is declared ``unavailable`` for it.
+    Keys: ``d<arg>[<op>@<config>]`` and ``side_d<arg>[...]``."""
     a, b = args
     points = tuple(
         ops.Point(c.label, (c.a, c.b), c.kinds[0], key=f"d{a}[{name}@{c.label}]",
@@ -844,47 +823,38 @@ def binary(name, spellings, args, f, grads, configs, regular, named=(), absent=N
     )  # fmt: skip
     keys = [k for c in configs for k in (f"d{a}[{name}@{c.label}]", f"d{b}[{name}@{c.label}]")]
     keys += [f"side_{k}" for k in keys]
-    declared = _declared(name, keys, absent)
-    tf, jax, torch = spellings
-    op = ops.register(
-        ops.Op(name, behaviour="singular-point-gradients", tensorflow=tf, jax=jax, torch=torch, arity=2,
-               reference=_np(f), derivatives=(_np(grads),), points=points, declared=declared, absent=absent or {})
-    )  # fmt: skip
+    declared = _declared(name, keys, db.fact(name).absent)
+    op = ops.view("singular-point-gradients", name, closed_forms=True, points=points, declared=declared)
     return Binary(op, args, configs, regular, tuple((k, _np(fn)) for k, fn in named))
 
 
 BOTH = ((-4.0, -0.25), (0.25, 4.0))
 BINARY = {b.op.name: b for b in (
-    binary("pow", POW, ("x", "y"), lambda x, y: x**y, lambda x, y: (y * x ** (y - 1), x**y * np.log(x)),
+    binary("pow", ("x", "y"),
            (Config("x=0,y=0", 0.0, 0.0, ((1,), (1, -1)), ("nan", "zero", "none", "none")),
             Config("x=0,0<y<1", 0.0, ((0.2, 0.8),), ((1,), ()), ("+inf", "zero", "right", "both")),
             Config("x=0,y=1", 0.0, 1.0, ((1,), ()), ("1", "zero", "both", "both")),
             Config("x=0,y>1", 0.0, ((1.25, 3.0),), ((1,), ()), ("zero", "zero", "right", "both"))),
            (((0.25, 4.0),), ((-2.0, 3.0),))),
-    binary("xlogy", ("math.xlogy", "scipy.special.xlogy", "xlogy"), ("x", "y"),
-           lambda x, y: np.where(x == 0, 0.0, x * np.log(y)), lambda x, y: (np.log(y), x / y),
+    binary("xlogy", ("x", "y"),
            (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1,)), ("zero", "nan", "none", "none")),
             Config("x=0,y>0", 0.0, ((1.5, 8.0),), kinds=("log(y)", "zero", "both", "both")),
             Config("x=0,y<0", 0.0, ((-4.0, -0.5),), ((), ()), ("zero", "zero", "none", "both"))),
            (BOTH, ((0.25, 8.0),)), named=(("log(y)", np.log),)),
-    binary("xlog1py", ("math.xlog1py", "scipy.special.xlog1py", "special.xlog1py"), ("x", "y"),
-           lambda x, y: np.where(x == 0, 0.0, x * np.log1p(y)), lambda x, y: (np.log1p(y), x / (1 + y)),
+    binary("xlog1py", ("x", "y"),
            (Config("x=0,y=-1", 0.0, -1.0, ((1, -1), (1,)), ("zero", "nan", "none", "none")),
             Config("x=0,y>-1", 0.0, ((0.5, 8.0),), kinds=("log1p(y)", "zero", "both", "both")),
             Config("x=0,y<-1", 0.0, ((-5.0, -1.5),), ((), ()), ("zero", "zero", "none", "both"))),
            (BOTH, ((-0.75, 8.0),)), named=(("log1p(y)", np.log1p),)),
-    binary("xdivy", ("math.xdivy", None, None), ("x", "y"), lambda x, y: np.where(x == 0, 0.0, x / y),
-           lambda x, y: (1 / y, -x / y**2),
+    binary("xdivy", ("x", "y"),
            (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "none", "both")),
             Config("x=0,y!=0", 0.0, BOTH, kinds=("zero", "zero", "none", "both"))),
-           (BOTH, BOTH), named=(("1/y", lambda y: 1 / y),), absent=NO_XDIVY),
-    binary("divide_no_nan", ("math.divide_no_nan", None, None), ("x", "y"),
-           lambda x, y: np.where(y == 0, 0.0, x / y), lambda x, y: (1 / y, -x / y**2),
+           (BOTH, BOTH), named=(("1/y", lambda y: 1 / y),)),
+    binary("divide_no_nan", ("x", "y"),
            (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "both", "both")),
             Config("x!=0,y=0", BOTH, 0.0, ((), (1, -1)), ("zero", "zero", "both", "none"))),
-           (BOTH, BOTH), absent=NO_XDIVY),
-    binary("atan2", ("math.atan2", "numpy.arctan2", "atan2"), ("y", "x"), np.arctan2,
-           lambda y, x: (x / (x * x + y * y), -y / (x * x + y * y)),
+           (BOTH, BOTH)),
+    binary("atan2", ("y", "x"),
            (Config("y=0,x=0", 0.0, 0.0, ((1, -1), (1, -1)), ("nan", "nan", "none", "none")),), (BOTH, BOTH)),
 )}  # fmt: skip
 

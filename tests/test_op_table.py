@@ -1,10 +1,15 @@
 """The op table: an entry added by a file is tested in every TensorFlow mode and by both
 oracles, by the generic properties, with its special point's declarations asserted."""
 
+import collections
+import importlib
 import json
+import pathlib
 
 import pytest
 
+from suite import ops
+from suite.ops import db
 from tests.test_end_to_end import run_cli
 
 pytestmark = pytest.mark.slow
@@ -88,3 +93,26 @@ def test_a_wrong_declaration_at_a_special_point_fails_its_rows(tmp_path):
     assert p.returncode == 1
     failed = {r["test"].split("::")[1] for r in report["results"] if r["outcome"] == "failed"}
     assert failed == {"test_op_special_points[jax-eager-cpu-maximum]", "test_op_special_points[jax-jit-cpu-maximum]"}
+
+
+#: Entries of the same name in two behaviours that are different ops: masked-nan's x**0.5 is the
+#: operator as written (each framework picks its kernel), singular-point's is pow(x, 0.5)
+SPELLED_APART = {"x**0.5"}
+
+
+def test_an_op_in_several_behaviours_is_spelled_once_in_the_op_database():
+    """Every op the case modules enter in more than one behaviour takes its spellings and
+    reference from suite/ops/db.py (ops.view), so 'log' is one fact, not three copies."""
+    for path in sorted(pathlib.Path("cases").glob("test_*.py")):
+        importlib.import_module(f"cases.{path.stem}")
+    behaviours = collections.defaultdict(set)
+    for behaviour, name in ops._TABLE:
+        behaviours[name].add(behaviour)
+    shared = {name for name, bs in behaviours.items() if len(bs) > 1} - SPELLED_APART
+    assert shared and shared <= set(db.names()), sorted(shared - set(db.names()))
+    for name in shared:
+        fact = db.fact(name)
+        for behaviour in behaviours[name]:
+            entry = ops._TABLE[(behaviour, name)]
+            assert entry.reference is fact.reference, (behaviour, name)
+            assert all(getattr(entry, fw) is s for fw, s in fact.spellings.items()), (behaviour, name)

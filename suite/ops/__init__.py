@@ -1,19 +1,21 @@
-"""The op table: one entry per op, and generic gradient properties run over every entry.
+"""The op table: one entry per op and behaviour, and generic gradient properties run over every entry.
 
 An entry says everything the suite needs to test an op's derivative in every TensorFlow mode
 against JAX, PyTorch and float64 references: its spellings, a float64 reference, its input
 domain per dtype (bounds wide enough to reach where float32 saturates or underflows), its
 special points (singular points, kinks, ties, boundaries) with the kind each framework
 answers there (declarations with reason, link and version range, as elsewhere), its
-capabilities and its tolerance. A behaviour module binds the generic properties to its
-entries (:func:`suite.ops.properties.bind`); its rows are reported under that behaviour::
+capabilities and its tolerance. The op's own facts (spellings, reference, closed-form
+derivatives) are written once, in the op database (:mod:`suite.ops.db`); a behaviour takes the
+op by name and adds what it is about (:func:`view`). A behaviour module binds the generic
+properties to its entries (:func:`suite.ops.properties.bind`); its rows are reported under
+that behaviour::
 
-    TANH = ops.register(ops.Op(
-        "tanh", behaviour="activation-gradients",
-        tensorflow=lambda tf, x: tf.math.tanh(x), jax=lambda jax, x: jax.numpy.tanh(x),
-        torch=lambda torch, x: torch.tanh(x), reference=np.tanh,
-        domain={"float32": (-20.0, 20.0), "float64": (-40.0, 40.0)},
-    ))
+    TANH = ops.view("activation-gradients", "tanh", domain={"float32": (-20.0, 20.0), "float64": (-40.0, 40.0)})
+
+An op only one behaviour asks about, and that the database does not hold, may be entered
+whole with :func:`register` (``Op(name, behaviour=..., tensorflow=..., jax=..., torch=...,
+reference=...)``).
 
 >>> op = Op("square", behaviour="demo", tensorflow=lambda tf, x: x * x, jax=lambda jax, x: x * x,
 ...         torch=None, absent={"torch": ("no spelling here", "https://example.org")}, reference=np.square)
@@ -24,8 +26,7 @@ entries (:func:`suite.ops.properties.bind`); its rows are reported under that be
 >>> op = register(Op("abs", behaviour="demo", tensorflow=abs, jax=abs, torch=abs, points=(Point("0", (0.0,), "zero"),)))
 >>> op.keys(), op.expect.lookup("grad[abs@0]", None)
 (['grad[abs@0]'], ('zero', None))
->>> op = register(Op("sqrt", behaviour="demo", tensorflow="sqrt", jax="numpy.sqrt", torch="sqrt",
-...                  points=(Point("0", (0.0,), "+inf", also=(("side", "right"), ("grad2", "-inf"))),)))
+>>> op = view("demo", "sqrt", points=(Point("0", (0.0,), "+inf", also=(("side", "right"), ("grad2", "-inf"))),))
 >>> op.keys(), op.has("grad2"), op.expect.lookup("side[sqrt@0]", None)
 (['grad[sqrt@0]', 'side[sqrt@0]', 'grad2[sqrt@0]'], True, ('right', None))
 """
@@ -33,12 +34,15 @@ entries (:func:`suite.ops.properties.bind`); its rows are reported under that be
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Callable
 
 import numpy as np
 
 from suite import compare as cmp, finite_diff, registry
 from suite.expectations import Expectations, expect, raises
+from suite.ops import db
+from suite.ops.db import resolve, spelling  # noqa: F401  (the entries' vocabulary)
 from suite.ops.error import ULPS, Terms  # noqa: F401  (the entries' vocabulary)
 from suite.program import Program
 
@@ -195,39 +199,55 @@ def regime_grid(op, dtype: str, n: int) -> np.ndarray:
     return np.unique(grid[(grid >= lo) & (grid <= hi)])
 
 
-def resolve(module, path: str):
-    """The attribute at the dotted ``path`` under ``module``.
-
-    >>> resolve(np, "linalg.norm") is np.linalg.norm
-    True
-    """
-    for part in path.split("."):
-        module = getattr(module, part)
-    return module
-
-
-def spelling(path: str) -> Callable:
-    """``fn(module, *xs)`` calling the function at the dotted ``path`` under the framework's module.
-
-    >>> float(spelling("add")(np, 1.0, 2.0))
-    3.0
-    """
-
-    def fn(module, *xs):
-        return resolve(module, path)(*xs)
-
-    fn.__name__ = fn.__qualname__ = path
-    return fn
-
-
 def register(op: Op) -> Op:
     """Add ``op`` to the table, its declarations attributed to the calling (behaviour) module,
     as ``expectations(...)`` there would be. A name is one entry: registering it again
     replaces it, so a module imported twice does not double its rows (a name is unique within
-    its behaviour: ``elu`` may be an entry of two behaviours)."""
-    import sys
+    its behaviour: ``elu`` may be an entry of two behaviours). An op the database knows is
+    entered with :func:`view`, which takes its facts from there, never spelled again.
 
-    module = sys._getframe(1).f_globals.get("__name__", "?")
+    >>> register(Op("log", behaviour="demo", tensorflow="math.log", jax="numpy.log", torch="log"))
+    Traceback (most recent call last):
+    ...
+    ValueError: op log is in the op database (suite/ops/db.py): enter it with ops.view("demo", "log", ...)
+    """
+    if op.name in db.names():
+        raise ValueError(
+            f"op {op.name} is in the op database (suite/ops/db.py): enter it with "
+            f'ops.view("{op.behaviour}", "{op.name}", ...)'
+        )
+    return _register(op, sys._getframe(1).f_globals.get("__name__", "?"))
+
+
+def view(behaviour: str, name: str, *, closed_forms: bool = False, **fields) -> Op:
+    """The op database's ``name`` (:mod:`suite.ops.db`) as an entry of ``behaviour``, registered
+    as :func:`register` does: its spellings, reference and arity are the database's, and
+    ``fields`` are what the behaviour is about (``domain``, ``points``, ``declared``,
+    ``excluded``, its error model: any other field of :class:`Op`). ``closed_forms``: the entry
+    carries the database's derivatives, for a behaviour that compares with them.
+
+    >>> op = view("demo", "log", closed_forms=True, points=(Point("0", (0.0,), "+inf"),))
+    >>> op.keys(), float(op.derivatives[0](4.0)), op.program.of("jax").__name__
+    (['grad[log@0]'], 0.25, 'numpy.log')
+    >>> view("demo", "log", reference=np.log)
+    Traceback (most recent call last):
+    ...
+    ValueError: op log: reference is the op database's (suite/ops/db.py), not demo's
+    """
+    fact = db.fact(name)
+    facts = dict(fact.spellings, reference=fact.reference, arity=fact.arity)
+    if closed_forms:
+        facts["derivatives"] = fact.derivatives
+    owned = sorted(set(facts) & set(fields))
+    if owned:
+        raise ValueError(f"op {name}: {', '.join(owned)} is the op database's (suite/ops/db.py), not {behaviour}'s")
+    defaults = {"elementwise": fact.family != "reduction"}
+    absent = {**fact.absent, **fields.pop("absent", {})}
+    op = Op(name, behaviour=behaviour, **facts, absent=absent, **{**defaults, **fields})
+    return _register(op, sys._getframe(1).f_globals.get("__name__", "?"))
+
+
+def _register(op: Op, module: str) -> Op:
     defaults = {op.key(p): p.kind for p in op.points}
     defaults.update({op.value_key(p): p.value for p in op.points if p.value})
     defaults.update({op.also_key(k, p): kind for p in op.points for k, kind in p.also})
