@@ -27,7 +27,7 @@ import numpy as np
 from suite import ops
 from suite.behaviours import Floor, behaviour
 from suite.expectations import expect, expect_keys
-from suite.ops import db, properties
+from suite.ops import properties
 
 TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
 TF_NN_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/nn_grad.py"
@@ -49,9 +49,9 @@ BEHAVIOUR = behaviour(
     floor=Floor(
         "mixed",
         "Every float comparison here is an op-table row (properties.bind): the elementwise entries are held per "
-        "element by their own error model (MODEL's Terms and ULPS, suite.ops.error); softmax, log_softmax and "
-        "reduce_logsumexp are elementwise=False (each output normalises over its row), at the table's "
-        "array-level floor. The module compares nothing outside the table.",
+        "element by their own error model (the op database's Terms and this module's ULPS, suite.ops.error); "
+        "softmax, log_softmax and reduce_logsumexp are reductions (each output normalises over its row), at the "
+        "table's array-level floor. The module compares nothing outside the table.",
     ),
 )
 
@@ -59,152 +59,30 @@ INF = math.inf
 SOFTSIGN_GRAD = r"(?s)SoftsignGrad"  # a LookupError, inside a StagingError where traced
 
 
-def _where_negative(c=1.0):
-    return lambda x: np.where(x < 0, c, 0.0)
-
-
-def _near_one(x, p):
-    """The rounding of ``x*x`` in ``1 - x*x`` as it reaches ``(1 - x^2)^-p``: a relative error of
-    ``p x^2 / |1 - x^2|`` (in units of rounding) of that magnitude."""
-    d = np.abs(1 - x * x)
-    return p * x * x / d * d**-p
-
-
-_LA = db.SELU_SCALE * db.SELU_ALPHA
-T = ops.Terms
-#: The error model of each entry where its formulas cancel (suite.ops.error): the magnitude of
-#: the terms summed, per unit cotangent, and the regimes every example reaches. Measured with
-#: ``python -m suite.ops.headroom`` (TF 2.21, JAX 0.10.2, PyTorch 2.13).
+#: The regimes of each entry every example reaches (its error model where its formulas cancel,
+#: the terms' magnitudes, is the op database's: suite/ops/db.py, suite.ops.error).
 MODEL = {
     "tanh": dict(
-        terms=T(
-            grad=lambda x: np.ones_like(x),
-            second=lambda x: np.full_like(x, 2.0),
-            why="1 - y^2 from the rounded output y: terms 1 and y^2; (1 - y)(1 + y) differentiated: 2 terms of 1",
-        ),
         regimes={
             "saturating": (4.1, 5.0),
             "saturating-": (-5.0, -4.1),
             "saturated": (5.0, 9.5),
             "rounded-to-1": (9.5, 19.5),
-        },
+        }
     ),
-    "sigmoid": dict(
-        terms=T(
-            grad=lambda x: db.sigmoid(x),
-            second=lambda x: 2 * db.sigmoid(x),
-            why="y (1 - y) from the rounded output: 1 - y cancels where y -> 1",
-        ),
-        regimes={"saturated": (10.0, 40.0), "underflow": (-104.0, -85.0)},
-    ),
-    "softplus": dict(
-        terms=T(second=lambda x: db.sigmoid(x), why="sigmoid(x) (1 - sigmoid(x)) in the second derivative"),
-        regimes={"linear": (15.0, 40.0), "underflow": (-104.0, -85.0)},
-    ),
-    "softsign": dict(
-        terms=T(
-            grad=lambda x: 2 / (1 + np.abs(x)),
-            second=lambda x: 4 / (1 + np.abs(x)) ** 2,
-            why="autodiff of x / (1 + |x|): 1/(1+|x|) - |x|/(1+|x|)^2 cancels for large |x|",
-        ),
-        regimes={"far": (1e6, 1e8), "far-": (-1e8, -1e6)},
-    ),
-    "elu": dict(
-        terms=T(
-            value=_where_negative(),
-            grad=_where_negative(),
-            second=_where_negative(),
-            why="exp(x) - 1 and y + 1 from the rounded output for x < 0: terms 1 and y",
-        ),
-        regimes={"saturated": (-20.0, -8.0)},
-    ),
-    "selu": dict(
-        terms=T(
-            value=_where_negative(_LA),
-            grad=_where_negative(_LA),
-            second=_where_negative(_LA),
-            why="scale alpha (exp(x) - 1) and y + scale alpha for x < 0",
-        ),
-        regimes={"saturated": (-20.0, -8.0)},
-    ),
-    "gelu": dict(
-        terms=T(
-            value=lambda x: np.abs(x),
-            grad=lambda x: np.ones_like(x),
-            second=lambda x: 2 + x * x,
-            cofactor=lambda x: 1 + x * x,
-            why="x (1 + erf(x / sqrt 2)) / 2: 1 + erf cancels for x < 0",
-        ),
-        regimes={"tail": (-8.0, -3.0)},
-    ),
-    "silu": dict(
-        terms=T(
-            grad=lambda x: (1 + np.abs(x)) * db.sigmoid(x),
-            second=lambda x: (2 + np.abs(x)) * db.sigmoid(x),
-            cofactor=np.abs,
-            why="s + x s (1 - s): the terms cancel near x = -1.28, and 1 - s (terms 1 and s) for large x",
-        ),
-        regimes={"linear": (15.0, 40.0), "underflow": (-104.0, -85.0)},
-    ),
-    "erf": dict(
-        terms=T(
-            grad=lambda x: (1 + 2 * x * x) * np.exp(-x * x),
-            second=lambda x: (1 + 2 * x * x) * np.abs(x) * np.exp(-x * x),
-            cofactor=lambda x: 1 + 2 * x * x,
-            why="exp(-x^2): x^2 rounds, so the relative error grows as 2 x^2",
-        ),
-        regimes={"tail": (2.5, 4.0), "tail-": (-4.0, -2.5)},
-    ),
-    "erfc": dict(
-        terms=T(
-            value=lambda x: 2 * x * x * db.erfc(x),
-            grad=lambda x: (1 + 2 * x * x) * np.exp(-x * x),
-            second=lambda x: (1 + 2 * x * x) * np.abs(x) * np.exp(-x * x),
-            cofactor=lambda x: 1 + 2 * x * x,
-            why="exp(-x^2): x^2 rounds, so the relative error grows as 2 x^2",
-        ),
-        regimes={"tail": (2.5, 9.0)},
-    ),
-    "log_sigmoid": dict(
-        terms=T(
-            second=lambda x: np.ones_like(x), why="sigmoid(x) (1 - sigmoid(x)) in the second derivative: terms up to 1"
-        ),
-        regimes={"linear": (-40.0, -15.0), "underflow": (85.0, 104.0)},
-    ),
-    "atanh": dict(
-        terms=T(
-            value=lambda x: np.full_like(x, 2.0),
-            grad=lambda x: _near_one(x, 1.0),
-            second=lambda x: 2 / (1 - x * x) ** 2 + 2 * _near_one(x, 2.0),
-            why="1 - x*x rounds x*x: relative error x^2 / (1 - x^2) per power of it; "
-            "1 / ((1 - x)(1 + x)) differentiated: two terms cancel",
-        ),
-    ),
-    "asin": dict(
-        terms=T(
-            grad=lambda x: _near_one(x, 0.5),
-            second=lambda x: _near_one(x, 1.5),
-            why="1 - x*x rounds x*x: relative error x^2 / (1 - x^2) per power of it",
-        )
-    ),
-    "acos": dict(
-        terms=T(
-            grad=lambda x: _near_one(x, 0.5),
-            second=lambda x: _near_one(x, 1.5),
-            why="1 - x*x rounds x*x: relative error x^2 / (1 - x^2) per power of it",
-        )
-    ),
-    "atan": dict(
-        terms=T(cofactor=lambda x: 2 * np.abs(x), why="(1 / (1 + x^2))^2 is subnormal for |x| > 3e9 (float32)")
-    ),
-    "asinh": dict(terms=T(cofactor=np.abs, why="XLA's asinh derivative: 28 ulp in float32, 145 in float64 (measured)")),
-    "acosh": dict(terms=T(cofactor=np.abs, why="XLA's acosh derivative: 28 ulp in float32, 145 in float64 (measured)")),
+    "sigmoid": dict(regimes={"saturated": (10.0, 40.0), "underflow": (-104.0, -85.0)}),
+    "softplus": dict(regimes={"linear": (15.0, 40.0), "underflow": (-104.0, -85.0)}),
+    "softsign": dict(regimes={"far": (1e6, 1e8), "far-": (-1e8, -1e6)}),
+    "elu": dict(regimes={"saturated": (-20.0, -8.0)}),
+    "selu": dict(regimes={"saturated": (-20.0, -8.0)}),
+    "gelu": dict(regimes={"tail": (-8.0, -3.0)}),
+    "silu": dict(regimes={"linear": (15.0, 40.0), "underflow": (-104.0, -85.0)}),
+    "erf": dict(regimes={"tail": (2.5, 4.0), "tail-": (-4.0, -2.5)}),
+    "erfc": dict(regimes={"tail": (2.5, 9.0)}),
+    "log_sigmoid": dict(regimes={"linear": (-40.0, -15.0), "underflow": (85.0, 104.0)}),
     "exp": dict(regimes={"underflow": (-104.0, -85.0), "large": (60.0, 88.0)}),
     "log1p": dict(regimes={"tiny": (1e-8, 1e-4), "tiny-": (-1e-4, -1e-8), "near-pole": (-0.9, -0.5)}),
-    "expm1": dict(
-        terms=T(grad=_where_negative(), second=_where_negative(), why="y + 1 from the rounded output (JAX) for x < 0"),
-        regimes={"saturated": (-20.0, -8.0), "tiny": (1e-8, 1e-4)},
-    ),
+    "expm1": dict(regimes={"saturated": (-20.0, -8.0), "tiny": (1e-8, 1e-4)}),
 }
 
 #: Units of rounding per entry where its kernels round more (or less) than suite.ops.ULPS: the
@@ -244,7 +122,7 @@ ROWS = ((np.float32, (3,)), (np.float64, (2, 3)), (np.float32, (2, 3)), (np.floa
 def unary(name, f32, f64, points=(), **kw):
     """The op database's ``name`` (its spellings and reference: :mod:`suite.ops.db`) as an entry
     of this behaviour: ``f32``/``f64``, the domain per dtype; ``points``, ``ops.Point`` or
-    ``(name, at, kind)``; its error model from MODEL."""
+    ``(name, at, kind)``; its regimes and units of rounding from MODEL."""
     return ops.view(
         "elementwise-gradients",
         name,
@@ -586,25 +464,12 @@ unary("atanh", (-1.0, 1.0), (-0.99, 0.99),
 
 
 # ---------------------------------------------------------------- two arguments, and the last axis
-def _pow_second_x(x, y):
-    """The terms of pow's second derivatives through x: f_xx and f_xy with every term's magnitude."""
-    return np.abs(y * (y - 1)) * x ** (y - 2) + x ** (y - 1) * (1 + np.abs(y * np.log(x)))
-
-
-def _pow_second_y(x, y):
-    """The terms of pow's second derivatives through y: f_xy's and f_yy = x^y log(x)^2."""
-    return x ** (y - 1) * (1 + np.abs(y * np.log(x))) + x**y * np.log(x) ** 2
-
-
 ops.view(
     "elementwise-gradients",
     "pow",
-    # the second derivatives sum x^(y-1) (1 + y log x) and its neighbours, which cancel
+    # the second derivatives sum x^(y-1) (1 + y log x) and its neighbours, which cancel (the
+    # database's terms)
     ulps={"float32": 16.0, "float64": 16.0},  # measured 2.7 and 3.2 ulp (as ULPS above)
-    terms=ops.Terms(
-        second=(_pow_second_x, _pow_second_y),
-        why="d2/dx dy of x^y is x^(y-1) (1 + y log x): its terms cancel where y log x = -1",
-    ),
     domain={"float32": (0.01, 10.0), "float64": (0.01, 10.0)},
     # d/dx = y x^(y-1): 0 at 0^2, +inf at 0^0.5, -inf at base 0 with a negative exponent (the value
     # is +inf), and nan at a negative base with a non-integer exponent (the value is nan) in every

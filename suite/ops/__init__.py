@@ -223,7 +223,8 @@ def view(behaviour: str, name: str, *, closed_forms: bool = False, **fields) -> 
     """The op database's ``name`` (:mod:`suite.ops.db`) as an entry of ``behaviour``, registered
     as :func:`register` does: its spellings, reference and arity are the database's, and
     ``fields`` are what the behaviour is about (``domain``, ``points``, ``declared``,
-    ``excluded``, its error model: any other field of :class:`Op`). ``closed_forms``: the entry
+    ``excluded``, ``regimes``, ``ulps``: any other field of :class:`Op`; ``terms`` too where
+    the database states none). ``closed_forms``: the entry
     carries the database's derivatives, for a behaviour that compares with them.
 
     >>> op = view("demo", "log", closed_forms=True, points=(Point("0", (0.0,), "+inf"),))
@@ -238,6 +239,8 @@ def view(behaviour: str, name: str, *, closed_forms: bool = False, **fields) -> 
     facts = dict(fact.spellings, reference=fact.reference, arity=fact.arity)
     if closed_forms:
         facts["derivatives"] = fact.derivatives
+    if fact.terms is not None:
+        facts["terms"] = fact.terms
     owned = sorted(set(facts) & set(fields))
     if owned:
         raise ValueError(f"op {name}: {', '.join(owned)} is the op database's (suite/ops/db.py), not {behaviour}'s")

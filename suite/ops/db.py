@@ -34,6 +34,7 @@ from typing import Callable
 import numpy as np
 
 from suite import registry
+from suite.ops.error import Terms
 
 FAMILIES = ("unary", "binary", "reduction")
 
@@ -91,9 +92,12 @@ class Fact:
     derivatives: tuple = ()
     #: {framework: (why, link)} where a framework has no such op (its spelling is None)
     absent: dict = dataclasses.field(default_factory=dict)
+    #: where its formulas cancel, the magnitude of their terms (:class:`suite.ops.error.Terms`):
+    #: the error model of every element, whichever behaviour compares it
+    terms: Terms | None = None
 
 
-def _fact(name, family, arity, spellings: dict, reference, derivatives, absent=None) -> Fact:
+def _fact(name, family, arity, spellings: dict, reference, derivatives, absent=None, terms=None) -> Fact:
     if family not in FAMILIES:
         raise ValueError(f"op {name}: unknown family {family!r} (one of {', '.join(FAMILIES)})")
     absent = dict(absent or {})
@@ -106,19 +110,22 @@ def _fact(name, family, arity, spellings: dict, reference, derivatives, absent=N
         raise ValueError(f"op {name}: already in the op database; a behaviour adds its points with ops.view")
     spelled = {fw: spelling(s) if isinstance(s, str) else s for fw, s in spellings.items()}
     closed = tuple(quiet(d) for d in derivatives if d is not None)
-    _DB[name] = Fact(name, family, arity, spelled, quiet(reference), closed, absent)
+    _DB[name] = Fact(name, family, arity, spelled, quiet(reference), closed, absent, terms)
     return _DB[name]
 
 
-def unary(name: str, *, tensorflow, jax, torch, reference, df=None, d2f=None) -> Fact:
-    """A one-argument elementwise op; ``df``/``d2f``: its first and second derivatives in closed form."""
-    return _fact(name, "unary", 1, dict(tensorflow=tensorflow, jax=jax, torch=torch), reference, (df, d2f))
+def unary(name: str, *, tensorflow, jax, torch, reference, df=None, d2f=None, terms=None) -> Fact:
+    """A one-argument elementwise op; ``df``/``d2f``: its first and second derivatives in closed
+    form; ``terms``: its error model where its formulas cancel."""
+    return _fact(name, "unary", 1, dict(tensorflow=tensorflow, jax=jax, torch=torch), reference, (df, d2f), None, terms)
 
 
-def binary(name: str, *, tensorflow, jax, torch, reference, grads=None, absent=None) -> Fact:
+def binary(name: str, *, tensorflow, jax, torch, reference, grads=None, absent=None, terms=None) -> Fact:
     """A two-argument elementwise op; ``grads``: ``(a, b) -> (df/da, df/db)`` in closed form;
-    ``absent``: {framework: (why, link)} where a framework has none (its spelling None)."""
-    return _fact(name, "binary", 2, dict(tensorflow=tensorflow, jax=jax, torch=torch), reference, (grads,), absent)
+    ``absent``: {framework: (why, link)} where a framework has none (its spelling None);
+    ``terms``: its error model where its formulas cancel."""
+    fns = dict(tensorflow=tensorflow, jax=jax, torch=torch)
+    return _fact(name, "binary", 2, fns, reference, (grads,), absent, terms)
 
 
 def reduction(name: str, *, tensorflow, jax, torch, reference) -> Fact:
@@ -157,29 +164,168 @@ def logsumexp(x):
     return m + np.log(np.sum(np.exp(x - m), axis=-1, keepdims=True))
 
 
+SELU_LA = SELU_SCALE * SELU_ALPHA
+
+
+def where_negative(c=1.0):
+    """``c`` where x < 0, else 0: a term of the formula for x < 0 only."""
+    return lambda x: np.where(x < 0, c, 0.0)
+
+
+def near_one(x, p):
+    """The rounding of ``x*x`` in ``1 - x*x`` as it reaches ``(1 - x^2)^-p``: a relative error of
+    ``p x^2 / |1 - x^2|`` (in units of rounding) of that magnitude."""
+    d = np.abs(1 - x * x)
+    return p * x * x / d * d**-p
+
+
 # ---------------------------------------------------------------- activations
-unary("tanh", tensorflow="math.tanh", jax="numpy.tanh", torch="tanh", reference=np.tanh)
-unary("sigmoid", tensorflow="math.sigmoid", jax="nn.sigmoid", torch="sigmoid", reference=sigmoid)
-unary("softplus", tensorflow="math.softplus", jax="nn.softplus", torch="nn.functional.softplus",
-      reference=lambda x: np.logaddexp(0.0, x))  # fmt: skip
-unary("softsign", tensorflow="nn.softsign", jax="nn.soft_sign", torch="nn.functional.softsign",
-      reference=lambda x: x / (1 + np.abs(x)))  # fmt: skip
-unary("elu", tensorflow="nn.elu", jax="nn.elu", torch="nn.functional.elu",
-      reference=lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
-      df=lambda x: np.exp(np.minimum(x, 0)))  # fmt: skip
-unary("selu", tensorflow="nn.selu", jax="nn.selu", torch="nn.functional.selu",
-      reference=lambda x: SELU_SCALE * np.where(x > 0, x, SELU_ALPHA * np.expm1(np.minimum(x, 0))))  # fmt: skip
-unary("gelu", tensorflow="nn.gelu", jax=lambda jax, x: jax.nn.gelu(x, approximate=False),
-      torch="nn.functional.gelu", reference=lambda x: 0.5 * x * erfc(-x / math.sqrt(2)))  # fmt: skip
-unary("silu", tensorflow="nn.silu", jax="nn.silu", torch="nn.functional.silu", reference=lambda x: x * sigmoid(x))
-unary("erf", tensorflow="math.erf", jax="scipy.special.erf", torch="erf", reference=erf)
-unary("erfc", tensorflow="math.erfc", jax="scipy.special.erfc", torch="erfc", reference=erfc)
-unary("log_sigmoid", tensorflow="math.log_sigmoid", jax="nn.log_sigmoid", torch="nn.functional.logsigmoid",
-      reference=lambda x: -np.logaddexp(0.0, -x))  # fmt: skip
+unary(
+    "tanh",
+    tensorflow="math.tanh",
+    jax="numpy.tanh",
+    torch="tanh",
+    reference=np.tanh,
+    terms=Terms(
+        grad=lambda x: np.ones_like(x),
+        second=lambda x: np.full_like(x, 2.0),
+        why="1 - y^2 from the rounded output y: terms 1 and y^2; (1 - y)(1 + y) differentiated: 2 terms of 1",
+    ),
+)
+unary(
+    "sigmoid",
+    tensorflow="math.sigmoid",
+    jax="nn.sigmoid",
+    torch="sigmoid",
+    reference=sigmoid,
+    terms=Terms(
+        grad=lambda x: sigmoid(x),
+        second=lambda x: 2 * sigmoid(x),
+        why="y (1 - y) from the rounded output: 1 - y cancels where y -> 1",
+    ),
+)
+unary(
+    "softplus",
+    tensorflow="math.softplus",
+    jax="nn.softplus",
+    torch="nn.functional.softplus",
+    reference=lambda x: np.logaddexp(0.0, x),
+    terms=Terms(second=lambda x: sigmoid(x), why="sigmoid(x) (1 - sigmoid(x)) in the second derivative"),
+)
+unary(
+    "softsign",
+    tensorflow="nn.softsign",
+    jax="nn.soft_sign",
+    torch="nn.functional.softsign",
+    reference=lambda x: x / (1 + np.abs(x)),
+    terms=Terms(
+        grad=lambda x: 2 / (1 + np.abs(x)),
+        second=lambda x: 4 / (1 + np.abs(x)) ** 2,
+        why="autodiff of x / (1 + |x|): 1/(1+|x|) - |x|/(1+|x|)^2 cancels for large |x|",
+    ),
+)
+unary(
+    "elu",
+    tensorflow="nn.elu",
+    jax="nn.elu",
+    torch="nn.functional.elu",
+    reference=lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
+    df=lambda x: np.exp(np.minimum(x, 0)),
+    terms=Terms(
+        value=where_negative(),
+        grad=where_negative(),
+        second=where_negative(),
+        why="exp(x) - 1 and y + 1 from the rounded output for x < 0: terms 1 and y",
+    ),
+)
+unary(
+    "selu",
+    tensorflow="nn.selu",
+    jax="nn.selu",
+    torch="nn.functional.selu",
+    reference=lambda x: SELU_SCALE * np.where(x > 0, x, SELU_ALPHA * np.expm1(np.minimum(x, 0))),
+    terms=Terms(
+        value=where_negative(SELU_LA),
+        grad=where_negative(SELU_LA),
+        second=where_negative(SELU_LA),
+        why="scale alpha (exp(x) - 1) and y + scale alpha for x < 0",
+    ),
+)
+unary(
+    "gelu",
+    tensorflow="nn.gelu",
+    jax=lambda jax, x: jax.nn.gelu(x, approximate=False),
+    torch="nn.functional.gelu",
+    reference=lambda x: 0.5 * x * erfc(-x / math.sqrt(2)),
+    terms=Terms(
+        value=lambda x: np.abs(x),
+        grad=lambda x: np.ones_like(x),
+        second=lambda x: 2 + x * x,
+        cofactor=lambda x: 1 + x * x,
+        why="x (1 + erf(x / sqrt 2)) / 2: 1 + erf cancels for x < 0",
+    ),
+)
+unary(
+    "silu",
+    tensorflow="nn.silu",
+    jax="nn.silu",
+    torch="nn.functional.silu",
+    reference=lambda x: x * sigmoid(x),
+    terms=Terms(
+        grad=lambda x: (1 + np.abs(x)) * sigmoid(x),
+        second=lambda x: (2 + np.abs(x)) * sigmoid(x),
+        cofactor=np.abs,
+        why="s + x s (1 - s): the terms cancel near x = -1.28, and 1 - s (terms 1 and s) for large x",
+    ),
+)
+unary(
+    "erf",
+    tensorflow="math.erf",
+    jax="scipy.special.erf",
+    torch="erf",
+    reference=erf,
+    terms=Terms(
+        grad=lambda x: (1 + 2 * x * x) * np.exp(-x * x),
+        second=lambda x: (1 + 2 * x * x) * np.abs(x) * np.exp(-x * x),
+        cofactor=lambda x: 1 + 2 * x * x,
+        why="exp(-x^2): x^2 rounds, so the relative error grows as 2 x^2",
+    ),
+)
+unary(
+    "erfc",
+    tensorflow="math.erfc",
+    jax="scipy.special.erfc",
+    torch="erfc",
+    reference=erfc,
+    terms=Terms(
+        value=lambda x: 2 * x * x * erfc(x),
+        grad=lambda x: (1 + 2 * x * x) * np.exp(-x * x),
+        second=lambda x: (1 + 2 * x * x) * np.abs(x) * np.exp(-x * x),
+        cofactor=lambda x: 1 + 2 * x * x,
+        why="exp(-x^2): x^2 rounds, so the relative error grows as 2 x^2",
+    ),
+)
+unary(
+    "log_sigmoid",
+    tensorflow="math.log_sigmoid",
+    jax="nn.log_sigmoid",
+    torch="nn.functional.logsigmoid",
+    reference=lambda x: -np.logaddexp(0.0, -x),
+    terms=Terms(
+        second=lambda x: np.ones_like(x), why="sigmoid(x) (1 - sigmoid(x)) in the second derivative: terms up to 1"
+    ),
+)
 
 # ---------------------------------------------------------------- exponentials, logarithms, roots
 unary("exp", tensorflow="math.exp", jax="numpy.exp", torch="exp", reference=np.exp)
-unary("expm1", tensorflow="math.expm1", jax="numpy.expm1", torch="expm1", reference=np.expm1)
+unary(
+    "expm1",
+    tensorflow="math.expm1",
+    jax="numpy.expm1",
+    torch="expm1",
+    reference=np.expm1,
+    terms=Terms(grad=where_negative(), second=where_negative(), why="y + 1 from the rounded output (JAX) for x < 0"),
+)
 unary("log", tensorflow="math.log", jax="numpy.log", torch="log", reference=np.log,
       df=lambda x: 1 / x, d2f=lambda x: -1 / x**2)  # fmt: skip
 unary("log1p", tensorflow="math.log1p", jax="numpy.log1p", torch="log1p", reference=np.log1p,
@@ -195,20 +341,91 @@ unary("rsqrt", tensorflow="math.rsqrt", jax="lax.rsqrt", torch="rsqrt", referenc
 unary("sin", tensorflow="math.sin", jax="numpy.sin", torch="sin", reference=np.sin)
 unary("cos", tensorflow="math.cos", jax="numpy.cos", torch="cos", reference=np.cos)
 unary("tan", tensorflow="math.tan", jax="numpy.tan", torch="tan", reference=np.tan)
-unary("asin", tensorflow="math.asin", jax="numpy.arcsin", torch="asin", reference=np.arcsin,
-      df=lambda x: 1 / np.sqrt(1 - x * x), d2f=lambda x: x / (1 - x * x) ** 1.5)  # fmt: skip
-unary("acos", tensorflow="math.acos", jax="numpy.arccos", torch="acos", reference=np.arccos,
-      df=lambda x: -1 / np.sqrt(1 - x * x), d2f=lambda x: -x / (1 - x * x) ** 1.5)  # fmt: skip
-unary("atan", tensorflow="math.atan", jax="numpy.arctan", torch="atan", reference=np.arctan)
+unary(
+    "asin",
+    tensorflow="math.asin",
+    jax="numpy.arcsin",
+    torch="asin",
+    reference=np.arcsin,
+    df=lambda x: 1 / np.sqrt(1 - x * x),
+    d2f=lambda x: x / (1 - x * x) ** 1.5,
+    terms=Terms(
+        grad=lambda x: near_one(x, 0.5),
+        second=lambda x: near_one(x, 1.5),
+        why="1 - x*x rounds x*x: relative error x^2 / (1 - x^2) per power of it",
+    ),
+)
+unary(
+    "acos",
+    tensorflow="math.acos",
+    jax="numpy.arccos",
+    torch="acos",
+    reference=np.arccos,
+    df=lambda x: -1 / np.sqrt(1 - x * x),
+    d2f=lambda x: -x / (1 - x * x) ** 1.5,
+    terms=Terms(
+        grad=lambda x: near_one(x, 0.5),
+        second=lambda x: near_one(x, 1.5),
+        why="1 - x*x rounds x*x: relative error x^2 / (1 - x^2) per power of it",
+    ),
+)
+unary(
+    "atan",
+    tensorflow="math.atan",
+    jax="numpy.arctan",
+    torch="atan",
+    reference=np.arctan,
+    terms=Terms(cofactor=lambda x: 2 * np.abs(x), why="(1 / (1 + x^2))^2 is subnormal for |x| > 3e9 (float32)"),
+)
 unary("sinh", tensorflow="math.sinh", jax="numpy.sinh", torch="sinh", reference=np.sinh)
 unary("cosh", tensorflow="math.cosh", jax="numpy.cosh", torch="cosh", reference=np.cosh)
-unary("asinh", tensorflow="math.asinh", jax="numpy.arcsinh", torch="asinh", reference=np.arcsinh)
-unary("acosh", tensorflow="math.acosh", jax="numpy.arccosh", torch="acosh", reference=np.arccosh)
-unary("atanh", tensorflow="math.atanh", jax="numpy.arctanh", torch="atanh", reference=np.arctanh)
+unary(
+    "asinh",
+    tensorflow="math.asinh",
+    jax="numpy.arcsinh",
+    torch="asinh",
+    reference=np.arcsinh,
+    terms=Terms(cofactor=np.abs, why="XLA's asinh derivative: 28 ulp in float32, 145 in float64 (measured)"),
+)
+unary(
+    "acosh",
+    tensorflow="math.acosh",
+    jax="numpy.arccosh",
+    torch="acosh",
+    reference=np.arccosh,
+    terms=Terms(cofactor=np.abs, why="XLA's acosh derivative: 28 ulp in float32, 145 in float64 (measured)"),
+)
+unary(
+    "atanh",
+    tensorflow="math.atanh",
+    jax="numpy.arctanh",
+    torch="atanh",
+    reference=np.arctanh,
+    terms=Terms(
+        value=lambda x: np.full_like(x, 2.0),
+        grad=lambda x: near_one(x, 1.0),
+        second=lambda x: 2 / (1 - x * x) ** 2 + 2 * near_one(x, 2.0),
+        why="1 - x*x rounds x*x: relative error x^2 / (1 - x^2) per power of it; "
+        "1 / ((1 - x)(1 + x)) differentiated: two terms cancel",
+    ),
+)
+
 
 # ---------------------------------------------------------------- two arguments, and the last axis
+def _pow_second_x(x, y):
+    """The terms of pow's second derivatives through x: f_xx and f_xy with every term's magnitude."""
+    return np.abs(y * (y - 1)) * x ** (y - 2) + x ** (y - 1) * (1 + np.abs(y * np.log(x)))
+
+
+def _pow_second_y(x, y):
+    """The terms of pow's second derivatives through y: f_xy's and f_yy = x^y log(x)^2."""
+    return x ** (y - 1) * (1 + np.abs(y * np.log(x))) + x**y * np.log(x) ** 2
+
+
 binary("pow", tensorflow="pow", jax="numpy.power", torch="pow", reference=np.power,
-       grads=lambda x, y: (y * x ** (y - 1), x**y * np.log(x)))  # fmt: skip
+       grads=lambda x, y: (y * x ** (y - 1), x**y * np.log(x)),
+       terms=Terms(second=(_pow_second_x, _pow_second_y),
+                   why="d2/dx dy of x^y is x^(y-1) (1 + y log x): its terms cancel where y log x = -1"))  # fmt: skip
 binary("xlogy", tensorflow="math.xlogy", jax="scipy.special.xlogy", torch="xlogy",
        reference=lambda x, y: np.where(x == 0, 0.0, x * np.log(y)), grads=lambda x, y: (np.log(y), x / y))  # fmt: skip
 binary("xlog1py", tensorflow="math.xlog1py", jax="scipy.special.xlog1py", torch="special.xlog1py",
