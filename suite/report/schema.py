@@ -298,9 +298,9 @@ def load(path, *, coverage: bool = False) -> dict:
     return _validate(report, path)
 
 
-def _load_jsonl(text, path) -> dict:
-    header, rows, footer, deps, declared, floors = None, [], None, {}, {}, {}
-    coverage = {"collected": [], "deselected": []}
+def _records(text, path):
+    """Each non-empty line of a stream as (line number, kind, record); a last line that is not
+    JSON (the run was killed mid-write) ends it, keeping everything before it."""
     lines = text.splitlines()
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -308,10 +308,16 @@ def _load_jsonl(text, path) -> dict:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError:
-            if n == len(lines):  # the run was killed mid-write: keep everything before it
-                break
+            if n == len(lines):
+                return
             raise ReportError(f"{path}: line {n} is not valid JSON") from None
-        kind = obj.pop("kind", None)
+        yield n, obj.pop("kind", None), obj
+
+
+def _load_jsonl(text, path) -> dict:
+    header, rows, footer, deps, declared, floors = None, [], None, {}, {}, {}
+    coverage = {"collected": [], "deselected": []}
+    for n, kind, obj in _records(text, path):
         if kind == "header":
             header = header or obj  # a resumed run appends a header per process: keep the first
         elif kind == "row":
