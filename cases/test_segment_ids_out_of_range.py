@@ -101,8 +101,10 @@ BEHAVIOUR = behaviour(
     ],
     floor=Floor(
         "mixed",
-        "Values (segment and sparse-segment sums, means, sqrt_n, products, extremes of signed data) sum a segment's "
-        "rows, so they keep the array-level floor. Gradients are held per element, purely relatively (scale |ref_i|): "
+        "Values (segment and sparse-segment sums, means, sqrt_n, products, extremes of signed data) are held per "
+        "segment: a sum, mean or sqrt_n at the rounding of its own rows' magnitudes (the same reduction of |data|, "
+        "value_scales), a product or an extreme at |value|; the classifiers that tell which out-of-range rule a "
+        "value follows keep the array-level floor. Gradients are held per element, purely relatively (scale |ref_i|): "
         "each is the positive cotangent of its segment gathered and divided by the count or its square root, times "
         "the segment's other elements for prod, summed with positive weights over repeated sparse indices (bincount: "
         "gathered alone), so no formula cancels; classifiers of gradient rows use the same scales.",
@@ -550,6 +552,16 @@ def relative(ref) -> np.ndarray:
     return np.abs(np.asarray(ref, np.float64))
 
 
+def value_scales(api, data, ids, n) -> np.ndarray:
+    """Per segment, the scale of a reduction's value (:func:`suite.compare.floor`): a sum, mean
+    or sqrt_n sums its own segment's rows, so it is held at the rounding of that sum of
+    magnitudes (the same reduction of ``|data|``), not at the largest segment's; a product
+    rounds relatively and an extreme is one of its inputs: ``|value|``."""
+    if api in ("sum", "mean", "sqrt_n"):
+        return closed_form(api, np.abs(np.asarray(data, np.float64)), ids, n)[0]
+    return np.abs(closed_form(api, data, ids, n)[0])
+
+
 def effective_ids(ids, n, rule: dict) -> np.ndarray:
     """The ids each out-of-range category is sent to under ``rule`` (category -> a
     :data:`suite.out_of_range.GRAD_RULES` name; ``dropped`` becomes -1, which no segment is)."""
@@ -736,7 +748,9 @@ def test_unsorted_in_range_match_closed_form_and_oracles(subject, oracles, recor
     for api in apis("unsorted", subject.framework):
         out = np.asarray(subject.run(Segment.of(subject), case.data, case.ids, api=api, n=case.n))
         ref, full = closed_form(api, case.data, case.ids, case.n)
-        record.close(name=f"{api} value", out=out[full], ref=ref[full].astype(out.dtype), oracle="closed-form")
+        at = value_scales(api, case.data, case.ids, case.n)[full]
+        record.close(name=f"{api} value", out=out[full], ref=ref[full].astype(out.dtype), oracle="closed-form",
+                     scale=at)  # fmt: skip
         grad, seen = _attempt_grad(subject, case, case.ids, api)
         record.check(EXPECT, **{f"in-range-grad:unsorted:{api}": seen or "closed-form"})
         if seen is None:
@@ -748,7 +762,7 @@ def test_unsorted_in_range_match_closed_form_and_oracles(subject, oracles, recor
             if api not in apis("unsorted", o.framework):
                 continue
             theirs = np.asarray(o.run(Segment.of(o), case.data, case.ids, api=api, n=case.n))
-            record.close(name=f"{api} value", out=out[full], ref=theirs[full], oracle=o.id)
+            record.close(name=f"{api} value", out=out[full], ref=theirs[full], oracle=o.id, scale=at)
             g_o, seen_o = _attempt_grad(o, case, case.ids, api)
             if seen is None and seen_o is None:
                 record.close(name=f"{api} grad", out=grad, ref=g_o, oracle=o.id, scale=relative(g_o))
@@ -820,11 +834,13 @@ def test_sorted_segments_in_range_and_gaps(subject, oracles, record, case):
             record.check(EXPECT, **{f"sorted:{api}[gap]": seen})
         record.check(EXPECT, **{f"sorted:{api}[in-range]": seen})
         if seen == "closed-form":
-            record.close(name=f"{api} value", out=out[full], ref=ref[full].astype(out.dtype), oracle="closed-form")
+            at = value_scales(api, case.data, case.ids, case.n)[full]
+            record.close(name=f"{api} value", out=out[full], ref=ref[full].astype(out.dtype), oracle="closed-form",
+                         scale=at)  # fmt: skip
             for o in oracles:
                 if api in apis("sorted", o.framework):
                     theirs = np.asarray(o.run(Segment.of(o), case.data, case.ids, api=api, n=case.n, table="sorted"))
-                    record.close(name=f"{api} value", out=out[full], ref=theirs[full], oracle=o.id)
+                    record.close(name=f"{api} value", out=out[full], ref=theirs[full], oracle=o.id, scale=at)
         grad, seen = _attempt_grad(subject, case, case.ids, api, table="sorted")
         record.check(EXPECT, **{f"in-range-grad:sorted:{api}": seen or "closed-form"})
         if seen is None:
@@ -1070,10 +1086,12 @@ def test_sparse_segments_in_range_and_empty(subject, oracles, record, case):
     record.example(data=case.data, indices=case.indices, segment_ids=case.segment_ids, w=case.w)
     for api in SPARSE_APIS[subject.framework]:
         value, grad_of = sparse_closed_form(api, case.data, case.indices, case.segment_ids, case.n)
+        # each segment at the rounding of its own rows' magnitudes (as value_scales)
+        at = sparse_closed_form(api, np.abs(case.data), case.indices, case.segment_ids, case.n)[0]
         out, seen = _sparse_attempt(subject, case, case.indices, case.segment_ids, api, "forward")
         empty = np.bincount(case.segment_ids, minlength=case.n) == 0
         if seen is None:
-            record.close(name=f"{api} value", out=out, ref=value.astype(out.dtype), oracle="closed-form")
+            record.close(name=f"{api} value", out=out, ref=value.astype(out.dtype), oracle="closed-form", scale=at)
             if empty.any():
                 record.check(SPARSE, **{f"empty:{api}": fill_label(out[empty], case.data.dtype)})
         else:
@@ -1092,7 +1110,7 @@ def test_sparse_segments_in_range_and_empty(subject, oracles, record, case):
             theirs = np.asarray(
                 o.run(SparseSegment.of(o), case.data, case.indices, case.segment_ids, api=api, n=case.n)
             )
-            record.close(name=f"{api} value", out=out, ref=theirs, oracle=o.id)
+            record.close(name=f"{api} value", out=out, ref=theirs, oracle=o.id, scale=at)
             if seen_g is None:
                 g_o = o.run(
                     SparseSegmentGrad.of(o), case.data, case.indices, case.segment_ids, case.w, api=api, n=case.n
