@@ -654,7 +654,14 @@ def elementwise_scales(prog, x, a, u, v) -> dict:
     """Per element, the magnitude of the terms each output of the elementwise program sums (its
     floor, suite.ops.error's rule): sin(x) a + x tanh(x); its derivative cos(x) a + tanh(x) +
     x (1 - tanh^2 x), cos absolute at 1 and 1 - tanh^2 at 1 (times v for J v, u for u^T J); u sin(x)
-    for the gradient in a, a product (relative). Other programs mix elements: {} (array floor)."""
+    for the gradient in a, a product (relative). reduce_prod's J v sums v_i times the other
+    factors' product, terms that cancel: each column at sum_i |v_i| prod_{k != i} |x_k| (its
+    other comparisons mix nothing that cancels: the array floor). Other programs mix elements:
+    {} (array floor)."""
+    if prog == "reduce_prod":
+        ax, av = np.abs(np.asarray(x, np.float64)), np.abs(np.asarray(v, np.float64))
+        others = [np.prod(np.delete(ax, i, axis=0), axis=0) for i in range(ax.shape[0])]
+        return {"jvp": sum(av[i] * others[i] for i in range(ax.shape[0]))}
     if prog != "elementwise":
         return {}
     x64, a64, u64, v64 = (np.asarray(t, np.float64) for t in (x, a, u, v))

@@ -873,6 +873,11 @@ EXPECT_PENALTY = expectations(
     ],
 )
 PENALTY_EXAMPLE = (np.linspace(-1.0, 1.0, 64, dtype=np.float32).reshape(PENALTY_IMAGE), np.float32(1.0))
+#: why: the penalty's gradient is a compound float32 result (two bilinear resizes, tanh, products,
+#: differentiated twice), not one rounding of a sum: JAX's XLA gives it 60 units of rounding from
+#: the closed form and 65 from PyTorch (measured, a dev draw of a constant image x = 1/256;
+#: PyTorch 8 units), over the default's 32; 128 units
+PENALTY_TOL = cmp.tolerance(float32=2.0**-16)
 
 
 @example(xw=PENALTY_EXAMPLE, how="keras-resizing")
@@ -890,10 +895,12 @@ def test_gradient_penalty_through_a_resize(subject, oracles, record, xw, how):
         record.check(EXPECT_PENALTY, **{key: cmp.error_name(e)})
         return
     ref = penalty_gradient(x, w)
-    record.check(EXPECT_PENALTY, **{key: cmp.which(grad, {"closed-form": ref})})
-    if grad is not None and cmp.near(grad, ref):
-        record.close(name="penalty-grad", out=grad, ref=ref.astype(np.float32), oracle="closed-form")
-        record.against(oracles, ResizePenalty, x, cotangent=w, how=how, got={"penalty": penalty, "grad": grad})
+    loose = PENALTY_TOL.of(np.float32) / cmp.GRAD.of(np.float32)  # the classification at PENALTY_TOL too
+    record.check(EXPECT_PENALTY, **{key: cmp.which(grad, {"closed-form": ref}, factor=loose)})
+    if grad is not None and cmp.near(grad, ref, factor=loose):
+        record.close(name="penalty-grad", out=grad, ref=ref.astype(np.float32), oracle="closed-form", tol=PENALTY_TOL)
+        record.against(oracles, ResizePenalty, x, cotangent=w, how=how, got={"penalty": penalty, "grad": grad},
+                       tol={"penalty": cmp.GRAD, "grad": PENALTY_TOL})  # fmt: skip
 
 
 # ---------------------------------------------------------------- a compiler's algebra at an overflow

@@ -2,7 +2,7 @@
 
 Every comparison failure reads the same way::
 
-    grad[tensorflow-xla-cpu]=[1. 0.] but jax-jit-cpu gives [1. 1.] (max rel err 1.0e+00 > 2e-05)
+    grad[tensorflow-xla-cpu]=[1. 0.] but jax-jit-cpu gives [1. 1.] (max rel err 1.0e+00 > 3.8147e-06)
 
 Dtype and shape are compared before values: a gradient that comes back as float64 for a
 float32 source, or with a broadcast shape, fails with a message that says so.
@@ -23,7 +23,7 @@ dtype      value rtol   grad rtol   absolute floor
 =========  ===========  ==========  =============================
 float16    1e-2         1e-2        32 ulp(float16) x scale
 bfloat16   4e-2         4e-2        32 ulp(bfloat16) x scale
-float32    2e-6         2e-5        32 ulp(float32) x scale
+float32    2e-6         3.8e-6      32 ulp(float32) x scale
 float64    1e-13        1e-12       32 ulp(float64) x scale
 complex    as its real part's dtype, on the modulus of the error
 =========  ===========  ==========  =============================
@@ -52,8 +52,15 @@ _REAL = {"complex64": "float32", "complex128": "float64"}
 
 #: Suite defaults. Values: forward results that go through a few roundings.
 VALUE_TOL = {"float16": 1e-2, "bfloat16": 4e-2, "float32": 2e-6, "float64": 1e-13}
-#: Gradients: a few more operations, so a little looser.
-GRAD_TOL = {"float16": 1e-2, "bfloat16": 4e-2, "float32": 2e-5, "float64": 1e-12}
+#: Gradients: a few more operations, so a little looser. float32: 32 units of rounding (2^-18,
+#: the floor's own FLOOR_ULPS), so an element at the scale is held as an element below it is;
+#: 2e-5 (168 units) until 2026-11-29. At 32 units the whole ci suite on TF 2.21 failed one
+#: comparison, whose model lacked a cancellation (forward mode's J v of a product: now modelled),
+#: and a dev run (20 random examples a row) one more, a compound result that states its own
+#: (transform-boundaries' gradient penalty). float64 stays at 1e-12: linear algebra's results
+#: differ by up to ~3,800 units at the array's scale (least-squares), which a tighter default
+#: would need condition numbers to model.
+GRAD_TOL = {"float16": 1e-2, "bfloat16": 4e-2, "float32": 2.0**-18, "float64": 1e-12}
 
 
 def real_name(dtype) -> str:
