@@ -56,8 +56,8 @@ VALUE_TOL = {"float16": 1e-2, "bfloat16": 4e-2, "float32": 2e-6, "float64": 1e-1
 #: the floor's own FLOOR_ULPS), so an element at the scale is held as an element below it is;
 #: 2e-5 (168 units) until 2026-11-29. At 32 units the whole ci suite on TF 2.21 failed one
 #: comparison, whose model lacked a cancellation (forward mode's J v of a product: now modelled),
-#: and a dev run (20 random examples a row) one more, a compound result that states its own
-#: (transform-boundaries' gradient penalty). float64 stays at 1e-12: linear algebra's results
+#: and a dev run (20 random examples a row) one more, whose model lacked JAX's tanh'' from terms
+#: of 1 (transform-boundaries' gradient penalty: now modelled). float64 stays at 1e-12: linear algebra's results
 #: differ by up to ~3,800 units at the array's scale (least-squares), which a tighter default
 #: would need condition numbers to model.
 GRAD_TOL = {"float16": 1e-2, "bfloat16": 4e-2, "float32": 2.0**-18, "float64": 1e-12}
