@@ -224,11 +224,17 @@ def rounding_scales(x0, traj, lr) -> np.ndarray:
     elementwise: element i moves by its own m_i, v_i): what element i's parameter has reached by
     step t (it rounds at ``eps * |x|`` per step), plus the steps it took (each rounds at its own
     size, and they may cancel in the displacement), in units of lr; never above the array-level
-    :func:`rounding_scale` (no element is held more loosely than before)."""
+    :func:`rounding_scale` (no element is held more loosely than before). Never below a step that
+    may be flushed: a parameter change under ``FLUSHED`` smallest normals is subnormal, which
+    XLA's and TensorFlow's CPU kernels flush to zero (measured: JAX leaves a parameter at 0 whose
+    gradients are the smallest normal, 1.2e-38, where the closed form moves it by 1.2e-40 a step),
+    and in units of lr that is ``FLUSHED * tiny / lr``."""
     x = np.vstack([np.asarray(x0, np.float64)[None], np.asarray(traj, np.float64)])
     reached = np.maximum.accumulate(np.abs(x), axis=0)[1:]
     moved = np.cumsum(np.abs(np.diff(x, axis=0)), axis=0)
-    return np.minimum((reached + moved) / lr, rounding_scale(x0, traj, lr))
+    name = cmp.real_name(np.asarray(traj).dtype)
+    flushed = cmp.FLUSHED * cmp.TINY[name] / (cmp.FLOOR_ULPS * cmp.EPS[name] * lr)
+    return np.maximum(np.minimum((reached + moved) / lr, rounding_scale(x0, traj, lr)), flushed)
 
 
 @dataclasses.dataclass(frozen=True)
