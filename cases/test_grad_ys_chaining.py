@@ -298,6 +298,16 @@ def saturating_derivatives(x):
     return np.stack([s(x[0]) * s(-x[0]), s(x[1]), np.exp(x[2])])
 
 
+def exp_row_scales(x, dtype) -> np.ndarray:
+    """Per element of exp's row, the scale of its floor (:func:`suite.compare.floor`): w * a may
+    be subnormal (a is drawn down to the smallest normal) and flushed to zero before it meets
+    exp(x) (measured: XLA, bfloat16, w a = 5.9e-39 flushed, times e^4), which costs ``FLUSHED``
+    smallest normals times that cofactor, beyond ``compare.floor``'s 16; relative above it."""
+    name = cmp.real_name(dtype)
+    cofactor = np.maximum(np.exp(np.asarray(x, np.float64)), 1.0)
+    return cmp.FLUSHED * cmp.TINY[name] * cofactor / (cmp.FLOOR_ULPS * cmp.EPS[name])
+
+
 # ---------------------------------------------------------------- strategies
 @dataclasses.dataclass(frozen=True)
 class Problem:
@@ -724,8 +734,9 @@ def test_cotangent_chains_through_saturating_functions(subject, oracles, record,
     ref_x = ref_h * saturating_derivatives(x)
     # per element: sigmoid's w * y * (1 - y) is absolute near y = 1 (see the docstring), at the
     # scale of its own w * a (suite.ops.error's model: the terms of 1 - y are 1 and y, times the
-    # cotangent), not the row's largest; softplus and exp are relative down to the smallest normal
-    scales = (np.abs(ref_h[0]), 0.0, 0.0)
+    # cotangent), not the row's largest; softplus and exp are relative down to the smallest normal,
+    # exp's beyond a flushed w * a's cofactor e^x
+    scales = (np.abs(ref_h[0]), 0.0, exp_row_scales(x[2], x.dtype))
     t = TOL.of(x.dtype)
 
     def near(out, ref, i):
