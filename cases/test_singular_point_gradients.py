@@ -183,14 +183,7 @@ def spelled(program, runner, static) -> bool:
 
 
 # ---------------------------------------------------------------- the tables
-def _np(f):
-    """A float64 NumPy closed form that may meet log(0), 0 / 0 or sqrt(-x) quietly."""
-
-    def quiet(*a):
-        with np.errstate(all="ignore"):
-            return f(*[np.asarray(v, np.float64) for v in a])
-
-    return quiet
+_np = db.quiet  # a float64 NumPy closed form that may meet log(0), 0 / 0 or sqrt(-x) quietly
 
 
 @dataclasses.dataclass(frozen=True)

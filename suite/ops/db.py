@@ -1,10 +1,11 @@
 """The op database: each op's facts once, whatever behaviours test it.
 
 A fact is what is true of an op everywhere: its spelling in every framework, its float64 NumPy
-reference and, where a behaviour compares with them, its closed-form derivatives. What a
-behaviour is about (where it draws, its special points and what each framework answers there,
-its error model) is the behaviour's: it takes an op by name and adds those
-(:func:`suite.ops.view`), so ``log`` is spelled once, not once per behaviour that asks about it.
+reference, where a behaviour compares with them its closed-form derivatives, and where its
+formulas cancel the magnitude of their terms (its error model's ``Terms``). What a behaviour is
+about (where it draws, its special points and what each framework answers there, the regimes and
+units of rounding measured over its domain) is the behaviour's: it takes an op by name and adds
+those (:func:`suite.ops.view`), so ``log`` is spelled once, not once per behaviour that asks about it.
 
 Facts are made by keyword-only family constructors: :func:`unary` (one argument, elementwise),
 :func:`binary` (two arguments, elementwise) and :func:`reduction` (over the last axis, broadcast
