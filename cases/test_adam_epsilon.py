@@ -232,8 +232,7 @@ def rounding_scales(x0, traj, lr) -> np.ndarray:
     x = np.vstack([np.asarray(x0, np.float64)[None], np.asarray(traj, np.float64)])
     reached = np.maximum.accumulate(np.abs(x), axis=0)[1:]
     moved = np.cumsum(np.abs(np.diff(x, axis=0)), axis=0)
-    name = cmp.real_name(np.asarray(traj).dtype)
-    flushed = cmp.FLUSHED * cmp.TINY[name] / (cmp.FLOOR_ULPS * cmp.EPS[name] * lr)
+    flushed = cmp.flushed_scale(np.asarray(traj).dtype, 1.0 / lr)
     return np.maximum(np.minimum((reached + moved) / lr, rounding_scale(x0, traj, lr)), flushed)
 
 

@@ -303,9 +303,7 @@ def exp_row_scales(x, dtype) -> np.ndarray:
     be subnormal (a is drawn down to the smallest normal) and flushed to zero before it meets
     exp(x) (measured: XLA, bfloat16, w a = 5.9e-39 flushed, times e^4), which costs ``FLUSHED``
     smallest normals times that cofactor, beyond ``compare.floor``'s 16; relative above it."""
-    name = cmp.real_name(dtype)
-    cofactor = np.maximum(np.exp(np.asarray(x, np.float64)), 1.0)
-    return cmp.FLUSHED * cmp.TINY[name] * cofactor / (cmp.FLOOR_ULPS * cmp.EPS[name])
+    return cmp.flushed_scale(dtype, np.maximum(np.exp(np.asarray(x, np.float64)), 1.0))
 
 
 # ---------------------------------------------------------------- strategies

@@ -609,12 +609,11 @@ def grad_scales(op, x, w):
     folds a flushed factor's cofactor into its scale)."""
     if op == "normalize":
         return np.full(x.shape, float(np.abs(w).max()))
-    name = cmp.real_name(x.dtype)
     x64 = x.astype(np.float64)
     ok = x64 > 0 if op in HALF_LINE else x64 != 0
     with np.errstate(all="ignore"):
         cofactor = np.abs(GUARDED[op].op.derivatives[0](np.where(ok, x64, 1.0)))
-    return cmp.FLUSHED * cmp.TINY[name] * np.maximum(np.where(ok, cofactor, 1.0), 1.0) / cmp.EPS[name]
+    return cmp.flushed_scale(x.dtype, np.maximum(np.where(ok, cofactor, 1.0), 1.0))
 
 
 def scaled(g, s):

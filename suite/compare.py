@@ -150,6 +150,22 @@ def floor(dtype, rtol: float, scale, ulps: float = FLOOR_ULPS):
     return max(ulps * eps * scale, FLUSHED * TINY[name]) / rtol
 
 
+def flushed_scale(dtype, cofactor=1.0, ulps: float = FLOOR_ULPS):
+    """The ``scale`` (of :func:`floor`) that allows ``FLUSHED`` smallest normals times
+    ``cofactor``: where a factor may be subnormal and flushed to zero (XLA's and TensorFlow's CPU
+    kernels flush) before it meets a cofactor above 1, the element loses that factor times its
+    cofactor, beyond what :func:`floor`'s own ``FLUSHED`` covers. ``cofactor`` is one number or
+    one per element; a caller whose cofactor may be below 1 passes ``np.maximum(c, 1.0)``.
+
+    >>> s = flushed_scale("float32", 64.0)
+    >>> floor("float32", 2.0**-18, s) == FLUSHED * TINY["float32"] * 64.0 / 2.0**-18
+    True
+    """
+    name = real_name(dtype)
+    out = FLUSHED * TINY[name] * np.asarray(cofactor, np.float64) / (ulps * EPS[name])
+    return float(out) if out.ndim == 0 else out
+
+
 def capped(scale, ref) -> np.ndarray:
     """Per-element ``scale`` (float64, broadcast to ``ref``) no larger than the array-level
     floor's (``max |ref|`` over its finite elements): where an element's own terms exceed the
