@@ -1,4 +1,4 @@
-"""The fresh-process peer of ``tape-mechanics``: ``tf.recompute_grad`` over ``tf.nn.dropout`` in the first
+"""The fresh-process peer of ``rng-under-tracing``: ``tf.recompute_grad`` over ``tf.nn.dropout`` in the first
 XLA compilation of a process, which no pytest process can promise (any earlier ``jit_compile`` of a random
 op in it counts).
 

@@ -21,7 +21,12 @@ ValueError; a positional Python number needs a gradient of its own. recompute_gr
 the gradient of keyword tensors eagerly. A tf.function traced with ``v1`` whose loss also
 reads ``v1`` and ``v2`` from its closure, called with ``v2``, computes the loss and gradient
 as if ``v2`` stood in ``v1``'s place (tensorflow#57365); under XLA the call raises.
-Sources: tensorflow#65839, #31945, #36999, #57365; the tf.custom_gradient and
+
+recompute_grad over a variable (moved from tape-mechanics, issue 48): over ``f(x) = x * v`` with
+v a variable, ``d/dv = w x`` and ``d/dx = w v``, by a tape in every mode and by ``tf.gradients``
+in a v1 graph (tensorflow#36981 saw None there).
+
+Sources: tensorflow#65839, #31945, #36999, #36981, #57365; the tf.custom_gradient and
 tf.recompute_grad API pages.
 """
 
@@ -52,6 +57,7 @@ BEHAVIOUR = behaviour(
         KEYWORDS_ISSUE,
         "https://github.com/tensorflow/tensorflow/issues/31945",
         "https://github.com/tensorflow/tensorflow/issues/36999",
+        "https://github.com/tensorflow/tensorflow/issues/36981",
         VARIABLE_ARGUMENT_ISSUE,
         CUSTOM_GRADIENT,
         RECOMPUTE_GRAD,
@@ -63,7 +69,8 @@ BEHAVIOUR = behaviour(
     floor=Floor(
         "mixed",
         "Per element: the values and gradients of rev, the variable and nesting forms and the variable step's "
-        "gradient are products of the inputs (scale 0: each element relative to itself, classifiers too); "
+        "gradient are products of the inputs (scale 0: each element relative to itself, classifiers too), as are "
+        "recompute_grad's over a variable (w v, w x: each element at its own size); "
         "recompute_grad's gate gradients w s(b) and w a s(b)(1 - s(b)), and their sum at a == b, are held at "
         "their terms |w| s (1 + |a|) per element, capped at the array's max |ref| (never looser than before). "
         "Array-level: the loss (a sum, at its terms' magnitude) and the "
@@ -113,6 +120,7 @@ EXPECT = expectations(
         "recompute[distinct]": "per-argument",
         **{f"recompute[{c}]": "sum-of-occurrences" for c in ("same_tensor", "keyword", "all_keyword")},
         **{f"variable_argument[{r}]": "passed-variable" for r in READS},
+        **{f"recompute-variables[{h}]": "closed-form" for h in ("tape", "gradients")},
     },
     *[
         expect(
@@ -955,3 +963,51 @@ def test_seed_issue_36999_same_tensor_twice(subject, record, x):
     record.equal(name="value", out=out, ref=2 * x, oracle="closed-form")
     kinds = {"sum-of-occurrences": (2 * x,), "first-occurrence": (x,)}
     record.check(EXPECT, **{"recompute[same_tensor]": classify((g,), kinds, x.dtype)})
+
+
+# ---------------------------------------------------------------- recompute_grad over a variable
+# (moved from tape-mechanics, issue 48; the test, its draws and its keys unchanged)
+triples = functools.partial(ss.weighted_triples, dtypes=(np.float32, np.float64), shapes=((3,), (2, 3)))
+_own = cmp.own
+
+
+def _f64(*xs):
+    return [np.asarray(x, np.float64) for x in xs]
+
+
+class RecomputeVariables(Program):
+    """(d/dx, d/dv) of ``sum(w * f(x))``, ``f(x) = x * v`` under recompute_grad, v a variable holding c:
+    by a tape, or (``gradients``, v1 graph) by ``tf.gradients``."""
+
+    def tensorflow(tf, x, w, c, *, how, key):
+        v = VARIABLES.get(tf, c, name="recompute", shape=key[1], use_resource=True, validate_shape=True)
+        f = tf.recompute_grad(lambda x: x * v)
+        if how == "gradients":
+            return tuple(tf.gradients(tf.reduce_sum(w * f(x)), [x, v]))
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(w * f(x))
+        return tuple(tape.gradient(y, [x, v]))
+
+
+@on("tensorflow")  # variables read by a recomputed function
+@given(t=triples())
+def test_recompute_grad_differentiates_variables(subject, record, t):
+    """recompute_grad over f(x) = x * v, v a variable: d/dx = w v and d/dv = w x, by a tape in every mode and
+    by tf.gradients in a v1 graph (tensorflow#36981 saw None for the variable there)."""
+    x, w, c = t
+    record.example(x=x, w=w, c=c)
+    x64, w64, c64 = _f64(x, w, c)
+    for how in ("tape", "gradients") if subject.mode == "graph" else ("tape",):
+        key = f"recompute-variables[{how}]"
+        res, err = subject.attempt("run", RecomputeVariables.of(subject), x, w, c, how=how, key=(x.dtype.name, x.shape))
+        if err is not None:
+            record.check(EXPECT, **{key: err})
+            continue
+        gx, gv = res
+        record.check(EXPECT, **{key: cmp.which(gv, {"closed-form": w64 * x64})})
+        record.close(name=f"{key} d/dx", out=gx, ref=(w64 * c64).astype(x.dtype), oracle="closed-form",
+                     scale=_own(w64 * c64))  # fmt: skip
+        if gv is not None:
+            record.close(name=f"{key} d/dv", out=gv, ref=(w64 * x64).astype(x.dtype), oracle="closed-form",
+                         scale=_own(w64 * x64))  # fmt: skip

@@ -12,8 +12,18 @@ seed's edit asks for the 2x2 Hessian in (w1, w2): ``[[0, x*s], [x*s, -2*w1*x^2*s
 (s = sech^2(w2*x), t = tanh(w2*x)), whose determinant ``-(x*s)^2 < 0`` makes it
 indefinite for every x != 0.
 
-Declared surprise: ``tf.gradients`` of ``tf.gradients`` is traced in a v1 graph, in
-``tf.function`` and under XLA, but eagerly ``tf.gradients`` raises RuntimeError.
+Second order through max_pool and fused batch norm (moved from tape-mechanics, issue 48).
+Reverse over reverse through ``max_pool2d`` (2x2, no ties): ``2 w v`` at each window's maximum
+for ``maxpool(x)^2``, zeros for ``maxpool(x)`` (piecewise linear); through training-mode
+``fused_batch_norm`` / ``FusedBatchNormV3`` (float32, the fused kernels' dtype): the second
+gradients in x, scale and offset against JAX's formula and PyTorch's ``batch_norm``, x's against
+central differences of the float64 closed-form first derivative; max_pool's against differences
+of the subject's own float64 first derivative.
+
+Declared surprises: ``tf.gradients`` of ``tf.gradients`` is traced in a v1 graph, in
+``tf.function`` and under XLA, but eagerly ``tf.gradients`` raises RuntimeError. Under XLA,
+max_pool's second derivative (MaxPoolGradGrad) compiles for float32 only; a float64 one is
+refused (tensorflow#11435).
 """
 
 import numpy as np
@@ -21,9 +31,14 @@ from hypothesis import given, strategies as st
 
 from suite import compare as cmp, facts, finite_diff, strategies as ss
 from suite.behaviours import Floor, behaviour, on
-from suite.expectations import expectations
+from suite.expectations import expect, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
 from suite.program import Program
+
+MAX_POOL_ISSUE = "https://github.com/tensorflow/tensorflow/issues/11435"
+TF_XLA_POOLING = (
+    "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/compiler/tf2xla/kernels/pooling_ops.cc"
+)
 
 BEHAVIOUR = behaviour(
     "second-order-gradients",
@@ -33,6 +48,8 @@ BEHAVIOUR = behaviour(
         "https://www.tensorflow.org/api_docs/python/tf/hessians",
         "https://docs.jax.dev/en/latest/_autosummary/jax.hessian.html",
         "https://docs.pytorch.org/docs/stable/generated/torch.autograd.functional.hessian.html",
+        MAX_POOL_ISSUE,
+        TF_XLA_POOLING,
     ],
     floor=Floor(
         "mixed",
@@ -41,9 +58,13 @@ BEHAVIOUR = behaviour(
         "with sech^2 = 1 at its largest: |w1 w2| and 2 |w1| w2^2 |ct| (1 - t^2 cancels at the magnitude of 1), "
         "capped at the inputs' magnitude they were held at before (capped), at GRAD. "
         "Array-level: dL/dw1 and dL/dw2 (sums over x), the network's (W x, W^T sums: net_scale), the 3x3 Hessian "
-        "(each entry another formula of one point, at the largest of their terms) and the finite differences.",
+        "(each entry another formula of one point, at the largest of their terms) and the finite differences. "
+        "max_pool's first and second gradients (one window's maximum per element: 2 w y or w, 2 w v or 0) per "
+        "element at their own size; fused batch norm's (batch statistics) at their terms' size, an array floor.",
     ),
 )
+
+BN_SPELLINGS = {"tensorflow": ("compat.v1", "raw-v3"), "jax": ("formula",), "torch": ("functional",)}
 
 EXPECT = expectations(
     {
@@ -54,8 +75,37 @@ EXPECT = expectations(
         "curvature_right": "concave",
         "weight_hessian": "indefinite",
         "tf_gradients": "available",
+        **{f"max-pool-second-order[square|{d}]": "closed-form" for d in ("float32", "float64")},
+        **{f"max-pool-second-order[linear|{d}]": "zeros-closed-form" for d in ("float32", "float64")},
+        **{f"fused-batch-norm-second-order[{s}]": "finite" for ss_ in BN_SPELLINGS.values() for s in ss_},
     },
     facts.tf_gradients_in_eager("tf_gradients"),
+    expect(
+        "max-pool-second-order[linear|float64]",
+        "zeros-closed-form",
+        framework="tensorflow",
+        mode="xla",
+        device="cpu",
+        versions=">=2.22.0.dev20260713",
+        link=TF_XLA_POOLING,
+        reason="from tf-nightly 2026-07-13 (measured on 2.23.0.dev20261026) the float64 second derivative of a "
+        "linear max_pool "
+        "compiles under jit_compile=True (zeros, the closed form); the square one still needs MaxPoolGradGrad, "
+        "which XLA_CPU_JIT registers for float32 only",
+    ),
+    *[
+        expect(
+            f"max-pool-second-order[{how}|float64]",
+            raises("InvalidArgumentError", r"No registered 'MaxPoolGradGrad' OpKernel for XLA_CPU_JIT"),
+            framework="tensorflow",
+            mode="xla",
+            device="cpu",
+            link=TF_XLA_POOLING,
+            reason="XLA_CPU_JIT registers MaxPoolGradGrad (max_pool's second derivative) for float32 only: under "
+            "jit_compile=True a float64 second derivative does not compile (measured; float32 compiles)",
+        )
+        for how in ("square", "linear")
+    ],
 )
 # Every second derivative goes through sech^2 = 1 - tanh^2, which cancels in float32
 # (absolute error ~eps where |w2*x| is large) and is then scaled by weights, inputs and
@@ -520,3 +570,215 @@ def test_seed_weight_hessian_at_one(subject, record, p):
     cols = [differenced_hvp(subject, Packed, p, along=0, v=e)[0] for e in np.eye(p.size)]
     record.against_differences({"hessian": h}, label="hvp", refs=[np.stack(cols, axis=1)])
     record.observe(weight_hessian_eigenvalues=np.round(np.linalg.eigvalsh(np.asarray(h, np.float64)[:2, :2]), 3))
+
+
+# ---------------------------------------------------------------- second order through max_pool, fused batch norm
+# (moved from tape-mechanics, issue 48; the tests, their draws and their keys unchanged)
+DTYPES = (np.float32, np.float64)
+_own = cmp.own
+
+
+class MaxPool(Program):
+    """max_pool over 2x2 windows, stride 2, VALID, of a 2-D x; ``square``: its square (so that the second
+    derivative is 2 w v at each window's maximum, not 0)."""
+
+    def tensorflow(tf, x, *, square):
+        y = tf.nn.max_pool2d(x[None, :, :, None], 2, 2, "VALID")[0, :, :, 0]
+        return y * y if square else y
+
+    def jax(jax, x, *, square):
+        y = jax.lax.reduce_window(x, -jax.numpy.inf, jax.lax.max, (2, 2), (2, 2), "VALID")
+        return y * y if square else y
+
+    def torch(torch, x, *, square):
+        y = torch.nn.functional.max_pool2d(x[None, None], 2)[0, 0]
+        return y * y if square else y
+
+
+BN_EPSILON = 1e-3
+
+
+class FusedBatchNorm(Program):
+    """Batch norm in training mode over NHWC x (batch statistics, biased variance, epsilon 1e-3):
+    ``tf.compat.v1.nn.fused_batch_norm`` or ``tf.raw_ops.FusedBatchNormV3``; JAX by its formula;
+    ``torch.nn.functional.batch_norm(training=True)`` on the NCHW transpose."""
+
+    def tensorflow(tf, x, scale, offset, *, spelling):
+        if spelling == "raw-v3":
+            empty = tf.zeros([0], x.dtype)
+            return tf.raw_ops.FusedBatchNormV3(
+                x=x, scale=scale, offset=offset, mean=empty, variance=empty, epsilon=BN_EPSILON, is_training=True
+            )[0]
+        return tf.compat.v1.nn.fused_batch_norm(x, scale, offset, epsilon=BN_EPSILON, is_training=True)[0]
+
+    def jax(jax, x, scale, offset, *, spelling):
+        jnp = jax.numpy
+        m = jnp.mean(x, axis=(0, 1, 2))
+        var = jnp.mean((x - m) ** 2, axis=(0, 1, 2))
+        return (x - m) / jnp.sqrt(var + BN_EPSILON) * scale + offset
+
+    def torch(torch, x, scale, offset, *, spelling):
+        y = torch.nn.functional.batch_norm(x.permute(0, 3, 1, 2), None, None, scale, offset, True, eps=BN_EPSILON)
+        return y.permute(0, 2, 3, 1)
+
+
+FusedBatchNorm.tensorflow.exact_shapes = True  # the fused kernel's channel dimension must be static in a graph
+
+
+def _bn_grad_x(x, scale, w):
+    """d/dx sum(w * batch_norm(x)) in float64, per channel over N, H, W: scale / sigma * (w - mean(w) -
+    xhat * mean(w * xhat))."""
+    x, w = np.asarray(x, np.float64), np.asarray(w, np.float64)
+    axes = (0, 1, 2)
+    mu = x.mean(axes)
+    sigma = np.sqrt(((x - mu) ** 2).mean(axes) + BN_EPSILON)
+    xhat = (x - mu) / sigma
+    return np.asarray(scale, np.float64) / sigma * (w - w.mean(axes) - xhat * (w * xhat).mean(axes))
+
+
+@st.composite
+def pool_cases(draw):
+    """(x, w, v): x a 2-D array of distinct values a quarter apart (no ties in any window), w (the
+    cotangent of the pooled output) and v (of the first gradient)."""
+    d = draw(ss.float_dtypes(dtypes=DTYPES), label="dtype")
+    h, wd = draw(st.sampled_from(((4, 4), (4, 6))), label="shape")
+    perm = np.asarray(draw(st.permutations(range(h * wd)), label="order"), np.float64)
+    x = ((perm - (h * wd - 1) / 2) / 4).reshape(h, wd).astype(d)
+    w = draw(ss.float_arrays(dtype=d, shape=(h // 2, wd // 2), min_value=0.5, max_value=2.0), label="w")
+    v = draw(ss.float_arrays(dtype=d, shape=(h, wd), min_value=-2.0, max_value=2.0), label="v")
+    return x, w, v
+
+
+def _pool_forms(x, w, v, square):
+    """(first, second) gradients of sum(w * maxpool(x)^(2 or 1)) in float64: at each window's maximum
+    2 w y (w), and 2 w v there (0); zero elsewhere."""
+    x, w, v = (np.asarray(a, np.float64) for a in (x, w, v))
+    g, h = np.zeros_like(x), np.zeros_like(x)
+    for i in range(w.shape[0]):
+        for j in range(w.shape[1]):
+            win = x[2 * i : 2 * i + 2, 2 * j : 2 * j + 2]
+            a, b = np.unravel_index(np.argmax(win), win.shape)
+            at = (2 * i + a, 2 * j + b)
+            g[at] = 2 * w[i, j] * x[at] if square else w[i, j]
+            h[at] = 2 * w[i, j] * v[at] if square else 0.0
+    return g, h
+
+
+def _second_order_against_oracles(record, oracles, program, *arrays, w, v, first: dict, second: dict, tol=cmp.GRAD,
+                                  scales=("inputs", "inputs"), **static):  # fmt: skip
+    """Each oracle's reverse-over-reverse of ``program``: ``first`` (name -> the subject's first gradient of
+    the first input) and ``second`` (name -> its second gradient with respect to each input, in order);
+    ``scales``: the floor's scale for the first and the second gradients (as for ``record.close``)."""
+    __tracebackhide__ = True
+    for o in oracles:
+        _, g, h = o.second_order(program.of(o), *arrays, cotangent=w, cotangent2=v, **static)
+        pairs = [*((p, scales[0]) for p in zip(first.items(), g[:1]))]
+        pairs += [(p, scales[1]) for p in zip(second.items(), h)]
+        for ((name, out), ref), scale in pairs:
+            if out is not None and ref is not None:
+                record.close(name=name, out=out, ref=ref, oracle=o.id, tol=tol, scale=scale)
+
+
+@given(case=pool_cases())
+def test_max_pool_second_order(subject, oracles, record, case):
+    """Reverse over reverse through max_pool2d (no ties): for maxpool(x)^2 the second gradient is 2 w v at
+    each window's maximum; for maxpool(x) itself, piecewise linear, it is zero; against the closed forms,
+    the oracles and central differences of the subject's own float64 first derivative."""
+    x, w, v = case
+    record.example(x=x, w=w, v=v)
+    for square in (True, False):
+        key = f"max-pool-second-order[{'square' if square else 'linear'}|{x.dtype.name}]"
+        res, err = subject.attempt(
+            "second_order", MaxPool.of(subject), x, cotangent=w, cotangent2=v, square=square, remember=cmp.xla_refusal
+        )
+        if err is not None:
+            record.check(EXPECT, **{key: err})
+            continue
+        _, (g,), (h,) = res
+        first, second = _pool_forms(x, w, v, square)
+        forms = {"closed-form": second} if square else {"zeros-closed-form": second}
+        record.check(EXPECT, **{key: cmp.which(h, forms)})
+        # one window's maximum per element (no ties): 2 w y or w, and 2 w v or 0 there, 0 elsewhere
+        record.close(name=f"{key} first", out=g, ref=first.astype(x.dtype), oracle="closed-form", scale=_own(first))
+        if h is None:
+            continue
+        record.close(name=f"{key} second", out=h, ref=second.astype(x.dtype), oracle="closed-form",
+                     scale=_own(second))  # fmt: skip
+        _second_order_against_oracles(record, oracles, MaxPool, x, w=w, v=v, first={f"{key} first": g},
+                                      second={f"{key} second": h}, square=square,
+                                      scales=(_own(first), _own(second)))  # fmt: skip
+        grad = lambda z: subject.vjp(MaxPool.of(subject), z, cotangent=np.asarray(w, np.float64), square=square)[1][0]  # noqa: E731
+        fd = finite_diff.hvp(grad, x, v)
+        record.close(name=f"{key} second[difference of the first derivative]", out=np.asarray(h, np.float64), ref=fd,
+                     oracle="finite-difference", tol=cmp.FINITE_DIFF, derived_from=h.dtype, scale="inputs")  # fmt: skip
+
+
+@st.composite
+def batch_norm_cases(draw):
+    """(x, scale, offset, w, v) in float32 (the fused kernels' dtype): x NHWC (2, 3, 3, 2) or (3, 2, 2, 3)."""
+    shape = draw(st.sampled_from(((2, 3, 3, 2), (3, 2, 2, 3))), label="shape")
+    f32 = np.float32
+    # every channel spread out (std >= 0.25): a constant channel (variance 0) is batch norm's own special
+    # point, where float32's residues meet a closed form of 0; it is not what this test is about
+    x = draw(
+        ss.float_arrays(dtype=f32, shape=shape, min_value=-2.0, max_value=2.0).filter(
+            lambda x: float(np.std(np.asarray(x, np.float64), axis=(0, 1, 2)).min()) >= 0.25
+        ),
+        label="x",
+    )
+    c = shape[-1]
+    scale = draw(ss.float_arrays(dtype=f32, shape=(c,), min_value=0.5, max_value=2.0), label="scale")
+    offset = draw(ss.float_arrays(dtype=f32, shape=(c,), min_value=-1.0, max_value=1.0), label="offset")
+
+    # w and v not constant on a channel: batch norm's output is invariant to a per-channel shift, so a
+    # constant cotangent or direction gives an exact 0 that float32 meets with residues
+    def spread(a):
+        return float(np.ptp(np.asarray(a, np.float64), axis=(0, 1, 2)).min()) >= 0.25
+
+    w = draw(ss.float_arrays(dtype=f32, shape=shape, min_value=0.5, max_value=2.0).filter(spread), label="w")
+    v = draw(ss.float_arrays(dtype=f32, shape=shape, min_value=-1.0, max_value=1.0).filter(spread), label="v")
+    return x, scale, offset, w, v
+
+
+#: a float32 Hessian-vector product of batch norm sums O(N) terms that cancel; against a float64 difference
+BN_HVP = cmp.tolerance(base=cmp.FINITE_DIFF.table, float32=1e-3)
+
+
+@given(case=batch_norm_cases())
+def test_fused_batch_norm_second_order(subject, oracles, record, case):
+    """Reverse over reverse through training-mode batch norm (FusedBatchNormGradV3 has a registered
+    gradient): the second gradients with respect to x, scale and offset against the oracles; x's against
+    central differences of the float64 closed-form first derivative."""
+    x, scale, offset, w, v = case
+    record.example(x=x, scale=scale, offset=offset, w=w, v=v)
+    for spelling in BN_SPELLINGS[subject.framework]:
+        key = f"fused-batch-norm-second-order[{spelling}]"
+        res, err = subject.attempt(
+            "second_order", FusedBatchNorm.of(subject), x, scale, offset, cotangent=w, cotangent2=v, spelling=spelling
+        )
+        if err is not None:
+            record.check(EXPECT, **{key: err})
+            continue
+        _, (g, _, _), (hx, hs, ho) = res
+        fd = finite_diff.hvp(lambda z: _bn_grad_x(z, scale, w), x, v)
+        record.check(EXPECT, **{key: "finite" if np.all(np.isfinite(hx)) else "non-finite"})
+        # the gradients are sums of terms of size |scale| |w| / sigma (|v| / sigma more for the second) that
+        # cancel where w is nearly affine in x on a channel: the floor is at the terms' size, not the result's
+        sigma = float(np.sqrt(np.asarray(x, np.float64).var(axis=(0, 1, 2)) + BN_EPSILON).min())
+        first_scale = float(np.abs(scale).max() * np.abs(w).max()) / sigma
+        scales = (first_scale, first_scale * float(np.abs(v).max()) / sigma)
+        record.close(name=f"{key} first", out=g, ref=_bn_grad_x(x, scale, w).astype(x.dtype), oracle="closed-form",
+                     scale=scales[0])  # fmt: skip
+        record.close(
+            name=f"{key} d2/dx[finite difference, of the closed-form first derivative]",
+            out=np.asarray(hx, np.float64),
+            ref=fd,
+            oracle="finite-difference",
+            tol=BN_HVP,
+            derived_from=hx.dtype,
+            scale=scales[1],
+        )
+        second = {f"{key} d2/dx": hx, f"{key} d2/dscale": hs, f"{key} d2/doffset": ho}
+        first = {f"{key} first": g}
+        _second_order_against_oracles(record, oracles, FusedBatchNorm, x, scale, offset, w=w, v=v, first=first,
+                                      second=second, tol=BN_HVP, scales=scales, spelling=spelling)  # fmt: skip

@@ -29,6 +29,14 @@ Declared surprises:
 - PyTorch: ``torch.autograd.grad`` needs ``grad_outputs`` for a non-scalar output
   (RuntimeError "grad can be implicitly created only for scalar outputs"), except for a
   one-element output, which it seeds with 1.
+- TensorFlow: ``batch_jacobian`` of coupled rows silently returns the batch-summed gradient
+  ``sum_c J[c, :, b, :]``, not the diagonal blocks (tensorflow#38428).
+
+batch_jacobian of coupled rows (moved from tape-mechanics, issue 48): ``y = x * sum_b x[b]``,
+the full Jacobian ``[i == k]([b == c] S_i + x[b, i])`` (``tape.jacobian``, pfor and while loop;
+``jax.jacrev``, ``torch.func.jacrev``) against the closed form and the oracles; TensorFlow's
+``batch_jacobian`` against the diagonal blocks ``diag(S + x[b])`` and the batch-summed gradient
+``2 diag(S)``. Eagerly only the while loop (a pfor jacobian traces per call).
 """
 
 import numpy as np
@@ -42,6 +50,7 @@ from suite.program import Program
 
 TF_GRADIENTS_LINK = "https://www.tensorflow.org/api_docs/python/tf/gradients"
 TAPE_LINK = "https://www.tensorflow.org/api_docs/python/tf/GradientTape#jacobian"
+BATCH_JACOBIAN_ISSUE = "https://github.com/tensorflow/tensorflow/issues/38428"
 JAX_NOT_SCALAR = raises("TypeError", r"Gradient only defined for scalar-output functions")
 
 BEHAVIOUR = behaviour(
@@ -53,14 +62,17 @@ BEHAVIOUR = behaviour(
         "https://www.tensorflow.org/api_docs/python/tf/GradientTape#batch_jacobian",
         "https://docs.jax.dev/en/latest/_autosummary/jax.jacrev.html",
         "https://docs.pytorch.org/docs/stable/generated/torch.func.jacrev.html",
+        BATCH_JACOBIAN_ISSUE,
     ],
     floor=Floor(
-        "array",
+        "mixed",
         "Every compared quantity goes through y = tanh(A x): each target sums a row of A x (a matrix product), its "
         "derivative 1 - tanh^2 cancels at the magnitude of 1, and the gradients compared are column sums over the "
         "targets (J^T 1; the list targets add a.T s + x2). Jacobian entries s_i A_ik carry the rounding of their "
         "row's sum, so they are held at the inputs' magnitude (record.scale = 'inputs'), with the same floor for the "
-        "jacobian/summed classifier; the finite differences are of the summed objective.",
+        "jacobian/summed classifier; the finite differences are of the summed objective. Per element: the "
+        "coupled rows' Jacobian and batch_jacobian (0, x[b, i] or S_i + x[b, i], sums of positive terms) at "
+        "their own size.",
     ),
 )
 
@@ -76,6 +88,7 @@ EXPECT = expectations(
         "per_row": "jacobian",
         "per_row_tape": "jacobian",
         "while_nonpersistent": "jacobian",
+        **{f"batch-jacobian[{h}]": "diagonal-blocks" for h in ("pfor", "while-loop")},
     },
     expect(
         "implicit",
@@ -114,6 +127,19 @@ EXPECT = expectations(
         "be created with persistent=True ...' when executing eagerly (documented under Raises)",
         link=TAPE_LINK,
     ),
+    *[
+        expect(
+            f"batch-jacobian[{how}]",
+            "summed-rows",
+            framework="tensorflow",
+            link=BATCH_JACOBIAN_ISSUE,
+            reason="batch_jacobian assumes row b of the target depends on row b of the source only and computes "
+            "the gradient of each output column summed over the batch: for coupled rows it returns "
+            "sum_c J[c, :, b, :] (here 2 diag(S)), not the diagonal blocks J[b, :, b, :] (diag(S + x[b])), "
+            "silently (pfor and while loop alike)",
+        )
+        for how in ("pfor", "while-loop")
+    ],
 )
 
 
@@ -530,3 +556,86 @@ def test_seed_v1_tf_gradients_as_written(subject, record, x):
     record.equal(name="tf.gradients", out=grads[0], ref=np.array([9.0, 12.0], np.float32), oracle="closed-form")
     record.equal(name="per_row", out=rows, ref=SEED_A, oracle="closed-form")
     record.check(EXPECT, per_row=kind(rows, SEED_A, target_axes=(0,), tol=cmp.EXACT))
+
+
+# ---------------------------------------------------------------- batch_jacobian of coupled rows
+# (moved from tape-mechanics, issue 48; the test, its draws and its keys unchanged)
+DTYPES = (np.float32, np.float64)
+_own = cmp.own
+
+
+class CoupledJacobian(Program):
+    """The Jacobian (b, n, b, n) of ``y = x * sum_b x[b]`` (every row scaled by the column sums): the
+    tape's ``jacobian``, ``jax.jacrev``, ``torch.func.jacrev``."""
+
+    def tensorflow(tf, x, *, pfor):
+        with tf.GradientTape(persistent=not pfor) as tape:  # eagerly, the while loop needs a persistent tape
+            tape.watch(x)
+            y = x * tf.reduce_sum(x, axis=0, keepdims=True)
+        return tape.jacobian(y, x, experimental_use_pfor=pfor)
+
+    def jax(jax, x, *, pfor):
+        return jax.jacrev(lambda x: x * jax.numpy.sum(x, axis=0, keepdims=True))(x)
+
+    def torch(torch, x, *, pfor):
+        return torch.func.jacrev(lambda x: x * x.sum(0, keepdim=True))(x)
+
+
+class CoupledBatchJacobian(Program):
+    """``tape.batch_jacobian`` (b, n, n) of the same coupled program."""
+
+    def tensorflow(tf, x, *, pfor):
+        with tf.GradientTape(persistent=not pfor) as tape:  # eagerly, the while loop needs a persistent tape
+            tape.watch(x)
+            y = x * tf.reduce_sum(x, axis=0, keepdims=True)
+        return tape.batch_jacobian(y, x, experimental_use_pfor=pfor)
+
+
+#: eagerly, a pfor jacobian traces its vectorised loop on every call (measured: about 2 s an example)
+JACOBIAN_PFOR = {"eager": (False,)}
+
+
+@st.composite
+def coupled_batches(draw):
+    """x of shape (b, n), b >= 2, entries in [0.25, 2] (positive: no column of the other rows sums to 0, so
+    the diagonal blocks S + x[b] and the row sums 2 S never coincide)."""
+    d = draw(ss.float_dtypes(dtypes=DTYPES), label="dtype")
+    s = draw(st.sampled_from(((2, 3), (3, 2))), label="shape")
+    return draw(ss.float_arrays(dtype=d, shape=s, min_value=0.25, max_value=2.0), label="x")
+
+
+def _coupled_forms(x):
+    """(full Jacobian J[b, i, c, k] = [i == k] ([b == c] S_i + x[b, i]), its diagonal blocks J[b, :, b, :],
+    and sum_c J[c, :, b, :], the gradient of the summed rows), S the column sums, in float64."""
+    x = np.asarray(x, np.float64)
+    b, n = x.shape
+    s = x.sum(0)
+    eye_n, eye_b = np.eye(n), np.eye(b)
+    full = eye_n[None, :, None, :] * (eye_b[:, None, :, None] * s[None, :, None, None] + x[:, :, None, None])
+    blocks = np.stack([full[i, :, i, :] for i in range(b)])
+    summed = full.sum(0).transpose(1, 0, 2)
+    return full, blocks, summed
+
+
+@given(x=coupled_batches())
+def test_batch_jacobian_of_coupled_rows(subject, oracles, record, x):
+    """y = x * sum_b x[b] couples the rows: the full Jacobian (tape.jacobian, jacrev) matches its closed form
+    and the oracles; TensorFlow's batch_jacobian should be its diagonal blocks J[b, :, b, :] (the documented
+    stack of jacobian(y[i], x[i])): per framework which it is."""
+    record.example(x=x)
+    full, blocks, summed = _coupled_forms(x)
+    for pfor in JACOBIAN_PFOR.get(subject.mode, (True, False)) if subject.framework == "tensorflow" else (True,):
+        jac = subject.run(CoupledJacobian.of(subject), x, pfor=pfor)
+        # every entry is 0, x[b, i] or S_i + x[b, i] (x > 0): a sum of positive terms, held to its own size
+        record.close(name=f"jacobian[pfor={pfor}]", out=jac, ref=full.astype(x.dtype), oracle="closed-form",
+                     scale=_own(full))  # fmt: skip
+        record.against(oracles, CoupledJacobian, x, got={f"jacobian[pfor={pfor}]": jac}, via="run", pfor=True,
+                       scale=_own(full))  # fmt: skip
+        if subject.framework != "tensorflow":
+            continue
+        key = f"batch-jacobian[{'pfor' if pfor else 'while-loop'}]"
+        bj = subject.run(CoupledBatchJacobian.of(subject), x, pfor=pfor)
+        kind = cmp.which(bj, {"diagonal-blocks": blocks, "summed-rows": summed})
+        record.check(EXPECT, **{key: kind})
+        ref = {"diagonal-blocks": blocks, "summed-rows": summed}.get(kind, blocks)
+        record.close(name=key, out=bj, ref=ref.astype(x.dtype), oracle="closed-form", scale=_own(ref))

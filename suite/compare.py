@@ -166,6 +166,17 @@ def flushed_scale(dtype, cofactor=1.0, ulps: float = FLOOR_ULPS):
     return float(out) if out.ndim == 0 else out
 
 
+def own(ref) -> np.ndarray:
+    """Per-element floor scales (``scale=``) for an elementwise closed form computed without
+    cancellation (a product of the element's own inputs, or a sum of terms of one sign): each
+    element's own magnitude, in float64.
+
+    >>> own(np.float32([-2.0, 0.5])).tolist()
+    [2.0, 0.5]
+    """
+    return np.abs(np.asarray(ref, np.float64))
+
+
 def capped(scale, ref) -> np.ndarray:
     """Per-element ``scale`` (float64, broadcast to ``ref``) no larger than the array-level
     floor's (``max |ref|`` over its finite elements): where an element's own terms exceed the

@@ -319,6 +319,21 @@ def cotangents(shape, dtype, lo=0.25, hi=4.0, *, zero=False) -> st.SearchStrateg
     return signed_arrays(shape, dtype, lo, hi, zero=zero)
 
 
+@st.composite
+def weighted_triples(draw, *, dtypes=FLOAT_DTYPES, shapes=((3,), (2, 3))):
+    """(x, w, c): 0.25 <= |x| <= 2 of either sign (no closed form of a product of x, w and c, nor of sin
+    or cos of x, vanishes, so none is mistaken for zeros); w and c, weights in [0.5, 2], of x's dtype
+    and shape (one of ``shapes``)."""
+    d = draw(float_dtypes(dtypes=dtypes), label="dtype")
+    s = draw(st.sampled_from(shapes), label="shape")
+    m = draw(float_arrays(dtype=d, shape=s, min_value=0.25, max_value=2.0), label="|x|")
+    sign = draw(arrays(np.bool_, s, elements=st.booleans()), label="sign")
+    x = np.where(sign, -m, m).astype(d)
+    w = draw(float_arrays(dtype=d, shape=s, min_value=0.5, max_value=2.0), label="w")
+    c = draw(float_arrays(dtype=d, shape=s, min_value=0.5, max_value=2.0), label="c")
+    return x, w, c
+
+
 @dataclasses.dataclass(frozen=True)
 class MaskedArray:
     x: np.ndarray

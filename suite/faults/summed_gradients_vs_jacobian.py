@@ -1,5 +1,6 @@
 """Faults for summed-gradients-vs-jacobian: Jacobians that collapse to the summed gradient,
-tf.gradients that returns one entry per target, and a non-scalar target seeded with its mean."""
+tf.gradients that returns one entry per target, a non-scalar target seeded with its mean, and a
+batch_jacobian made of the full jacobian's diagonal blocks."""
 
 from __future__ import annotations
 
@@ -67,3 +68,15 @@ def _matmul_gradient_64_ulp_off(tf, original, op, dy):
     if dy.dtype != tf.float32:
         return grads
     return [None if g is None else g * tf.constant(1 + 2.0**-17, tf.float32) for g in grads]
+
+
+@replaces("GradientTape.batch_jacobian", name="batch-jacobian-diagonal-blocks")
+def _batch_jacobian_diagonal_blocks(tf, original, self, target, source, unconnected_gradients=None,
+                                    parallel_iterations=None, experimental_use_pfor=True):  # fmt: skip
+    """tf.GradientTape.batch_jacobian takes the diagonal blocks of the full jacobian instead of differentiating the
+    batch-summed target (the two agree only where rows are independent)"""
+    full = self.jacobian(target, source, experimental_use_pfor=experimental_use_pfor)
+    b = tf.shape(target)[0]
+    flat = tf.reshape(full, [b, tf.reduce_prod(tf.shape(target)[1:]), b, tf.reduce_prod(tf.shape(source)[1:])])
+    blocks = tf.transpose(tf.linalg.diag_part(tf.transpose(flat, [1, 3, 0, 2])), [2, 0, 1])
+    return tf.reshape(blocks, tf.concat([tf.shape(target), tf.shape(source)[1:]], 0))
