@@ -16,11 +16,10 @@ differences. Signed zeros are points of their own: sqrt'(-0) = 1 / (2 * -0) = -i
 
 Every op is an entry of the op table (``suite.ops``): an elementwise op with a singular point is
 one ``elementwise(...)`` call (the op database's spellings and closed forms, its domain, the kind
-each point has by default), a binary op or a reduction one ``binary(...)`` or ``reduction(...)``
-call the same way; its divergences are declared in DECLARED under its keys and reach the entry
-from there. The property that holds them at, near and away from their points is the op table's
-(``suite.ops.points``); this module keeps the entries, their declarations and the issues' own
-inputs (seed examples).
+each point has by default and, in ``declared=``, where a framework answers otherwise), a binary
+op or a reduction one ``binary(...)`` or ``reduction(...)`` call the same way. The property that
+holds them at, near and away from their points is the op table's (``suite.ops.points``); this
+module keeps the entries, their declarations and the issues' own inputs (seed examples).
 
 Declared surprises (details at each declaration):
 
@@ -159,7 +158,7 @@ class Moments(Program):
         return torch.var_mean(x, dim=-1, correction=0)[0]
 
 
-# ---------------------------------------------------------------- the tables
+# ---------------------------------------------------------------- closed forms
 _np = db.quiet  # a float64 NumPy closed form that may meet log(0), 0 / 0 or sqrt(-x) quietly
 
 
@@ -199,21 +198,7 @@ def _moments_terms(std):
     return terms
 
 
-# ---------------------------------------------------------------- expectations
-# What the frameworks agree on for each issue's own input (the entries below carry their own
-# points' kinds: the gradient over the upstream gradient, and which one-sided difference
-# quotient of the forward pass it equals). Declared divergences follow, each reaching the
-# entry whose key it declares.
-AGREED = {
-    **{f"seed[{k}]": v for k, v in {
-        "tensorflow#12071": "1,nan,1,1", "pytorch#2421": "nan", "tensorflow#56830": "nan",
-        "tensorflow#56873": "0.693; zero", "tensorflow#60715": "0.5,zero; -2.5,zero",
-        "tensorflow#12071:gradient-alone": "1,nan,1,+inf",
-        "tensorflow#2295": "zero,+inf,0.624,zero", "tensorflow#4914": "+inf,0.707; nan,0.354",
-    }.items()},
-}  # fmt: skip
-
-
+# ---------------------------------------------------------------- the entries' declarations
 #: The first tf-nightly with each change of 2.21 -> 2.23.0.dev20261026 (``autodiff-semantics bisect``,
 #: reports/nightly/bisect.json: the last nightly before it, the compare link between the two)
 XLOGY_FROM = "2.22.0.dev20260717"  # after 2.22.0.dev20260716
@@ -224,34 +209,470 @@ NEG_ZERO_RSQRT = (
     "pow(x, -0.5) becomes rsqrt(x), and rsqrt(-0) = -inf where IEEE pow(-0, -0.5) = +inf: the derivative "
     "p * x**(p - 1) of x**0.5 (first order) and x**1.5 (second order) at x = -0 is -inf, not +inf"
 )
-DECLARED = [
+# Declarations that two entries (or an entry and a seed) share: the scope, reason and link once.
+GRAPPLER_RSQRT = dict(
+    framework="tensorflow",
+    mode="function|graph",
+    reason=f"grappler's arithmetic optimizer (ConvertPowStage) runs in tf.function and v1 graphs: "
+    f"{NEG_ZERO_RSQRT}; eager and XLA keep Pow",
+    link=TF_GRAPPLER,
+)
+TORCH_RSQRT = dict(
+    framework="torch",
+    reason=f"the CPU pow kernel computes a scalar exponent -0.5 as rsqrt: {NEG_ZERO_RSQRT}",
+    link=TORCH_POW_KERNEL,
+)
+POW_FOLDED = dict(
+    framework="tensorflow",
+    mode="function",
+    versions="<2.17",
+    reason="up to TF 2.16, grappler's constant folding in tf.function folds pow(x, 0) (and the x**0 in the "
+    "derivative of x**1) to ones, so its gradient is 0 where eager and XLA give 0 * x**-1 = NaN (measured per "
+    "release: 2.12-2.16 zero, 2.17 on NaN; switching constant folding off, not the arithmetic optimizer, "
+    "brings the NaN back); the v1 graph rows give NaN in every release (measured)",
+    link=TF_CONSTANT_FOLDING,
+)
+TORCH_POW_CONSTANT = dict(
+    framework="torch",
+    reason="x**0 = 1 on both sides, so both one-sided differences are 0, PyTorch's answer",
+    link=TORCH_MANUAL,
+)
+NORM_SAFE = dict(
+    framework="tensorflow",
+    versions=f">={NORM_FROM}",
+    reason="from tf-nightly 2026-08-23 tf.norm takes sqrt(maximum(sum(x**2), tiny)) under a where that keeps "
+    "the exact 0, and "
+    "the EuclideanNorm gradient is div_no_nan(x, norm): the subgradient 0 at the zero vector, PyTorch's answer",
+    link=TF_NORM_PR,
+)
+TORCH_NORM = dict(
+    framework="torch",
+    reason="norm_backward masks where the norm is 0 (masked_fill_(norm == 0, 0)): the subgradient 0, the fix of "
+    "pytorch#2421; TF and JAX compute x / 0 = NaN",
+    link="https://github.com/pytorch/pytorch/issues/2421",
+)
+TORCH_STD = dict(
+    framework="torch",
+    reason="std_backward masks where the std is 0 (pytorch#4320, fixed by #45468); TF and JAX differentiate "
+    "sqrt(variance) at 0: 0 * inf = NaN",
+    link="https://github.com/pytorch/pytorch/issues/4320",
+)
+
+
+def xlogy_declared(name, pole, above, below) -> list:
+    """The declarations of xlogy and xlog1py, one rule (_XLogyGrad and _XLog1pyGrad; JAX's unmasked
+    JVP), at x = 0 with y at log's pole (``pole``: ``y=0``, ``y=-1``), ``above`` and ``below`` it."""
+    return [
+        expect(
+            f"dx[{name}@x=0,{above}]",
+            "zero",
+            framework="tensorflow",
+            versions=f"<{XLOGY_FROM}",
+            reason="_XLogyGrad/_XLog1pyGrad compute the x-gradient as xlogy(x != 0, y): 0 wherever x = 0, although "
+            "xlogy(x, y) = x*log(y) is linear in x (both one-sided differences are log(y)); JAX and PyTorch give "
+            "log(y)",
+            link="https://github.com/tensorflow/tensorflow/issues/56873",
+        ),
+        expect(
+            f"side_dx[{name}@x=0,{above}]",
+            "none",
+            framework="tensorflow",
+            versions=f"<{XLOGY_FROM}",
+            reason="the masked 0 is neither one-sided difference (both are log(y), log1p(y))",
+            link="https://github.com/tensorflow/tensorflow/issues/119476",
+        ),
+        expect(
+            f"dy[{name}@x=0,{pole}]",
+            "zero",
+            framework="tensorflow",
+            reason="the y-gradient is xdivy(x, y) (xdivy(x, y + 1) for xlog1py): 0 where x = 0 even at y = 0, the "
+            "derivative of xlogy(0, y) = 0; JAX and PyTorch compute x / y = 0 / 0 = NaN",
+            link=TF_MATH_GRAD,
+        ),
+        expect(
+            f"side_dy[{name}@x=0,{pole}]",
+            "both",
+            framework="tensorflow",
+            reason="xlogy(0, y) is 0 for every y, so both one-sided differences in y are 0, TF's answer",
+            link=TF_MATH_GRAD,
+        ),
+        # since tf-nightly builds of the 2.22 line (measured on 2.23.0.dev20261026; the bound is the first
+        # nightly with the new answer, placed by `autodiff-semantics bisect`: reports/nightly/bisect.json)
+        expect(
+            f"dx[{name}@x=0,{pole}]",
+            "-inf",
+            framework="tensorflow",
+            versions=f">={XLOGY_FROM}",
+            reason="from tf-nightly 2026-07-17 _XLogyGrad/_XLog1pyGrad take the x-gradient as log(y) (log1p(y)) "
+            "unmasked, for every x: "
+            "log(0) = -inf at y = 0, as in JAX (until 2.21 the mask x != 0 gave 0)",
+            link=TF_XLOGY_PR,
+        ),
+        expect(
+            f"side_dx[{name}@x=0,{pole}]",
+            "both",
+            framework="tensorflow",
+            versions=f">={XLOGY_FROM}",
+            reason="xlogy(+-h, 0) = +-h * log(0) = -+inf: both one-sided differences in x are -inf, TF's unmasked "
+            "answer from tf-nightly 2026-07-17",
+            link=TF_XLOGY_PR,
+        ),
+        expect(
+            f"dx[{name}@x=0,{below}]",
+            "nan",
+            framework="tensorflow",
+            versions=f">={XLOGY_FROM}",
+            reason="the unmasked x-gradient log(y) is NaN for y < 0 (log1p(y) for y < -1), as in JAX; PyTorch still "
+            "masks it to 0",
+            link=TF_XLOGY_PR,
+        ),
+        expect(
+            f"dx[{name}@x=0,{pole}]",
+            "-inf",
+            framework="jax",
+            reason="xlogy's custom JVP is x_dot * log(y) + y_dot * x / y with no mask: log(0) = -inf for x",
+            link=JAX_SPECIAL,
+        ),
+        expect(
+            f"side_dx[{name}@x=0,{pole}]",
+            "both",
+            framework="jax",
+            reason="xlogy(+-h, 0) = +-h * log(0) = -+inf: both one-sided differences in x are -inf, JAX's answer",
+            link=JAX_SPECIAL,
+        ),
+        expect(
+            f"dx[{name}@x=0,{below}]",
+            "nan",
+            framework="jax",
+            reason="the unmasked x-gradient log(y) is NaN for y < 0 (log1p(y) for y < -1); TF and PyTorch mask it to 0",
+            link=JAX_SPECIAL,
+        ),
+    ]
+
+
+def _unavailable(keys, absent) -> list:
+    """Every key declared ``unavailable`` for each framework the entry has no spelling in
+    (``absent``: reason, link)."""
+    return [expect(k, "unavailable", framework=fw, reason=why, link=link)
+            for fw, (why, link) in (absent or {}).items() for k in keys]  # fmt: skip
+
+
+# ---------------------------------------------------------------- the elementwise entries
+def elementwise(name, domain, points, declared=(), **own):
+    """An elementwise op with singular points, as an op-table entry of this behaviour: the op
+    database's ``name`` (its spellings, reference, f' and f'': :mod:`suite.ops.db`), or an op of
+    its own (``own``: x**p with a constant p: its spellings, reference and derivatives); the
+    domain where f is real, and per singular point (-0.0 and 0.0 are distinct) the kinds every
+    framework answers by default, ``(point, grad, side)``, or ``(point, grad, side, grad2)``
+    where the second derivative is asked for; ``declared``: where a framework answers otherwise."""
+    fields = dict(
+        domain={"float32": domain, "float64": domain},
+        points=tuple(
+            ops.Point(label(x), (x,), grad, also=(("side", side), *(("grad2", k) for k in grad2)))
+            for x, grad, side, *grad2 in points
+        ),
+        declared=list(declared),
+    )
+    if own:
+        return ops.register(ops.Op(name, behaviour="singular-point-gradients", **own, **fields))
+    return ops.view("singular-point-gradients", name, closed_forms=True, **fields)
+
+
+def _pow(p):
+    """x ** p with a constant p: the op database's pow with that exponent, f' and f'' without
+    0 * x**-1, the domain (real for x < 0 only for an integer p)."""
+
+    def spelled(pow_):
+        def fn(module, x):
+            return pow_(module, x, p)
+
+        fn.__name__ = fn.__qualname__ = f"{pow_.__name__}(x, {p:g})"
+        return fn
+
+    df = (lambda x: p * x ** (p - 1)) if p != 0 else (lambda x: 0 * x)
+    d2f = (lambda x: p * (p - 1) * x ** (p - 2)) if p not in (0, 1) else (lambda x: 0 * x)
+    domain = (-4.0, 4.0) if float(p).is_integer() else (0.0, 4.0)
+    tf, jax, torch = (spelled(db.fact("pow").spellings[fw]) for fw in ("tensorflow", "jax", "torch"))
+    return dict(tensorflow=tf, jax=jax, torch=torch, reference=_np(lambda x: x**p), derivatives=(_np(df), _np(d2f)),
+                domain=domain)  # fmt: skip
+
+
+ELEMENTWISE = {op.name: op for op in (
+    elementwise("sqrt", (0, 10), ((0.0, "+inf", "right", "-inf"), (-0.0, "-inf", "none", "+inf"))),
+    elementwise(
+        "rsqrt", (0, 10), ((0.0, "-inf", "right", "+inf"), (-0.0, "+inf", "right", "-inf")),
+        declared=[
+            expect(
+                "grad[rsqrt@-0]",
+                "-inf",
+                framework="jax",
+                reason="rsqrt's JVP is g * -0.5 * rsqrt(x) / x: at x = -0, (-inf) / (-0) = +inf, times -0.5 = -inf; "
+                "TF's RsqrtGrad (-0.5 * g * y**3) and PyTorch give +inf",
+                link=JAX_LAX,
+            ),
+            expect(
+                "side[rsqrt@-0]",
+                "none",
+                framework="jax",
+                reason="rsqrt(-0) = -inf, so the right difference quotient (rsqrt(h) + inf) / h is +inf, not JAX's "
+                "-inf",
+                link=JAX_LAX,
+            ),
+        ],
+    ),
+    elementwise("log", (0, 10), ((0.0, "+inf", "right"), (-0.0, "-inf", "none"))),
+    elementwise("log1p", (-1, 10), ((-1.0, "+inf", "right"),)),
+    elementwise("acos", (-1, 1), ((1.0, "-inf", "left"), (-1.0, "-inf", "right"))),
+    elementwise("asin", (-1, 1), ((1.0, "+inf", "left"), (-1.0, "+inf", "right"))),
+    # x**p at 0 and -0; the second derivative where the brief asks for it (x**2's is 2 everywhere)
+    elementwise(
+        "x**0", points=((0.0, "nan", "none", "nan"), (-0.0, "nan", "none", "nan")), **_pow(0.0),
+        declared=[
+            *expect_keys(["grad[x**0@0]", "grad[x**0@-0]", "grad2[x**0@0]", "grad2[x**0@-0]"], "zero", **POW_FOLDED),
+            *expect_keys(
+                ["side[x**0@0]", "side[x**0@-0]"],
+                "both",
+                framework="tensorflow",
+                mode="function",
+                versions="<2.17",
+                reason="the folded x**0 has gradient 0, which both one-sided differences of x**0 = 1 give",
+                link=TF_CONSTANT_FOLDING,
+            ),
+            *expect_keys(
+                ["grad2[x**0@0]", "grad2[x**0@-0]"],
+                "zero",
+                framework="tensorflow",
+                versions=f">={POW_FROM}",
+                reason="from tf-nightly 2026-10-10 _PowGrad zeroes an infinite x**(y-1) where the upstream gradient "
+                "is 0 (_GradCxPow in "
+                "math_grad.py of 2.23.0.dev20261026): differentiating the first derivative 0 * x**-1 again sends a "
+                "zero cotangent through it, so the second derivative at 0 is 0, not NaN (the first stays NaN: its "
+                "cotangent is 1); no pull request for it turned up in a search, the file is the link",
+                link=TF_MATH_GRAD,
+            ),
+            *expect_keys(
+                ["grad[x**0@0]", "grad[x**0@-0]"],
+                "zero",
+                framework="torch",
+                reason="pow_backward returns zeros_like(self) for the exponent 0; TF and JAX compute 0 * x**-1 = "
+                "0 * inf = NaN",
+                link=TORCH_MANUAL,
+            ),
+            *expect_keys(["side[x**0@0]", "side[x**0@-0]"], "both", **TORCH_POW_CONSTANT),
+            *expect_keys(
+                ["grad2[x**0@0]", "grad2[x**0@-0]"],
+                raises("RuntimeError", r"does not require grad"),
+                framework="torch",
+                reason="the zeros pow_backward returns for the exponent 0 have no grad_fn, so differentiating the "
+                "first derivative again raises",
+                link=TORCH_MANUAL,
+            ),
+        ],
+    ),
+    elementwise(
+        "x**0.5", points=((0.0, "+inf", "right", "-inf"), (-0.0, "+inf", "right", "-inf")), **_pow(0.5),
+        declared=[
+            expect("grad[x**0.5@-0]", "-inf", **GRAPPLER_RSQRT),
+            expect(
+                "side[x**0.5@-0]",
+                "none",
+                framework="tensorflow",
+                mode="function|graph",
+                reason="the -inf that grappler's rsqrt gives at -0 is no one-sided limit (the right one is +inf)",
+                link=TF_GRAPPLER,
+            ),
+            expect("grad[x**0.5@-0]", "-inf", **TORCH_RSQRT),
+            expect(
+                "side[x**0.5@-0]",
+                "none",
+                framework="torch",
+                reason="the -inf that rsqrt gives at -0 is no one-sided limit (the right one is +inf)",
+                link=TORCH_POW_KERNEL,
+            ),
+        ],
+    ),
+    elementwise(
+        "x**1", points=((0.0, "1", "both", "nan"), (-0.0, "1", "both", "nan")), **_pow(1.0),
+        declared=[
+            *expect_keys(["grad2[x**1@0]", "grad2[x**1@-0]"], "zero", **POW_FOLDED),
+            *expect_keys(
+                ["grad2[x**1@0]", "grad2[x**1@-0]"],
+                "zero",
+                framework="torch",
+                reason="x**1's derivative is 1 * x.pow(0), whose own backward is pow_backward for the exponent 0: "
+                "zeros; TF and JAX differentiate y * x**(y-1) to 0 * x**-1 = NaN",
+                link=TORCH_MANUAL,
+            ),
+        ],
+    ),
+    elementwise(
+        "x**1.5", points=((0.0, "zero", "right", "+inf"), (-0.0, "zero", "right", "+inf")), **_pow(1.5),
+        declared=[expect("grad2[x**1.5@-0]", "-inf", **GRAPPLER_RSQRT),
+                  expect("grad2[x**1.5@-0]", "-inf", **TORCH_RSQRT)],
+    ),
+    elementwise("x**2", points=((0.0, "zero", "both"), (-0.0, "zero", "both")), **_pow(2.0)),
+)}  # fmt: skip
+SECOND_ORDER = [name for name, op in ELEMENTWISE.items() if op.has("grad2")]
+
+
+# ---------------------------------------------------------------- the binary entries
+def binary(name, args, configs, regular, named=(), declared=()):
+    """The op database's binary op ``name`` (its spellings, reference and partial derivatives
+    ``grads(a, b)``: :mod:`suite.ops.db`) with singular configurations (:class:`Config`),
+    as an op-table entry: ``args``, the arguments' own names (atan2 takes y, x); ``regular``, each
+    argument's ranges away from every configuration; ``named``, (name, closed form of the second
+    argument) the first argument's gradient may equal; ``declared``, where a framework answers
+    otherwise. Where a framework has no such op (the database's ``absent``), every key of the
+    entry is declared ``unavailable`` for it. Keys: ``d<arg>[<op>@<config>]`` and ``side_d<arg>[...]``."""
+    a, b = args
+    keys = [k for c in configs for k in (f"d{a}[{name}@{c.label}]", f"d{b}[{name}@{c.label}]")]
+    keys += [f"side_{k}" for k in keys]
+    around = Around(args=args, regular=regular, named=tuple((k, _np(fn)) for k, fn in named))
+    at = tuple(c.point(name, args) for c in configs)
+    declared = [*declared, *_unavailable(keys, db.fact(name).absent)]
+    return ops.view("singular-point-gradients", name, closed_forms=True, points=at, declared=declared, around=around)
+
+
+BOTH = ((-4.0, -0.25), (0.25, 4.0))
+BINARY = {op.name: op for op in (
+    binary("pow", ("x", "y"),
+           (Config("x=0,y=0", 0.0, 0.0, ((1,), (1, -1)), ("nan", "zero", "none", "none")),
+            Config("x=0,0<y<1", 0.0, ((0.2, 0.8),), ((1,), ()), ("+inf", "zero", "right", "both")),
+            Config("x=0,y=1", 0.0, 1.0, ((1,), ()), ("1", "zero", "both", "both")),
+            Config("x=0,y>1", 0.0, ((1.25, 3.0),), ((1,), ()), ("zero", "zero", "right", "both"))),
+           (((0.25, 4.0),), ((-2.0, 3.0),)),
+           declared=[
+               expect("side_dx[pow@x=0,y=0]", "both", **TORCH_POW_CONSTANT),
+               expect("dx[pow@x=0,y=0]", "zero", framework="torch",
+                      reason="pow_backward_self is where(exponent == 0, 0, grad * exponent * self**(exponent - 1))",
+                      link=TORCH_MANUAL),
+           ]),
+    binary("xlogy", ("x", "y"),
+           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1,)), ("zero", "nan", "none", "none")),
+            Config("x=0,y>0", 0.0, ((1.5, 8.0),), kinds=("log(y)", "zero", "both", "both")),
+            Config("x=0,y<0", 0.0, ((-4.0, -0.5),), ((), ()), ("zero", "zero", "none", "both"))),
+           (BOTH, ((0.25, 8.0),)), named=(("log(y)", np.log),),
+           declared=xlogy_declared("xlogy", "y=0", "y>0", "y<0")),
+    binary("xlog1py", ("x", "y"),
+           (Config("x=0,y=-1", 0.0, -1.0, ((1, -1), (1,)), ("zero", "nan", "none", "none")),
+            Config("x=0,y>-1", 0.0, ((0.5, 8.0),), kinds=("log1p(y)", "zero", "both", "both")),
+            Config("x=0,y<-1", 0.0, ((-5.0, -1.5),), ((), ()), ("zero", "zero", "none", "both"))),
+           (BOTH, ((-0.75, 8.0),)), named=(("log1p(y)", np.log1p),),
+           declared=xlogy_declared("xlog1py", "y=-1", "y>-1", "y<-1")),
+    binary("xdivy", ("x", "y"),
+           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "none", "both")),
+            Config("x=0,y!=0", 0.0, BOTH, kinds=("zero", "zero", "none", "both"))),
+           (BOTH, BOTH), named=(("1/y", lambda y: 1 / y),),
+           declared=[
+               expect("dx[xdivy@x=0,y=0]", "+inf", framework="tensorflow", versions=f">={XDIVY_FROM}",
+                      reason="from tf-nightly 2026-09-16 _XDivyGrad takes the x-gradient as reciprocal(y) for every "
+                      "x, the derivative of x / y: 1 / 0 = +inf at y = 0 (until 2.21 the mask x != 0 gave 0)",
+                      link=TF_XDIVY_PR),
+               expect("dx[xdivy@x=0,y!=0]", "1/y", framework="tensorflow", versions=f">={XDIVY_FROM}",
+                      reason="from tf-nightly 2026-09-16 _XDivyGrad takes the x-gradient as reciprocal(y) for every "
+                      "x: 1/y at x = 0",
+                      link=TF_XDIVY_PR),
+               *expect_keys(["side_dx[xdivy@x=0,y=0]", "side_dx[xdivy@x=0,y!=0]"], "both", framework="tensorflow",
+                            versions=f">={XDIVY_FROM}",
+                            reason="xdivy(+-h, y) = +-h / y: both one-sided differences in x are 1/y (+inf at y = 0), "
+                            "TF's unmasked answer from tf-nightly 2026-09-16",
+                            link=TF_XDIVY_PR),
+           ]),
+    binary("divide_no_nan", ("x", "y"),
+           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "both", "both")),
+            Config("x!=0,y=0", BOTH, 0.0, ((), (1, -1)), ("zero", "zero", "both", "none"))),
+           (BOTH, BOTH)),
+    binary("atan2", ("y", "x"),
+           (Config("y=0,x=0", 0.0, 0.0, ((1, -1), (1, -1)), ("nan", "nan", "none", "none")),), (BOTH, BOTH),
+           declared=[
+               *expect_keys(["dy[atan2@y=0,x=0]", "dx[atan2@y=0,x=0]"], "zero", framework="torch",
+                            reason="atan2_backward fills the reciprocal of y*y + x*x with 0 where it is 0; TF and JAX "
+                            "compute 0 / 0",
+                            link=TORCH_MANUAL),
+               expect("side_dx[atan2@y=0,x=0]", "right", framework="torch",
+                      reason="atan2(0, h) = 0 for h > 0: the right difference in x is 0 (the left is unbounded: "
+                      "atan2(0, -h) = pi)",
+                      link=TORCH_MANUAL),
+           ]),
+)}  # fmt: skip
+
+
+# ---------------------------------------------------------------- the reduction entries
+NO_NORMALIZE = (
+    "JAX has no l2_normalize (jax.nn has standardize, not normalize) and no moments (mean and var are separate calls)",
+    "https://docs.jax.dev/en/latest/jax.nn.html",
+)
+
+
+def reduction(name, program, f, vjp, kinds, terms=None, absent=None, declared=()):
+    """A reduction over the last axis (or a row-wise normalisation) with singular rows, as an
+    op-table entry: ``program``'s spellings (None where it has none: ``absent`` says why, and
+    every key is declared ``unavailable`` there), float64 closed forms of f and of ``vjp(x,
+    w)``, per singular row (:data:`ROWS`: ``x=0``, the zero vector; ``constant``;
+    ``one-element``) the default kinds ``(grad, side)``, ``terms(x, w)``: the size of the terms
+    that cancel in its gradient (the absolute floor of its comparisons), where rounding sets
+    one; ``declared``: where a framework answers otherwise. Keys: ``grad[<op>@<row>]``,
+    ``side[<op>@<row>]``."""
+    at = tuple(ops.Point(c, (ROWS[c],), grad, also=(("side", side),)) for c, (grad, side) in kinds.items())
+    keys = [f"{k}[{name}@{c}]" for k in ("grad", "side") for c in kinds]
+    fw = {f: getattr(program, f, None) for f in ("tensorflow", "jax", "torch")}
+    return ops.register(
+        ops.Op(name, behaviour="singular-point-gradients", **fw, reference=_np(f), derivatives=(_np(vjp),),
+               points=at, declared=[*declared, *_unavailable(keys, absent)], absent=absent or {}, elementwise=False,
+               around=Around(cancels=terms))
+    )  # fmt: skip
+
+
+MOMENTS = {"constant": ("zero", "both"), "one-element": ("zero", "both")}
+REDUCTIONS = {op.name: op for op in (
+    reduction("norm", Norm, lambda x: np.linalg.norm(x, axis=-1),
+              lambda x, w: w[:, None] * x / np.linalg.norm(x, axis=-1, keepdims=True), {"x=0": ("nan", "none")},
+              declared=[expect("grad[norm@x=0]", "zero", **NORM_SAFE), expect("grad[norm@x=0]", "zero", **TORCH_NORM)]),
+    # l2_normalize of a one-element row is sign(x): its gradient w/|x| - w/|x| cancels to 0, up to rounding
+    reduction("l2_normalize", L2Normalize, _l2n, _l2n_vjp, {"x=0": ("1e+06", "both")},
+              _np(lambda x, w: np.abs(w) / np.linalg.norm(x, axis=-1, keepdims=True)), {"jax": NO_NORMALIZE},
+              declared=[
+                  expect("grad[l2_normalize@x=0]", "1e+12", framework="torch",
+                         reason="F.normalize is x / max(||x||, eps=1e-12): 1/eps at the zero vector; "
+                         "tf.math.l2_normalize is x * rsqrt(max(sum(x**2), epsilon=1e-12)): 1/sqrt(epsilon) = 1e6",
+                         link="https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html"),
+                  expect("side[l2_normalize@x=0]", "none", framework="torch",
+                         reason="the eps only acts below ||x|| = 1e-12, far inside the difference step: "
+                         "F.normalize(+-h e_i) = +-e_i and both quotients grow without bound, not 1e12",
+                         link="https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html"),
+              ]),
+    reduction("reduce_std", ReduceStd, lambda x: x.std(-1), _moments_vjp(True),
+              {"constant": ("nan", "none"), "one-element": ("nan", "none")}, _moments_terms(True),
+              declared=[
+                  *expect_keys(["grad[reduce_std@constant]", "grad[reduce_std@one-element]"], "zero", **TORCH_STD),
+                  expect("side[reduce_std@one-element]", "both", framework="torch",
+                         reason="the std of one element is 0 whatever it is: both one-sided differences are 0, "
+                         "PyTorch's answer",
+                         link="https://github.com/pytorch/pytorch/issues/4320"),
+              ]),
+    reduction("reduce_variance", ReduceVariance, lambda x: x.var(-1), _moments_vjp(False), MOMENTS,
+              _moments_terms(False)),
+    reduction("moments", Moments, lambda x: x.var(-1), _moments_vjp(False), MOMENTS, absent={"jax": NO_NORMALIZE}),
+)}  # fmt: skip
+ENTRIES = {**ELEMENTWISE, **BINARY, **REDUCTIONS}
+
+
+# ---------------------------------------------------------------- the seeds' expectations
+# What the frameworks agree on for each issue's own input (the entries above carry their own
+# points' kinds: the gradient over the upstream gradient, and which one-sided difference
+# quotient of the forward pass it equals), then where a framework answers otherwise.
+AGREED = {
+    **{f"seed[{k}]": v for k, v in {
+        "tensorflow#12071": "1,nan,1,1", "pytorch#2421": "nan", "tensorflow#56830": "nan",
+        "tensorflow#56873": "0.693; zero", "tensorflow#60715": "0.5,zero; -2.5,zero",
+        "tensorflow#12071:gradient-alone": "1,nan,1,+inf",
+        "tensorflow#2295": "zero,+inf,0.624,zero", "tensorflow#4914": "+inf,0.707; nan,0.354",
+    }.items()},
+}  # fmt: skip
+# a declaration's id is its place in this list, which the baselines record: a new one is appended last
+EXPECT = expectations(
+    AGREED,
     # ---- TensorFlow
-    *expect_keys(
-        ["grad[x**0.5@-0]", "grad2[x**1.5@-0]"],
-        "-inf",
-        framework="tensorflow",
-        mode="function|graph",
-        reason=f"grappler's arithmetic optimizer (ConvertPowStage) runs in tf.function and v1 graphs: "
-        f"{NEG_ZERO_RSQRT}; eager and XLA keep Pow",
-        link=TF_GRAPPLER,
-    ),
-    expect(
-        "side[x**0.5@-0]",
-        "none",
-        framework="tensorflow",
-        mode="function|graph",
-        reason="the -inf that grappler's rsqrt gives at -0 is no one-sided limit (the right one is +inf)",
-        link=TF_GRAPPLER,
-    ),
-    *expect_keys(
-        ["dx[xlogy@x=0,y>0]", "dx[xlog1py@x=0,y>-1]"],
-        "zero",
-        framework="tensorflow",
-        versions=f"<{XLOGY_FROM}",
-        reason="_XLogyGrad/_XLog1pyGrad compute the x-gradient as xlogy(x != 0, y): 0 wherever x = 0, although "
-        "xlogy(x, y) = x*log(y) is linear in x (both one-sided differences are log(y)); JAX and PyTorch give log(y)",
-        link="https://github.com/tensorflow/tensorflow/issues/56873",
-    ),
     expect(
         "seed[tensorflow#56873]",
         "zero; zero",
@@ -260,29 +681,6 @@ DECLARED = [
         reason="the issue as reported: d/dx xlog1py(x, 1) at x = 0 is 0, not log1p(1) = 0.693 (x-gradient masked "
         "by x != 0)",
         link="https://github.com/tensorflow/tensorflow/issues/56873",
-    ),
-    *expect_keys(
-        ["side_dx[xlogy@x=0,y>0]", "side_dx[xlog1py@x=0,y>-1]"],
-        "none",
-        framework="tensorflow",
-        versions=f"<{XLOGY_FROM}",
-        reason="the masked 0 is neither one-sided difference (both are log(y), log1p(y))",
-        link="https://github.com/tensorflow/tensorflow/issues/119476",
-    ),
-    *expect_keys(
-        ["dy[xlogy@x=0,y=0]", "dy[xlog1py@x=0,y=-1]"],
-        "zero",
-        framework="tensorflow",
-        reason="the y-gradient is xdivy(x, y) (xdivy(x, y + 1) for xlog1py): 0 where x = 0 even at y = 0, the "
-        "derivative of xlogy(0, y) = 0; JAX and PyTorch compute x / y = 0 / 0 = NaN",
-        link=TF_MATH_GRAD,
-    ),
-    *expect_keys(
-        ["side_dy[xlogy@x=0,y=0]", "side_dy[xlog1py@x=0,y=-1]"],
-        "both",
-        framework="tensorflow",
-        reason="xlogy(0, y) is 0 for every y, so both one-sided differences in y are 0, TF's answer",
-        link=TF_MATH_GRAD,
     ),
     expect(
         "seed[tensorflow#12071]",
@@ -317,94 +715,7 @@ DECLARED = [
         "still divides by the flushed sqrt(x*x): +inf (measured in the baselines: 2.12 +inf, 2.13-2.21 1)",
         link="https://github.com/tensorflow/tensorflow/issues/12071",
     ),
-    *expect_keys(
-        ["grad[x**0@0]", "grad[x**0@-0]", "grad2[x**0@0]", "grad2[x**0@-0]", "grad2[x**1@0]", "grad2[x**1@-0]"],
-        "zero",
-        framework="tensorflow",
-        mode="function",
-        versions="<2.17",
-        reason="up to TF 2.16, grappler's constant folding in tf.function folds pow(x, 0) (and the x**0 in the "
-        "derivative of x**1) to ones, so its gradient is 0 where eager and XLA give 0 * x**-1 = NaN (measured per "
-        "release: 2.12-2.16 zero, 2.17 on NaN; switching constant folding off, not the arithmetic optimizer, "
-        "brings the NaN back); the v1 graph rows give NaN in every release (measured)",
-        link=TF_CONSTANT_FOLDING,
-    ),
-    *expect_keys(
-        ["side[x**0@0]", "side[x**0@-0]"],
-        "both",
-        framework="tensorflow",
-        mode="function",
-        versions="<2.17",
-        reason="the folded x**0 has gradient 0, which both one-sided differences of x**0 = 1 give",
-        link=TF_CONSTANT_FOLDING,
-    ),
-    # ---- since tf-nightly builds of the 2.22 and 2.23 lines (measured on 2.23.0.dev20261026; each bound is the
-    # first nightly with the new answer, placed by `autodiff-semantics bisect`: reports/nightly/bisect.json)
-    *expect_keys(
-        ["dx[xlogy@x=0,y=0]", "dx[xlog1py@x=0,y=-1]"],
-        "-inf",
-        framework="tensorflow",
-        versions=f">={XLOGY_FROM}",
-        reason="from tf-nightly 2026-07-17 _XLogyGrad/_XLog1pyGrad take the x-gradient as log(y) (log1p(y)) "
-        "unmasked, for every x: "
-        "log(0) = -inf at y = 0, as in JAX (until 2.21 the mask x != 0 gave 0)",
-        link=TF_XLOGY_PR,
-    ),
-    *expect_keys(
-        ["side_dx[xlogy@x=0,y=0]", "side_dx[xlog1py@x=0,y=-1]"],
-        "both",
-        framework="tensorflow",
-        versions=f">={XLOGY_FROM}",
-        reason="xlogy(+-h, 0) = +-h * log(0) = -+inf: both one-sided differences in x are -inf, TF's unmasked answer "
-        "from tf-nightly 2026-07-17",
-        link=TF_XLOGY_PR,
-    ),
-    *expect_keys(
-        ["dx[xlogy@x=0,y<0]", "dx[xlog1py@x=0,y<-1]"],
-        "nan",
-        framework="tensorflow",
-        versions=f">={XLOGY_FROM}",
-        reason="the unmasked x-gradient log(y) is NaN for y < 0 (log1p(y) for y < -1), as in JAX; PyTorch still "
-        "masks it to 0",
-        link=TF_XLOGY_PR,
-    ),
-    expect(
-        "dx[xdivy@x=0,y=0]",
-        "+inf",
-        framework="tensorflow",
-        versions=f">={XDIVY_FROM}",
-        reason="from tf-nightly 2026-09-16 _XDivyGrad takes the x-gradient as reciprocal(y) for every x, the "
-        "derivative of x / y: "
-        "1 / 0 = +inf at y = 0 (until 2.21 the mask x != 0 gave 0)",
-        link=TF_XDIVY_PR,
-    ),
-    expect(
-        "dx[xdivy@x=0,y!=0]",
-        "1/y",
-        framework="tensorflow",
-        versions=f">={XDIVY_FROM}",
-        reason="from tf-nightly 2026-09-16 _XDivyGrad takes the x-gradient as reciprocal(y) for every x: 1/y at x = 0",
-        link=TF_XDIVY_PR,
-    ),
-    *expect_keys(
-        ["side_dx[xdivy@x=0,y=0]", "side_dx[xdivy@x=0,y!=0]"],
-        "both",
-        framework="tensorflow",
-        versions=f">={XDIVY_FROM}",
-        reason="xdivy(+-h, y) = +-h / y: both one-sided differences in x are 1/y (+inf at y = 0), TF's unmasked "
-        "answer from tf-nightly 2026-09-16",
-        link=TF_XDIVY_PR,
-    ),
-    *expect_keys(
-        ["grad[norm@x=0]", "seed[pytorch#2421]"],
-        "zero",
-        framework="tensorflow",
-        versions=f">={NORM_FROM}",
-        reason="from tf-nightly 2026-08-23 tf.norm takes sqrt(maximum(sum(x**2), tiny)) under a where that keeps "
-        "the exact 0, and "
-        "the EuclideanNorm gradient is div_no_nan(x, norm): the subgradient 0 at the zero vector, PyTorch's answer",
-        link=TF_NORM_PR,
-    ),
+    expect("seed[pytorch#2421]", "zero", **NORM_SAFE),
     expect(
         "seed[tensorflow#12071]",
         "1,zero,1,zero",
@@ -422,18 +733,6 @@ DECLARED = [
         versions=f">={NORM_FROM}",
         reason="the safe norm (tf-nightly 2026-08-23): a zero (flushed) norm has gradient 0, in every mode",
         link=TF_NORM_PR,
-    ),
-    *expect_keys(
-        ["grad2[x**0@0]", "grad2[x**0@-0]"],
-        "zero",
-        framework="tensorflow",
-        versions=f">={POW_FROM}",
-        reason="from tf-nightly 2026-10-10 _PowGrad zeroes an infinite x**(y-1) where the upstream gradient is 0 "
-        "(_GradCxPow in "
-        "math_grad.py of 2.23.0.dev20261026): differentiating the first derivative 0 * x**-1 again sends a zero "
-        "cotangent through it, so the second derivative at 0 is 0, not NaN (the first stays NaN: its cotangent "
-        "is 1); no pull request for it turned up in a search, the file is the link",
-        link=TF_MATH_GRAD,
     ),
     # ---- JAX
     expect(
@@ -481,42 +780,6 @@ DECLARED = [
         "1e-19 and the gradient 1 (measured on an H100, JAX 0.11.2)",
         link="https://github.com/jax-ml/jax/issues/19689",
     ),
-    *expect_keys(
-        ["grad[rsqrt@-0]"],
-        "-inf",
-        framework="jax",
-        reason="rsqrt's JVP is g * -0.5 * rsqrt(x) / x: at x = -0, (-inf) / (-0) = +inf, times -0.5 = -inf; "
-        "TF's RsqrtGrad (-0.5 * g * y**3) and PyTorch give +inf",
-        link=JAX_LAX,
-    ),
-    expect(
-        "side[rsqrt@-0]",
-        "none",
-        framework="jax",
-        reason="rsqrt(-0) = -inf, so the right difference quotient (rsqrt(h) + inf) / h is +inf, not JAX's -inf",
-        link=JAX_LAX,
-    ),
-    *expect_keys(
-        ["dx[xlogy@x=0,y=0]", "dx[xlog1py@x=0,y=-1]"],
-        "-inf",
-        framework="jax",
-        reason="xlogy's custom JVP is x_dot * log(y) + y_dot * x / y with no mask: log(0) = -inf for x",
-        link=JAX_SPECIAL,
-    ),
-    *expect_keys(
-        ["side_dx[xlogy@x=0,y=0]", "side_dx[xlog1py@x=0,y=-1]"],
-        "both",
-        framework="jax",
-        reason="xlogy(+-h, 0) = +-h * log(0) = -+inf: both one-sided differences in x are -inf, JAX's answer",
-        link=JAX_SPECIAL,
-    ),
-    *expect_keys(
-        ["dx[xlogy@x=0,y<0]", "dx[xlog1py@x=0,y<-1]"],
-        "nan",
-        framework="jax",
-        reason="the unmasked x-gradient log(y) is NaN for y < 0 (log1p(y) for y < -1); TF and PyTorch mask it to 0",
-        link=JAX_SPECIAL,
-    ),
     expect(
         "seed[tensorflow#2295]",
         "nan,+inf,0.624,zero",
@@ -526,79 +789,7 @@ DECLARED = [
         link=JAX_LAX,
     ),
     # ---- PyTorch
-    *expect_keys(
-        ["grad[x**0@0]", "grad[x**0@-0]"],
-        "zero",
-        framework="torch",
-        reason="pow_backward returns zeros_like(self) for the exponent 0; TF and JAX compute 0 * x**-1 = 0 * inf = NaN",
-        link=TORCH_MANUAL,
-    ),
-    *expect_keys(
-        ["side[x**0@0]", "side[x**0@-0]", "side_dx[pow@x=0,y=0]"],
-        "both",
-        framework="torch",
-        reason="x**0 = 1 on both sides, so both one-sided differences are 0, PyTorch's answer",
-        link=TORCH_MANUAL,
-    ),
-    *expect_keys(
-        ["grad2[x**0@0]", "grad2[x**0@-0]"],
-        raises("RuntimeError", r"does not require grad"),
-        framework="torch",
-        reason="the zeros pow_backward returns for the exponent 0 have no grad_fn, so differentiating the first "
-        "derivative again raises",
-        link=TORCH_MANUAL,
-    ),
-    *expect_keys(
-        ["grad2[x**1@0]", "grad2[x**1@-0]"],
-        "zero",
-        framework="torch",
-        reason="x**1's derivative is 1 * x.pow(0), whose own backward is pow_backward for the exponent 0: zeros; TF "
-        "and JAX differentiate y * x**(y-1) to 0 * x**-1 = NaN",
-        link=TORCH_MANUAL,
-    ),
-    *expect_keys(
-        ["grad[x**0.5@-0]", "grad2[x**1.5@-0]"],
-        "-inf",
-        framework="torch",
-        reason=f"the CPU pow kernel computes a scalar exponent -0.5 as rsqrt: {NEG_ZERO_RSQRT}",
-        link=TORCH_POW_KERNEL,
-    ),
-    expect(
-        "side[x**0.5@-0]",
-        "none",
-        framework="torch",
-        reason="the -inf that rsqrt gives at -0 is no one-sided limit (the right one is +inf)",
-        link=TORCH_POW_KERNEL,
-    ),
-    expect(
-        "dx[pow@x=0,y=0]",
-        "zero",
-        framework="torch",
-        reason="pow_backward_self is where(exponent == 0, 0, grad * exponent * self**(exponent - 1))",
-        link=TORCH_MANUAL,
-    ),
-    *expect_keys(
-        ["dy[atan2@y=0,x=0]", "dx[atan2@y=0,x=0]"],
-        "zero",
-        framework="torch",
-        reason="atan2_backward fills the reciprocal of y*y + x*x with 0 where it is 0; TF and JAX compute 0 / 0",
-        link=TORCH_MANUAL,
-    ),
-    expect(
-        "side_dx[atan2@y=0,x=0]",
-        "right",
-        framework="torch",
-        reason="atan2(0, h) = 0 for h > 0: the right difference in x is 0 (the left is unbounded: atan2(0, -h) = pi)",
-        link=TORCH_MANUAL,
-    ),
-    *expect_keys(
-        ["grad[norm@x=0]", "seed[pytorch#2421]"],
-        "zero",
-        framework="torch",
-        reason="norm_backward masks where the norm is 0 (masked_fill_(norm == 0, 0)): the subgradient 0, the fix of "
-        "pytorch#2421; TF and JAX compute x / 0 = NaN",
-        link="https://github.com/pytorch/pytorch/issues/2421",
-    ),
+    expect("seed[pytorch#2421]", "zero", **TORCH_NORM),
     expect(
         "seed[tensorflow#12071:gradient-alone]",
         "1,zero,1,1",
@@ -614,45 +805,13 @@ DECLARED = [
         "(no flush to zero), so its gradient is 1",
         link=TORCH_MANUAL,
     ),
-    *expect_keys(
-        ["grad[reduce_std@constant]", "grad[reduce_std@one-element]", "seed[tensorflow#56830]"],
-        "zero",
-        framework="torch",
-        reason="std_backward masks where the std is 0 (pytorch#4320, fixed by #45468); TF and JAX differentiate "
-        "sqrt(variance) at 0: 0 * inf = NaN",
-        link="https://github.com/pytorch/pytorch/issues/4320",
-    ),
-    expect(
-        "side[reduce_std@one-element]",
-        "both",
-        framework="torch",
-        reason="the std of one element is 0 whatever it is: both one-sided differences are 0, PyTorch's answer",
-        link="https://github.com/pytorch/pytorch/issues/4320",
-    ),
-    expect(
-        "grad[l2_normalize@x=0]",
-        "1e+12",
-        framework="torch",
-        reason="F.normalize is x / max(||x||, eps=1e-12): 1/eps at the zero vector; tf.math.l2_normalize is "
-        "x * rsqrt(max(sum(x**2), epsilon=1e-12)): 1/sqrt(epsilon) = 1e6",
-        link="https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html",
-    ),
-    expect(
-        "side[l2_normalize@x=0]",
-        "none",
-        framework="torch",
-        reason="the eps only acts below ||x|| = 1e-12, far inside the difference step: F.normalize(+-h e_i) = "
-        "+-e_i and both quotients grow without bound, not 1e12",
-        link="https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html",
-    ),
+    expect("seed[tensorflow#56830]", "zero", **TORCH_STD),
     # ---- ops a framework does not have
-    # (xdivy's and divide_no_nan's own keys: declared by their entries, from their absent spellings)
     *(
         expect("seed[tensorflow#60715]", "unavailable", framework=fw, reason=why, link=link)
         for fw, (why, link) in db.NO_XDIVY.items()
     ),
-    # (l2_normalize's and moments' own keys: declared by their entries, from their absent spellings)
-    # appended last: a declaration's id is its place in this list, which the baselines record
+    # appended last
     expect(
         "seed[tensorflow#12071:gradient-alone]",
         "1,nan,1,1",
@@ -663,171 +822,7 @@ DECLARED = [
         "(XLA:GPU keeps float32 subnormals), so the gradient is 1",
         link="https://github.com/jax-ml/jax/issues/19689",
     ),
-]
-
-
-# ---------------------------------------------------------------- the elementwise entries
-def _entry_name(key: str) -> str | None:
-    """The op a key is about (``grad2[x**0@-0]`` -> ``x**0``; None for a seed's key)."""
-    inner = key.partition("[")[2]
-    return inner.partition("@")[0] if "@" in inner else None
-
-
-def _declared(name, keys=(), absent=None):
-    """The entry ``name``'s declarations: DECLARED's under its keys, and every key declared
-    ``unavailable`` for each framework the entry has no spelling in (``absent``: reason, link)."""
-    own = [e for e in DECLARED if _entry_name(e.key) == name]
-    return own + [expect(k, "unavailable", framework=fw, reason=why, link=link)
-                  for fw, (why, link) in (absent or {}).items() for k in keys]  # fmt: skip
-
-
-def elementwise(name, domain, points, **own):
-    """An elementwise op with singular points, as an op-table entry of this behaviour: the op
-    database's ``name`` (its spellings, reference, f' and f'': :mod:`suite.ops.db`), or an op of
-    its own (``own``: x**p with a constant p: its spellings, reference and derivatives); the
-    domain where f is real, and per singular point (-0.0 and 0.0 are distinct) the kinds every
-    framework answers by default, ``(point, grad, side)``, or ``(point, grad, side, grad2)``
-    where the second derivative is asked for. Its declared divergences are DECLARED's under its keys."""
-    fields = dict(
-        domain={"float32": domain, "float64": domain},
-        points=tuple(
-            ops.Point(label(x), (x,), grad, also=(("side", side), *(("grad2", k) for k in grad2)))
-            for x, grad, side, *grad2 in points
-        ),
-        declared=_declared(name),
-    )
-    if own:
-        return ops.register(ops.Op(name, behaviour="singular-point-gradients", **own, **fields))
-    return ops.view("singular-point-gradients", name, closed_forms=True, **fields)
-
-
-def _pow(p):
-    """x ** p with a constant p: the op database's pow with that exponent, f' and f'' without
-    0 * x**-1, the domain (real for x < 0 only for an integer p)."""
-
-    def spelled(pow_):
-        def fn(module, x):
-            return pow_(module, x, p)
-
-        fn.__name__ = fn.__qualname__ = f"{pow_.__name__}(x, {p:g})"
-        return fn
-
-    df = (lambda x: p * x ** (p - 1)) if p != 0 else (lambda x: 0 * x)
-    d2f = (lambda x: p * (p - 1) * x ** (p - 2)) if p not in (0, 1) else (lambda x: 0 * x)
-    domain = (-4.0, 4.0) if float(p).is_integer() else (0.0, 4.0)
-    tf, jax, torch = (spelled(db.fact("pow").spellings[fw]) for fw in ("tensorflow", "jax", "torch"))
-    return dict(tensorflow=tf, jax=jax, torch=torch, reference=_np(lambda x: x**p), derivatives=(_np(df), _np(d2f)),
-                domain=domain)  # fmt: skip
-
-
-POWERS = (  # x**p at 0 and -0; the second derivative where the brief asks for it (x**2's is 2 everywhere)
-    (0.0, ((0.0, "nan", "none", "nan"), (-0.0, "nan", "none", "nan"))),
-    (0.5, ((0.0, "+inf", "right", "-inf"), (-0.0, "+inf", "right", "-inf"))),
-    (1.0, ((0.0, "1", "both", "nan"), (-0.0, "1", "both", "nan"))),
-    (1.5, ((0.0, "zero", "right", "+inf"), (-0.0, "zero", "right", "+inf"))),
-    (2.0, ((0.0, "zero", "both"), (-0.0, "zero", "both"))),
 )
-ELEMENTWISE = {op.name: op for op in (
-    elementwise("sqrt", (0, 10), ((0.0, "+inf", "right", "-inf"), (-0.0, "-inf", "none", "+inf"))),
-    elementwise("rsqrt", (0, 10), ((0.0, "-inf", "right", "+inf"), (-0.0, "+inf", "right", "-inf"))),
-    elementwise("log", (0, 10), ((0.0, "+inf", "right"), (-0.0, "-inf", "none"))),
-    elementwise("log1p", (-1, 10), ((-1.0, "+inf", "right"),)),
-    elementwise("acos", (-1, 1), ((1.0, "-inf", "left"), (-1.0, "-inf", "right"))),
-    elementwise("asin", (-1, 1), ((1.0, "+inf", "left"), (-1.0, "+inf", "right"))),
-    *(elementwise(f"x**{p:g}", points=points, **_pow(p)) for p, points in POWERS),
-)}  # fmt: skip
-SECOND_ORDER = [name for name, op in ELEMENTWISE.items() if op.has("grad2")]
-
-
-# ---------------------------------------------------------------- the binary entries
-def binary(name, args, configs, regular, named=()):
-    """The op database's binary op ``name`` (its spellings, reference and partial derivatives
-    ``grads(a, b)``: :mod:`suite.ops.db`) with singular configurations (:class:`Config`), as an
-    op-table entry: ``args``, the arguments' own names (atan2 takes y, x); ``regular``, each
-    argument's ranges away from every configuration; ``named``, (name, closed form of the second
-    argument) the first argument's gradient may equal. Where a framework has no such op (the
-    database's ``absent``), every key of the entry is declared ``unavailable`` for it. Keys:
-    ``d<arg>[<op>@<config>]`` and ``side_d<arg>[...]``."""
-    a, b = args
-    keys = [k for c in configs for k in (f"d{a}[{name}@{c.label}]", f"d{b}[{name}@{c.label}]")]
-    keys += [f"side_{k}" for k in keys]
-    around = Around(args=args, regular=regular, named=tuple((k, _np(fn)) for k, fn in named))
-    at = tuple(c.point(name, args) for c in configs)
-    declared = _declared(name, keys, db.fact(name).absent)
-    return ops.view("singular-point-gradients", name, closed_forms=True, points=at, declared=declared, around=around)
-
-
-BOTH = ((-4.0, -0.25), (0.25, 4.0))
-BINARY = {op.name: op for op in (
-    binary("pow", ("x", "y"),
-           (Config("x=0,y=0", 0.0, 0.0, ((1,), (1, -1)), ("nan", "zero", "none", "none")),
-            Config("x=0,0<y<1", 0.0, ((0.2, 0.8),), ((1,), ()), ("+inf", "zero", "right", "both")),
-            Config("x=0,y=1", 0.0, 1.0, ((1,), ()), ("1", "zero", "both", "both")),
-            Config("x=0,y>1", 0.0, ((1.25, 3.0),), ((1,), ()), ("zero", "zero", "right", "both"))),
-           (((0.25, 4.0),), ((-2.0, 3.0),))),
-    binary("xlogy", ("x", "y"),
-           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1,)), ("zero", "nan", "none", "none")),
-            Config("x=0,y>0", 0.0, ((1.5, 8.0),), kinds=("log(y)", "zero", "both", "both")),
-            Config("x=0,y<0", 0.0, ((-4.0, -0.5),), ((), ()), ("zero", "zero", "none", "both"))),
-           (BOTH, ((0.25, 8.0),)), named=(("log(y)", np.log),)),
-    binary("xlog1py", ("x", "y"),
-           (Config("x=0,y=-1", 0.0, -1.0, ((1, -1), (1,)), ("zero", "nan", "none", "none")),
-            Config("x=0,y>-1", 0.0, ((0.5, 8.0),), kinds=("log1p(y)", "zero", "both", "both")),
-            Config("x=0,y<-1", 0.0, ((-5.0, -1.5),), ((), ()), ("zero", "zero", "none", "both"))),
-           (BOTH, ((-0.75, 8.0),)), named=(("log1p(y)", np.log1p),)),
-    binary("xdivy", ("x", "y"),
-           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "none", "both")),
-            Config("x=0,y!=0", 0.0, BOTH, kinds=("zero", "zero", "none", "both"))),
-           (BOTH, BOTH), named=(("1/y", lambda y: 1 / y),)),
-    binary("divide_no_nan", ("x", "y"),
-           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "both", "both")),
-            Config("x!=0,y=0", BOTH, 0.0, ((), (1, -1)), ("zero", "zero", "both", "none"))),
-           (BOTH, BOTH)),
-    binary("atan2", ("y", "x"),
-           (Config("y=0,x=0", 0.0, 0.0, ((1, -1), (1, -1)), ("nan", "nan", "none", "none")),), (BOTH, BOTH)),
-)}  # fmt: skip
-
-
-# ---------------------------------------------------------------- the reduction entries
-NO_NORMALIZE = (
-    "JAX has no l2_normalize (jax.nn has standardize, not normalize) and no moments (mean and var are separate calls)",
-    "https://docs.jax.dev/en/latest/jax.nn.html",
-)
-
-
-def reduction(name, program, f, vjp, kinds, terms=None, absent=None):
-    """A reduction over the last axis (or a row-wise normalisation) with singular rows, as an
-    op-table entry: ``program``'s spellings (None where it has none: ``absent`` says why, and
-    every key is declared ``unavailable`` there), float64 closed forms of f and of ``vjp(x,
-    w)``, per singular row (:data:`ROWS`: ``x=0``, the zero vector; ``constant``;
-    ``one-element``) the default kinds ``(grad, side)``, and ``terms(x, w)``: the size of the
-    terms that cancel in its gradient (the absolute floor of its comparisons), where rounding
-    sets one. Keys: ``grad[<op>@<row>]``, ``side[<op>@<row>]``."""
-    at = tuple(ops.Point(c, (ROWS[c],), grad, also=(("side", side),)) for c, (grad, side) in kinds.items())
-    keys = [f"{k}[{name}@{c}]" for k in ("grad", "side") for c in kinds]
-    fw = {f: getattr(program, f, None) for f in ("tensorflow", "jax", "torch")}
-    return ops.register(
-        ops.Op(name, behaviour="singular-point-gradients", **fw, reference=_np(f), derivatives=(_np(vjp),),
-               points=at, declared=_declared(name, keys, absent), absent=absent or {}, elementwise=False,
-               around=Around(cancels=terms))
-    )  # fmt: skip
-
-
-MOMENTS = {"constant": ("zero", "both"), "one-element": ("zero", "both")}
-REDUCTIONS = {op.name: op for op in (
-    reduction("norm", Norm, lambda x: np.linalg.norm(x, axis=-1),
-              lambda x, w: w[:, None] * x / np.linalg.norm(x, axis=-1, keepdims=True), {"x=0": ("nan", "none")}),
-    # l2_normalize of a one-element row is sign(x): its gradient w/|x| - w/|x| cancels to 0, up to rounding
-    reduction("l2_normalize", L2Normalize, _l2n, _l2n_vjp, {"x=0": ("1e+06", "both")},
-              _np(lambda x, w: np.abs(w) / np.linalg.norm(x, axis=-1, keepdims=True)), {"jax": NO_NORMALIZE}),
-    reduction("reduce_std", ReduceStd, lambda x: x.std(-1), _moments_vjp(True),
-              {"constant": ("nan", "none"), "one-element": ("nan", "none")}, _moments_terms(True)),
-    reduction("reduce_variance", ReduceVariance, lambda x: x.var(-1), _moments_vjp(False), MOMENTS,
-              _moments_terms(False)),
-    reduction("moments", Moments, lambda x: x.var(-1), _moments_vjp(False), MOMENTS, absent={"jax": NO_NORMALIZE}),
-)}  # fmt: skip
-ENTRIES = {**ELEMENTWISE, **BINARY, **REDUCTIONS}
-EXPECT = expectations(AGREED, *(e for e in DECLARED if _entry_name(e.key) not in ENTRIES))
 
 
 # ---------------------------------------------------------------- properties (suite.ops.points)
