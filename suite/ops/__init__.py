@@ -23,9 +23,10 @@ reference=...)``).
 (9.0, False)
 >>> op.keys()
 []
->>> op = register(Op("abs", behaviour="demo", tensorflow=abs, jax=abs, torch=abs, points=(Point("0", (0.0,), "zero"),)))
->>> op.keys(), op.expect.lookup("grad[abs@0]", None)
-(['grad[abs@0]'], ('zero', None))
+>>> op = register(Op("magnitude", behaviour="demo", tensorflow=abs, jax=abs, torch=abs,
+...                  points=(Point("0", (0.0,), "zero"),)))
+>>> op.keys(), op.expect.lookup("grad[magnitude@0]", None)
+(['grad[magnitude@0]'], ('zero', None))
 >>> op = view("demo", "sqrt", points=(Point("0", (0.0,), "+inf", also=(("side", "right"), ("grad2", "-inf"))),))
 >>> op.keys(), op.has("grad2"), op.expect.lookup("side[sqrt@0]", None)
 (['grad[sqrt@0]', 'side[sqrt@0]', 'grad2[sqrt@0]'], True, ('right', None))
