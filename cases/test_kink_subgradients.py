@@ -40,16 +40,14 @@ TF's ``leaky_relu`` stores ``alpha`` as a float32 attribute, so float64 inputs g
 ``float32(alpha)``.
 """
 
-from typing import Callable, NamedTuple
-
 import numpy as np
 from hypothesis import example, given, strategies as st
 
 from suite import compare as cmp, finite_diff, ops, strategies as ss
 from suite.behaviours import Floor, behaviour
 from suite.expectations import expect, expect_each, expectations, raises
-from suite.ops import db, properties
-from suite.program import Program, dispatch
+from suite.ops import properties
+from suite.program import Program
 
 TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
 JAX_MAX_CONVENTION = "https://github.com/jax-ml/jax/pull/2342"
@@ -90,56 +88,6 @@ BEHAVIOUR = behaviour(
 TF_FIRST = "math_grad.py _MaximumGrad/_MinimumGrad return grad*(x >= y) (x <= y for minimum) to x and the rest to y"
 JAX_SPLIT = "lax.max/min's JVP gives each argument half at a tie, Autograd's symmetric convention, kept on purpose"
 TORCH_SPLIT = "derivatives.yaml maximum/minimum: grad/2 to each side where self == other (since issue 56734)"
-#: The kinks' defaults (TensorFlow's answers) and where JAX and PyTorch answer otherwise: the
-#: op-table entries below hold them.
-KINK_KINDS = {
-    **{"relu@0": "left", "relu6@0": "left", "relu6@6": "right", "leaky_relu@0": "left", "elu@0": "both-sides"},
-    **{"abs@0": "mean", "sign@0": "zero", "maximum(x,0)@0": "mean", "clip@-1": "right", "clip@6": "left"},
-}
-KINK_DECLARED = [
-    *expect_each(
-        "maximum(x,0)@0",
-        tensorflow=("right", "tf.maximum's tie goes to the first argument, x: 1, the right derivative", TF_MATH_GRAD),
-        jax=("mean", "jnp.maximum splits the tie: 0.5, not relu's 0", "https://github.com/jax-ml/jax/issues/37821"),
-        torch=("mean", TORCH_SPLIT, TORCH_MAXIMUM_TIES),
-    ),
-    *[
-        e
-        for bound, inner in (("clip@-1", "right"), ("clip@6", "left"))
-        for e in expect_each(
-            bound,
-            tensorflow=(
-                inner,
-                "clip_by_value is maximum(minimum(x, hi), lo), x first: a tie keeps the gradient",
-                TF_CLIP,
-            ),
-            jax=(
-                "mean",
-                "jnp.clip is maximum(min, minimum(max, x)) (lax_numpy.py): the tie is split",
-                JAX_MAX_CONVENTION,
-            ),
-            torch=(inner, "clamp_backward passes grad where min <= x <= max (bounds included)", TORCH_DERIVATIVES),
-        )
-    ],
-    *expect_each(
-        "leaky_relu@0",
-        tensorflow=("left", "LeakyReluGrad is (x > 0).select(grad, grad*alpha): alpha at 0", TF_RELU_KERNELS),
-        jax=(
-            "right",
-            "jax.nn.leaky_relu is where(x >= 0, x, negative_slope*x): slope 1 at 0",
-            "https://docs.jax.dev/en/latest/_autosummary/jax.nn.leaky_relu.html",
-        ),
-        torch=("left", "leaky_relu_backward: grad * where(x > 0, 1, negative_slope)", TORCH_DERIVATIVES),
-    ),
-    *expect_each(
-        "abs@0",
-        tensorflow=("mean", "_AbsGrad is grad*sign(x): 0 at 0, the mean of -1 and 1", TF_MATH_GRAD),
-        jax=("right", "abs's JVP is select(x >= 0, g, -g): 1 at 0", "https://github.com/jax-ml/jax/issues/37820"),
-        torch=("mean", "abs: grad * self.sgn(): 0 at 0", TORCH_DERIVATIVES),
-    ),
-]
-
-
 EXPECT = expectations(
     {
         **{k: "split-evenly" for k in ("maximum", "minimum")},
@@ -299,146 +247,145 @@ class Extremum(Program):
         return getattr(torch, op)(x, y)
 
 
-ELU = db.fact("elu")
-
-
-class Spelled(NamedTuple):
-    """One row of a family table: the op in each framework's own API, then its closed forms."""
-
-    tensorflow: Callable
-    jax: Callable
-    torch: Callable
-    kinks: tuple = ()  # elementwise ops: where the derivative jumps
-    f: Callable = None  # elementwise ops: value and derivative off the kinks; reductions: pick
-    df: Callable = None
-
-
-# Exact in float32: TF's LeakyRelu keeps alpha in a float attribute, so a slope like 0.2 is
-# float32(0.2) even for float64 inputs (measured: 7e-9 off the float64 closed form).
-ALPHA = 0.25
-
-
-def _step(x):
-    return (x > 0) * 1.0
-
-
-KINKS = {
-    "relu": Spelled(
-        lambda tf, x: tf.nn.relu(x),
-        lambda jax, x: jax.nn.relu(x),
-        lambda torch, x: torch.relu(x),
-        (0.0,),
-        lambda x: np.maximum(x, 0),
-        _step,
-    ),
-    "relu6": Spelled(
-        lambda tf, x: tf.nn.relu6(x),
-        lambda jax, x: jax.nn.relu6(x),
-        lambda torch, x: torch.nn.functional.relu6(x),
-        (0.0, 6.0),
-        lambda x: np.clip(x, 0, 6),
-        lambda x: ((x > 0) & (x < 6)) * 1.0,
-    ),
-    "leaky_relu": Spelled(
-        lambda tf, x: tf.nn.leaky_relu(x, alpha=ALPHA),
-        lambda jax, x: jax.nn.leaky_relu(x, negative_slope=ALPHA),
-        lambda torch, x: torch.nn.functional.leaky_relu(x, ALPHA),
-        (0.0,),
-        lambda x: np.where(x > 0, x, ALPHA * x),
-        lambda x: np.where(x > 0, 1.0, ALPHA),
-    ),
-    "elu": Spelled(  # the op database's elu (suite/ops/db.py): its spellings, reference and f'
-        *(ELU.spellings[fw] for fw in ("tensorflow", "jax", "torch")), (0.0,), ELU.reference, ELU.derivatives[0]
-    ),
-    "abs": Spelled(
-        lambda tf, x: tf.abs(x),
-        lambda jax, x: jax.numpy.abs(x),
-        lambda torch, x: torch.abs(x),
-        (0.0,),
-        np.abs,
-        np.sign,
-    ),
-    "sign": Spelled(
-        lambda tf, x: tf.sign(x),
-        lambda jax, x: jax.numpy.sign(x),
-        lambda torch, x: torch.sign(x),
-        (0.0,),
-        np.sign,
-        np.zeros_like,
-    ),
-    "maximum(x,0)": Spelled(  # relu spelled as a maximum
-        lambda tf, x: tf.maximum(x, 0.0),
-        lambda jax, x: jax.numpy.maximum(x, 0.0),
-        lambda torch, x: torch.maximum(x, x.new_zeros(())),
-        (0.0,),
-        lambda x: np.maximum(x, 0),
-        _step,
-    ),
-    "clip": Spelled(
-        lambda tf, x: tf.clip_by_value(x, -1.0, 6.0),
-        lambda jax, x: jax.numpy.clip(x, -1.0, 6.0),
-        lambda torch, x: torch.clamp(x, -1.0, 6.0),
-        (-1.0, 6.0),
-        lambda x: np.clip(x, -1, 6),
-        lambda x: ((x > -1) & (x < 6)) * 1.0,
-    ),
-}
-
-
-Kinked = dispatch("Kinked", KINKS, "``KINKS[op]``, an elementwise op with a kink.")
-
-# The elementwise kinks as op-table entries: the generic properties hold each one (value,
+# ---------------------------------------------------------------- the kinks: op-table entries
+# Each elementwise op with a kink is an entry of the op table: the generic properties hold it (value,
 # gradients, forward mode and second order against the closed form, the oracles and central
 # differences off its kinks) and classify its gradient at each kink (0 and -0 at 0) by which
-# one-sided derivative it is, under the keys this behaviour has always used ("relu@0").
-for _name, _op in KINKS.items():
-    _fields = dict(
-        domain={"float32": (-8.0, 8.0), "float64": (-8.0, 8.0)},
-        excluded=_op.kinks,
-        margin=FD_MARGIN,
-        sides=True,
-        # elu's exp(x) - 1 and y + 1 from the rounded output cancel for x < 0: the database's terms
-        regimes={"saturated": (-8.0, -7.0)} if _name == "elu" else {},
-        ulps={"float32": 4.0, "float64": 4.0, "value": {"float32": 4.0, "float64": 4.0}} if _name == "elu" else None,
-        points=tuple(
-            ops.Point(
-                f"{c:g}", ((0.0, -0.0, 0.0) if c == 0 else c,), KINK_KINDS[f"{_name}@{c:g}"], key=f"{_name}@{c:g}"
-            )
-            for c in _op.kinks
-        ),  # fmt: skip
-        declared=[e for e in KINK_DECLARED if e.key.startswith(f"{_name}@")],
+# one-sided derivative it is. A point's kind is TensorFlow's answer; the declarations, where JAX
+# and PyTorch answer otherwise.
+#: what every kink entry shares: drawn over [-8, 8], compared with differences FD_MARGIN off its
+#: kinks, and judged at a kink by which one-sided derivative its gradient is
+KINK_ENTRY = dict(domain={"float32": (-8.0, 8.0), "float64": (-8.0, 8.0)}, margin=FD_MARGIN, sides=True)
+
+
+def kink(op: str, at: float, kind: str) -> ops.Point:
+    """The kink of ``op`` at ``at`` (at 0 the array 0.0, -0.0, 0.0: both signed zeros), where the
+    gradient is by default the ``kind`` one-sided derivative (:func:`suite.ops.side_kind`).
+
+    Its key is ``<op>@<at>`` (``relu@0``), which the table's own form ``grad[<op>@<at>]`` cannot
+    spell: this behaviour observed these keys before the op table had a key form, and every
+    committed baseline holds them, so the point keeps them (``Point.key``).
+    """
+    return ops.Point(f"{at:g}", ((0.0, -0.0, 0.0) if at == 0 else at,), kind, key=f"{op}@{at:g}")
+
+
+RELU = ops.view("kink-subgradients", "relu", closed_forms=True, **KINK_ENTRY, excluded=(0.0,),
+                points=(kink("relu", 0.0, "left"),))  # fmt: skip
+ops.view("kink-subgradients", "relu6", **KINK_ENTRY, excluded=(0.0, 6.0),
+         points=(kink("relu6", 0.0, "left"), kink("relu6", 6.0, "right")))  # fmt: skip
+ops.view(
+    "kink-subgradients",
+    "leaky_relu",
+    **KINK_ENTRY,
+    excluded=(0.0,),
+    points=(kink("leaky_relu", 0.0, "left"),),
+    declared=expect_each(
+        "leaky_relu@0",
+        tensorflow=("left", "LeakyReluGrad is (x > 0).select(grad, grad*alpha): alpha at 0", TF_RELU_KERNELS),
+        jax=(
+            "right",
+            "jax.nn.leaky_relu is where(x >= 0, x, negative_slope*x): slope 1 at 0",
+            "https://docs.jax.dev/en/latest/_autosummary/jax.nn.leaky_relu.html",
+        ),
+        torch=("left", "leaky_relu_backward: grad * where(x > 0, 1, negative_slope)", TORCH_DERIVATIVES),
+    ),
+)
+ops.view(
+    "kink-subgradients",
+    "elu",
+    **KINK_ENTRY,
+    excluded=(0.0,),
+    points=(kink("elu", 0.0, "both-sides"),),
+    # exp(x) - 1 and y + 1 from the rounded output cancel for x < 0 (the database's terms): drawn there
+    regimes={"saturated": (-8.0, -7.0)},
+    ulps={"float32": 4.0, "float64": 4.0, "value": {"float32": 4.0, "float64": 4.0}},
+)
+ops.view(
+    "kink-subgradients",
+    "abs",
+    **KINK_ENTRY,
+    excluded=(0.0,),
+    points=(kink("abs", 0.0, "mean"),),
+    declared=expect_each(
+        "abs@0",
+        tensorflow=("mean", "_AbsGrad is grad*sign(x): 0 at 0, the mean of -1 and 1", TF_MATH_GRAD),
+        jax=("right", "abs's JVP is select(x >= 0, g, -g): 1 at 0", "https://github.com/jax-ml/jax/issues/37820"),
+        torch=("mean", "abs: grad * self.sgn(): 0 at 0", TORCH_DERIVATIVES),
+    ),
+)
+ops.view("kink-subgradients", "sign", **KINK_ENTRY, excluded=(0.0,), points=(kink("sign", 0.0, "zero"),))
+MAXIMUM_WITH_ZERO = ops.register(
+    ops.Op(
+        "maximum(x,0)",  # relu spelled as a maximum: relu's closed forms
+        behaviour="kink-subgradients",
+        tensorflow=lambda tf, x: tf.maximum(x, 0.0),
+        jax=lambda jax, x: jax.numpy.maximum(x, 0.0),
+        torch=lambda torch, x: torch.maximum(x, x.new_zeros(())),
+        reference=RELU.reference,
+        derivatives=RELU.derivatives,
+        **KINK_ENTRY,
+        excluded=(0.0,),
+        points=(kink("maximum(x,0)", 0.0, "mean"),),
+        declared=expect_each(
+            "maximum(x,0)@0",
+            tensorflow=(
+                "right",
+                "tf.maximum's tie goes to the first argument, x: 1, the right derivative",
+                TF_MATH_GRAD,
+            ),
+            jax=("mean", "jnp.maximum splits the tie: 0.5, not relu's 0", "https://github.com/jax-ml/jax/issues/37821"),
+            torch=("mean", TORCH_SPLIT, TORCH_MAXIMUM_TIES),
+        ),
     )
-    if _name in db.names():  # elu: its spellings and reference are the op database's
-        ops.view("kink-subgradients", _name, **_fields)
-    else:
-        ops.register(ops.Op(_name, behaviour="kink-subgradients", tensorflow=_op.tensorflow, jax=_op.jax,
-                            torch=_op.torch, reference=_op.f, **_fields))  # fmt: skip
+)
+ops.register(
+    ops.Op(
+        "clip",
+        behaviour="kink-subgradients",
+        tensorflow=lambda tf, x: tf.clip_by_value(x, -1.0, 6.0),
+        jax=lambda jax, x: jax.numpy.clip(x, -1.0, 6.0),
+        torch=lambda torch, x: torch.clamp(x, -1.0, 6.0),
+        reference=lambda x: np.clip(x, -1, 6),
+        **KINK_ENTRY,
+        excluded=(-1.0, 6.0),
+        points=(kink("clip", -1.0, "right"), kink("clip", 6.0, "left")),
+        declared=[
+            e
+            for bound, inner in (("clip@-1", "right"), ("clip@6", "left"))
+            for e in expect_each(
+                bound,
+                tensorflow=(
+                    inner,
+                    "clip_by_value is maximum(minimum(x, hi), lo), x first: a tie keeps the gradient",
+                    TF_CLIP,
+                ),
+                jax=(
+                    "mean",
+                    "jnp.clip is maximum(min, minimum(max, x)) (lax_numpy.py): the tie is split",
+                    JAX_MAX_CONVENTION,
+                ),
+                torch=(inner, "clamp_backward passes grad where min <= x <= max (bounds included)", TORCH_DERIVATIVES),
+            )
+        ],
+    )
+)
 
 
-REDUCTIONS = {  # along the last axis
-    "reduce_max": Spelled(
-        lambda tf, x: tf.reduce_max(x, axis=-1),
-        lambda jax, x: jax.numpy.max(x, axis=-1),
-        lambda torch, x: torch.amax(x, dim=-1),
-        f=np.max,
-    ),
-    "reduce_min": Spelled(
-        lambda tf, x: tf.reduce_min(x, axis=-1),
-        lambda jax, x: jax.numpy.min(x, axis=-1),
-        lambda torch, x: torch.amin(x, dim=-1),
-        f=np.min,
-    ),
-    "max(dim)": Spelled(  # the maximum as PyTorch users often write it (values and indices)
-        lambda tf, x: tf.reduce_max(x, axis=-1),
-        lambda jax, x: jax.numpy.max(x, axis=-1),
-        lambda torch, x: torch.max(x, dim=-1).values,
-        f=np.max,
-    ),
-}
+# The reductions and the segment extrema are this behaviour's own ops, not entries of the table (the
+# properties below observe their ties): their spellings and float64 references.
+REDUCTIONS = {op.name: op for op in (  # along the last axis
+    ops.Op("reduce_max", behaviour="kink-subgradients", tensorflow=lambda tf, x: tf.reduce_max(x, axis=-1),
+           jax=lambda jax, x: jax.numpy.max(x, axis=-1), torch=lambda torch, x: torch.amax(x, dim=-1),
+           reference=lambda x: np.max(x, axis=-1)),
+    ops.Op("reduce_min", behaviour="kink-subgradients", tensorflow=lambda tf, x: tf.reduce_min(x, axis=-1),
+           jax=lambda jax, x: jax.numpy.min(x, axis=-1), torch=lambda torch, x: torch.amin(x, dim=-1),
+           reference=lambda x: np.min(x, axis=-1)),
+    # the maximum as PyTorch users often write it (values and indices)
+    ops.Op("max(dim)", behaviour="kink-subgradients", tensorflow=lambda tf, x: tf.reduce_max(x, axis=-1),
+           jax=lambda jax, x: jax.numpy.max(x, axis=-1), torch=lambda torch, x: torch.max(x, dim=-1).values,
+           reference=lambda x: np.max(x, axis=-1)),
+)}  # fmt: skip
 REDUCED = (2, 4)  # two rows of four
-
-
-Reduction = dispatch("Reduction", REDUCTIONS, "``REDUCTIONS[op]``.")
 
 
 class MaxPool(Program):
@@ -508,33 +455,27 @@ def _scatter(torch, x, ids, how):
     return base.scatter_reduce(0, ids.long(), x, how, include_self=False)
 
 
-SEGMENTS = {  # f: the NumPy reduction
-    "segment_max": Spelled(
-        lambda tf, x, ids: tf.math.segment_max(x, ids),
-        lambda jax, x, ids: jax.ops.segment_max(x, ids, num_segments=N_SEGMENTS, indices_are_sorted=True),
-        lambda torch, x, ids: _scatter(torch, x, ids, "amax"),
-        f=np.max,
-    ),
-    "unsorted_segment_max": Spelled(
-        lambda tf, x, ids: tf.math.unsorted_segment_max(x, ids, N_SEGMENTS),
-        lambda jax, x, ids: jax.ops.segment_max(x, ids, num_segments=N_SEGMENTS),
-        lambda torch, x, ids: _scatter(torch, x, ids, "amax"),
-        f=np.max,
-    ),
-    "unsorted_segment_min": Spelled(
-        lambda tf, x, ids: tf.math.unsorted_segment_min(x, ids, N_SEGMENTS),
-        lambda jax, x, ids: jax.ops.segment_min(x, ids, num_segments=N_SEGMENTS),
-        lambda torch, x, ids: _scatter(torch, x, ids, "amin"),
-        f=np.min,
-    ),
-}
+SEGMENTS = {op.name: op for op in (  # data and int32 segment ids
+    ops.Op("segment_max", behaviour="kink-subgradients", arity=2,
+           tensorflow=lambda tf, x, ids: tf.math.segment_max(x, ids),
+           jax=lambda jax, x, ids: jax.ops.segment_max(x, ids, num_segments=N_SEGMENTS, indices_are_sorted=True),
+           torch=lambda torch, x, ids: _scatter(torch, x, ids, "amax"),
+           reference=lambda x, ids: group_values(x, segments(ids), (N_SEGMENTS,), pick=np.max)),
+    ops.Op("unsorted_segment_max", behaviour="kink-subgradients", arity=2,
+           tensorflow=lambda tf, x, ids: tf.math.unsorted_segment_max(x, ids, N_SEGMENTS),
+           jax=lambda jax, x, ids: jax.ops.segment_max(x, ids, num_segments=N_SEGMENTS),
+           torch=lambda torch, x, ids: _scatter(torch, x, ids, "amax"),
+           reference=lambda x, ids: group_values(x, segments(ids), (N_SEGMENTS,), pick=np.max)),
+    ops.Op("unsorted_segment_min", behaviour="kink-subgradients", arity=2,
+           tensorflow=lambda tf, x, ids: tf.math.unsorted_segment_min(x, ids, N_SEGMENTS),
+           jax=lambda jax, x, ids: jax.ops.segment_min(x, ids, num_segments=N_SEGMENTS),
+           torch=lambda torch, x, ids: _scatter(torch, x, ids, "amin"),
+           reference=lambda x, ids: group_values(x, segments(ids), (N_SEGMENTS,), pick=np.min)),
+)}  # fmt: skip
 # Every segment non-empty (an empty segment's value differs by framework: another behaviour).
 SORTED_IDS = ((0, 0, 1, 1, 1, 2), (0, 1, 1, 1, 2, 2), (0, 0, 0, 1, 2, 2))
 UNSORTED_IDS = ((2, 0, 1, 0, 2, 1), (1, 1, 0, 2, 0, 2), (0, 2, 2, 1, 0, 1))
 IDS = {"segment_max": SORTED_IDS, "unsorted_segment_max": UNSORTED_IDS, "unsorted_segment_min": UNSORTED_IDS}
-
-
-Segment = dispatch("Segment", SEGMENTS, "``SEGMENTS[op]``: data and int32 segment ids.")
 
 
 # ---------------------------------------------------------------- closed forms and observations
@@ -568,16 +509,16 @@ def extremum_candidates(x, y, w, *, op) -> tuple[dict, bool]:
     return {k: share(*c) for k, c in shares.items()}, bool(tie.any())
 
 
-def group_candidates(x, w, groups, *, pick) -> tuple[dict, bool]:
-    """Where each output's cotangent goes when ``out[j] = pick(x.flat[groups[j]])`` has ties
-    (``groups[j]`` lists flat indices in row-major order: a row, a window, a segment), and
-    whether any group has a tie."""
-    flat, wf = np.asarray(x, np.float64).ravel(), np.asarray(w, np.float64).ravel()
+def group_candidates(x, w, groups, values) -> tuple[dict, bool]:
+    """Where each output's cotangent goes when ``out[j] = values[j]``, the extremum of
+    ``x.flat[groups[j]]`` (``groups[j]`` lists flat indices in row-major order: a row, a window,
+    a segment), has ties, and whether any group has a tie."""
+    flat, wf, vf = (np.asarray(a, np.float64).ravel() for a in (x, w, values))
     names = ("split-evenly", "first-occurrence", "last-occurrence", "all-ties")
     g = {n: np.zeros(flat.shape) for n in names}
     tied = False
     for j, grp in enumerate(groups):
-        t = grp[flat[grp] == pick(flat[grp])]
+        t = grp[flat[grp] == vf[j]]
         tied |= len(t) > 1
         g["split-evenly"][t] += wf[j] / len(t)
         g["first-occurrence"][t[0]] += wf[j]
@@ -589,6 +530,11 @@ def group_candidates(x, w, groups, *, pick) -> tuple[dict, bool]:
 def group_values(x, groups, shape, *, pick):
     flat = np.asarray(x, np.float64).ravel()
     return np.array([pick(flat[grp]) for grp in groups], np.float64).reshape(shape)
+
+
+def segments(ids):
+    """The flat indices of each segment's elements, segment by segment."""
+    return [np.flatnonzero(np.asarray(ids) == j) for j in range(N_SEGMENTS)]
 
 
 def row_groups(shape):
@@ -713,9 +659,9 @@ def test_maximum_with_zero_is_relu_except_at_zero(subject, record, xw):
     x64 = x.astype(np.float64)
     zero = x == 0
     grads = {}
-    for name in ("relu", "maximum(x,0)"):
-        f, df = KINKS[name].f, KINKS[name].df
-        out, (grads[name],) = subject.vjp(Kinked.of(subject), x, cotangent=w, op=name)
+    for entry in (RELU, MAXIMUM_WITH_ZERO):
+        name, f, df = entry.name, entry.reference, entry.derivatives[0]
+        out, (grads[name],) = subject.vjp(entry.program.of(subject), x, cotangent=w)
         record.close(name=name, out=out, ref=f(x64).astype(x.dtype), oracle="closed-form", tol=cmp.EXACT)
         ref = (w * df(x64)).astype(x.dtype)
         at = np.abs(ref[~zero].astype(np.float64))  # w_i times a slope of 0 or 1: elementwise, exact
@@ -734,23 +680,22 @@ def test_reductions_share_tied_extrema(subject, oracles, record, xw):
     x, w = xw
     record.example(x=x, w=w)
     groups = row_groups(x.shape)
-    for name, row in REDUCTIONS.items():
-        pick = row.f
-        out, (g,) = subject.vjp(Reduction.of(subject), x, cotangent=w, op=name)
-        ref = group_values(x, groups, x.shape[:-1], pick=pick).astype(x.dtype)
+    for name, op in REDUCTIONS.items():
+        out, (g,) = subject.vjp(op.program.of(subject), x, cotangent=w)
+        ref = op.reference(x.astype(np.float64)).astype(x.dtype)
         record.close(name=name, out=out, ref=ref, oracle="closed-form", tol=cmp.EXACT)
-        candidates, tied = group_candidates(x, w, groups, pick=pick)
+        candidates, tied = group_candidates(x, w, groups, ref)
         seen = kind(g, candidates, x.dtype)
         if tied:
             record.check(EXPECT, **{name: seen})
         # per element: each element receives its row's w (or w / k at a k-way tie) alone
-        at = magnitudes(group_candidates(x, np.abs(w), groups, pick=pick)[0], seen, "split-evenly")
+        at = magnitudes(group_candidates(x, np.abs(w), groups, ref)[0], seen, "split-evenly")
         record.close(name=f"d{name}", out=g, ref=candidates.get(seen, candidates["split-evenly"]), oracle="closed-form",
                      scale=at)  # fmt: skip
-        record.against(oracles, Reduction, x, cotangent=w, op=name, got={"value": out, "grad": ... if tied else g},
+        record.against(oracles, op.program, x, cotangent=w, got={"value": out, "grad": ... if tied else g},
                        scale={"value": np.abs(ref.astype(np.float64)), "grad": at})  # fmt: skip
         if not tied and x.dtype == np.float64 and separated(*x.reshape(-1, x.shape[-1])):
-            (fd,) = finite_diff.vjp(lambda v, pick=pick: pick(v, axis=-1), x, cotangent=w)
+            (fd,) = finite_diff.vjp(op.reference, x, cotangent=w)
             record.close(name=f"d{name}", out=g, ref=fd, oracle="finite-difference", tol=FD_TOL)
 
 
@@ -769,12 +714,12 @@ def test_max_pool_sends_a_tied_window_to_one_element(subject, oracles, record, p
     out, (g,) = subject.vjp(MaxPool.of(subject), x, cotangent=w, k=k, s=s)
     ref = group_values(x, groups, shape, pick=np.max).astype(x.dtype)
     record.close(name="max_pool", out=out, ref=ref, oracle="closed-form", tol=cmp.EXACT)
-    candidates, tied = group_candidates(x, w, groups, pick=np.max)
+    candidates, tied = group_candidates(x, w, groups, ref)
     seen = kind(g, candidates, x.dtype)
     if tied:
         record.check(EXPECT, max_pool=seen)
     # per element: the sum of the w of the (overlapping) windows it is the maximum of (scale: sum |w|)
-    at = magnitudes(group_candidates(x, np.abs(w), groups, pick=np.max)[0], seen, "first-occurrence")
+    at = magnitudes(group_candidates(x, np.abs(w), groups, ref)[0], seen, "first-occurrence")
     record.close(
         name="dmax_pool",
         out=g,
@@ -847,30 +792,28 @@ def test_segment_extrema_share_ties(subject, oracles, record, xw, which):
     closed form, each other and central differences."""
     x, w = xw
     record.example(x=x, w=w, which=which)
-    for name, row in SEGMENTS.items():
-        pick, ids = row.f, np.array(IDS[name][which], np.int32)
-        groups = [np.flatnonzero(ids == j) for j in range(N_SEGMENTS)]
-        result, failed = attempt(subject, Segment, x, ids, cotangent=w, op=name)
+    for name, op in SEGMENTS.items():
+        ids = np.array(IDS[name][which], np.int32)
+        groups = segments(ids)
+        result, failed = attempt(subject, op.program, x, ids, cotangent=w)
         if failed:
             record.check(EXPECT, **{name: failed})
             continue
         out, (g, _) = result
-        ref = group_values(x, groups, (N_SEGMENTS,), pick=pick).astype(x.dtype)
+        ref = op.reference(x, ids).astype(x.dtype)
         record.close(name=name, out=out, ref=ref, oracle="closed-form", tol=cmp.EXACT)
-        candidates, tied = group_candidates(x, w, groups, pick=pick)
+        candidates, tied = group_candidates(x, w, groups, ref)
         seen = kind(g, candidates, x.dtype)
         if tied:
             record.check(EXPECT, **{name: seen})
         # per element: each element receives its segment's w (or w / k at a k-way tie) alone
-        at = magnitudes(group_candidates(x, np.abs(w), groups, pick=pick)[0], seen, "split-evenly")
+        at = magnitudes(group_candidates(x, np.abs(w), groups, ref)[0], seen, "split-evenly")
         record.close(name=f"d{name}", out=g, ref=candidates.get(seen, candidates["split-evenly"]), oracle="closed-form",
                      scale=at)  # fmt: skip
-        record.against(oracles, Segment, x, ids, cotangent=w, op=name, got={"value": out, "grad": ... if tied else g},
+        record.against(oracles, op.program, x, ids, cotangent=w, got={"value": out, "grad": ... if tied else g},
                        scale={"value": np.abs(ref.astype(np.float64)), "grad": at})  # fmt: skip
         if not tied and x.dtype == np.float64 and separated(*(x[grp] for grp in groups)):
-            (fd,) = finite_diff.vjp(
-                lambda v, groups=groups, pick=pick: group_values(v, groups, (N_SEGMENTS,), pick=pick), x, cotangent=w
-            )
+            (fd,) = finite_diff.vjp(lambda v, op=op, ids=ids: op.reference(v, ids), x, cotangent=w)
             record.close(name=f"d{name}", out=g, ref=fd, oracle="finite-difference", tol=FD_TOL)
 
 
@@ -881,17 +824,18 @@ def test_seed_reduce_max_and_max_pool_disagree(subject, record, x):
     max_pool over the same four values gives [0, 1, 0, 0]; tensorflow#51681: reduce_max of
     [0.6, 0.6, 0.3] gives [0.5, 0.5, 0]."""
     record.example(x=x)
-    _, (g,) = subject.vjp(Reduction.of(subject), x, op="reduce_max")
-    record.check(EXPECT, reduce_max=kind(g, group_candidates(x, [1.0], row_groups(x.shape), pick=np.max)[0], x.dtype))
+    reduce_max = REDUCTIONS["reduce_max"]
+    _, (g,) = subject.vjp(reduce_max.program.of(subject), x)
+    record.check(EXPECT, reduce_max=kind(g, group_candidates(x, [1.0], row_groups(x.shape), [x.max()])[0], x.dtype))
     record.equal(
         name="dreduce_max", out=g, ref=np.array([0, 1, 1, 1], np.float32) / np.float32(3), oracle="closed-form"
     )
     image = x.reshape(2, 2)
     _, (gp,) = subject.vjp(MaxPool.of(subject), image, k=2, s=2)
-    record.check(EXPECT, max_pool=kind(gp, group_candidates(image, [1.0], [np.arange(4)], pick=np.max)[0], x.dtype))
+    record.check(EXPECT, max_pool=kind(gp, group_candidates(image, [1.0], [np.arange(4)], [image.max()])[0], x.dtype))
     record.equal(name="dmax_pool", out=gp, ref=np.array([[0, 1], [0, 0]], np.float32), oracle="closed-form")
     x2 = np.array([0.6, 0.6, 0.3], np.float32)
-    _, (g2,) = subject.vjp(Reduction.of(subject), x2, op="reduce_max")
+    _, (g2,) = subject.vjp(reduce_max.program.of(subject), x2)
     record.equal(
         name="dreduce_max[0.6, 0.6, 0.3]", out=g2, ref=np.array([0.5, 0.5, 0], np.float32), oracle="closed-form"
     )

@@ -84,8 +84,6 @@ BEHAVIOUR = behaviour(
     ),
 )
 
-OPS = ("sqrt", "log", "reciprocal", "divide", "normalize", "x**0.5", "x**-1")  # the entries below
-HALF_LINE = ("sqrt", "log", "x**0.5")  # guard x > 0: negative x is outside the domain and unselected
 CLIP_KINDS = ("zero", "tiny", "inside", "outside")
 GLOBAL_CASES = ("finite", "zero", "inf", "nan", "overflow")
 TF_CPU_KERNEL_MODES = "eager|function|graph"  # XLA lowers SqrtGrad/ReciprocalGrad itself
@@ -95,17 +93,84 @@ MUL_NO_NAN = (
     "gradient as dy * f'(x) and gives NaN, as JAX and PyTorch do"
 )
 
+
+# ---------------------------------------------------------------- the ops and their guards
+class Positive(Program):
+    def tensorflow(tf, x):
+        return x > 0
+
+    def jax(jax, x):
+        return x > 0
+
+    def torch(torch, x):
+        return x > 0
+
+
+class Nonzero(Program):
+    def tensorflow(tf, x):
+        return tf.not_equal(x, 0)
+
+    def jax(jax, x):
+        return x != 0
+
+    def torch(torch, x):
+        return x != 0
+
+
+class NonzeroRow(Program):
+    def tensorflow(tf, x):
+        return tf.norm(x, axis=-1, keepdims=True) > 0
+
+    def jax(jax, x):
+        return jax.numpy.linalg.norm(x, axis=-1, keepdims=True) > 0
+
+    def torch(torch, x):
+        return torch.linalg.vector_norm(x, dim=-1, keepdim=True) > 0
+
+
+def as_written(name, expression, f, df):
+    """An op of this behaviour spelled as the same Python expression in every framework
+    (``fn(module, x)``: ``1 / x`` and ``x ** p``, so that each picks its own kernel: RealDiv, Pow,
+    integer_pow), with float64 closed forms of f and f'."""
+    return ops.register(ops.Op(name, behaviour="masked-nan-gradients", tensorflow=expression, jax=expression,
+                               torch=expression, reference=f, derivatives=(df,)))  # fmt: skip
+
+
+def _rows_normalized(x):
+    return x / np.sqrt(np.sum(x**2, axis=-1, keepdims=True))
+
+
+#: Every op a user hides behind tf.where (an op-table entry: the database's, or one of this
+#: behaviour's), by entry name, and the guard written for it: ``Positive`` (x > 0: the op is real
+#: on the half line only, so negative x is outside its domain and unselected), ``Nonzero`` or
+#: ``NonzeroRow`` (x / |x|). The expectations, the programs and the closed forms all read it, so
+#: an op comes with its guard in one line.
+GUARDS = {op.name: guard for op, guard in (
+    (ops.view("masked-nan-gradients", "sqrt", closed_forms=True), Positive),
+    (ops.view("masked-nan-gradients", "log", closed_forms=True), Positive),
+    (ops.view("masked-nan-gradients", "reciprocal", closed_forms=True), Nonzero),
+    (as_written("divide", lambda m, x: 1 / x, np.reciprocal, lambda x: -1 / x**2), Nonzero),
+    (ops.register(ops.Op("normalize", behaviour="masked-nan-gradients",
+                         tensorflow=lambda tf, x: x / tf.norm(x, axis=-1, keepdims=True),
+                         jax=lambda jax, x: x / jax.numpy.linalg.norm(x, axis=-1, keepdims=True),
+                         torch=lambda torch, x: x / torch.linalg.vector_norm(x, dim=-1, keepdim=True),
+                         reference=_rows_normalized)), NonzeroRow),
+    (as_written("x**0.5", lambda m, x: x**0.5, np.sqrt, lambda x: 0.5 / np.sqrt(x)), Positive),
+    (as_written("x**-1", lambda m, x: x**-1, np.reciprocal, lambda x: -1 / x**2), Nonzero),
+)}  # fmt: skip
+ENTRIES = {op.name: op for op in ops.entries("masked-nan-gradients")}  # GUARDS' ops, as the table holds them
+
+
 EXPECT = expectations(
     {
-        **{f"naive_guarded[{op}]": "finite" for op in OPS},
-        **{f"naive_masked[{op}]": "zero" for op in OPS if op != "normalize"},
-        **{f"naive_unselected_zero[{op}]": "nan" for op in OPS},
-        "naive_unselected_negative[sqrt]": "nan",
+        **{f"naive_guarded[{op}]": "finite" for op in GUARDS},
+        **{f"naive_masked[{op}]": "zero" for op in GUARDS if op != "normalize"},
+        **{f"naive_unselected_zero[{op}]": "nan" for op in GUARDS},
+        **{f"naive_unselected_negative[{op}]": "nan" for op, guard in GUARDS.items() if guard is Positive},
         "naive_unselected_negative[log]": "zero",  # 0 * (1/x) with x < 0 is -0: finite
-        "naive_unselected_negative[x**0.5]": "nan",
-        **{f"naive_side[{op}]": "none" for op in OPS},
-        **{f"double_where[{op}]": "finite" for op in OPS},
-        **{f"double_where_side[{op}]": "left" if op in HALF_LINE else "none" for op in OPS},
+        **{f"naive_side[{op}]": "none" for op in GUARDS},
+        **{f"double_where[{op}]": "finite" for op in GUARDS},
+        **{f"double_where_side[{op}]": "left" if guard is Positive else "none" for op, guard in GUARDS.items()},
         **{f"clip_by_norm_grad[{k}]": "scaled" if k == "outside" else "upstream" for k in CLIP_KINDS},
         **{
             f"global_norm[{c}]": {"finite": "finite", "zero": "zero", "nan": "nan"}.get(c, "+inf") for c in GLOBAL_CASES
@@ -321,106 +386,24 @@ def tensor_lists(draw):
 
 
 # ---------------------------------------------------------------- the programs
-class Positive(Program):
-    def tensorflow(tf, x):
-        return x > 0
-
-    def jax(jax, x):
-        return x > 0
-
-    def torch(torch, x):
-        return x > 0
-
-
-class Nonzero(Program):
-    def tensorflow(tf, x):
-        return tf.not_equal(x, 0)
-
-    def jax(jax, x):
-        return x != 0
-
-    def torch(torch, x):
-        return x != 0
-
-
-class NonzeroRow(Program):
-    def tensorflow(tf, x):
-        return tf.norm(x, axis=-1, keepdims=True) > 0
-
-    def jax(jax, x):
-        return jax.numpy.linalg.norm(x, axis=-1, keepdims=True) > 0
-
-    def torch(torch, x):
-        return torch.linalg.vector_norm(x, dim=-1, keepdim=True) > 0
-
-
-# ---------------------------------------------------------------- the op-table entries
-@dataclasses.dataclass(frozen=True)
-class Guarded:
-    """An op-table entry and the guard a user writes for it: ``Positive`` (x > 0: the op is real
-    on the half line only), ``Nonzero`` or ``NonzeroRow`` (x / |x|)."""
-
-    op: ops.Op
-    guard: type
-
-
-def guarded(name, guard, *own):
-    """An op a user hides behind tf.where, as an entry of this behaviour: the op database's
-    ``name`` (its spellings, reference and f': :mod:`suite.ops.db`), or one of its own, ``own`` =
-    (spellings, f, f'): the spellings (TensorFlow, JAX, PyTorch: ``fn(module, x)``, ``1 / x`` and
-    ``x ** p`` as written, so each framework picks its own kernel: RealDiv, Pow, integer_pow)
-    and float64 closed forms of f and (elementwise) f'."""
-    if not own:
-        return Guarded(ops.view("masked-nan-gradients", name, closed_forms=True), guard)
-    (tf, jax, torch), f, *df = own
-    op = ops.Op(name, behaviour="masked-nan-gradients", tensorflow=tf, jax=jax, torch=torch, reference=f,
-                derivatives=tuple(df))  # fmt: skip
-    return Guarded(ops.register(op), guard)
-
-
-def _as_written(expression):
-    """The same Python expression in every framework: ``fn(module, x)``."""
-    return (expression,) * 3
-
-
-def _rows_normalized(x):
-    return x / np.sqrt(np.sum(x**2, axis=-1, keepdims=True))
-
-
-GUARDED = {g.op.name: g for g in (
-    guarded("sqrt", Positive),
-    guarded("log", Positive),
-    guarded("reciprocal", Nonzero),
-    guarded("divide", Nonzero, _as_written(lambda m, x: 1 / x), np.reciprocal, lambda x: -1 / x**2),
-    guarded("normalize", NonzeroRow, (lambda tf, x: x / tf.norm(x, axis=-1, keepdims=True),
-                                      lambda jax, x: x / jax.numpy.linalg.norm(x, axis=-1, keepdims=True),
-                                      lambda torch, x: x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)),
-            _rows_normalized),
-    guarded("x**0.5", Positive, _as_written(lambda m, x: x**0.5), np.sqrt, lambda x: 0.5 / np.sqrt(x)),
-    guarded("x**-1", Nonzero, _as_written(lambda m, x: x**-1), np.reciprocal, lambda x: -1 / x**2),
-)}  # fmt: skip
-if tuple(GUARDED) != OPS or HALF_LINE != tuple(k for k, g in GUARDED.items() if g.guard is Positive):
-    raise ValueError("OPS and HALF_LINE (the expectations' keys) must name GUARDED's entries and its x > 0 guards")
-
-
 class Masked(Program):
     """where(ok & keep, f(x), 0), ok = guard(x); ``double``: f gets where(ok, x, 1) instead of x."""
 
     def tensorflow(tf, x, keep, *, op, double):
-        f, guard = GUARDED[op].op.program, GUARDED[op].guard
+        f, guard = ENTRIES[op].program, GUARDS[op]
         ok = guard.tensorflow(tf, x)
         arg = tf.where(ok, x, tf.ones_like(x)) if double else x
         return tf.where(ok & keep, f.tensorflow(tf, arg), tf.zeros_like(x))
 
     def jax(jax, x, keep, *, op, double):
         jnp = jax.numpy
-        f, guard = GUARDED[op].op.program, GUARDED[op].guard
+        f, guard = ENTRIES[op].program, GUARDS[op]
         ok = guard.jax(jax, x)
         arg = jnp.where(ok, x, jnp.ones_like(x)) if double else x
         return jnp.where(ok & keep, f.jax(jax, arg), jnp.zeros_like(x))
 
     def torch(torch, x, keep, *, op, double):
-        f, guard = GUARDED[op].op.program, GUARDED[op].guard
+        f, guard = ENTRIES[op].program, GUARDS[op]
         ok = guard.torch(torch, x)
         arg = torch.where(ok, x, torch.ones_like(x)) if double else x
         return torch.where(ok & keep, f.torch(torch, arg), torch.zeros_like(x))
@@ -540,9 +523,9 @@ def guarded_closed(op, x, keep, w):
         value = np.where(ok & keep, x64 / n, 0.0)
         grad = np.where(ok, mw / n - x64 * np.sum(x64 * mw, axis=-1, keepdims=True) / n**3, 0.0)
     else:
-        ok = x64 > 0 if op in HALF_LINE else x64 != 0
+        ok = x64 > 0 if GUARDS[op] is Positive else x64 != 0
         safe = np.where(ok, x64, 1.0)
-        entry = GUARDED[op].op
+        entry = ENTRIES[op]
         value = np.where(ok & keep, entry.reference(safe), 0.0)
         grad = np.where(ok & keep, w64 * entry.derivatives[0](safe), 0.0)
     return value.astype(x.dtype), grad.astype(x.dtype), ok
@@ -610,9 +593,9 @@ def grad_scales(op, x, w):
     if op == "normalize":
         return np.full(x.shape, float(np.abs(w).max()))
     x64 = x.astype(np.float64)
-    ok = x64 > 0 if op in HALF_LINE else x64 != 0
+    ok = x64 > 0 if GUARDS[op] is Positive else x64 != 0
     with np.errstate(all="ignore"):
-        cofactor = np.abs(GUARDED[op].op.derivatives[0](np.where(ok, x64, 1.0)))
+        cofactor = np.abs(ENTRIES[op].derivatives[0](np.where(ok, x64, 1.0)))
     return cmp.flushed_scale(x.dtype, np.maximum(np.where(ok, cofactor, 1.0), 1.0))
 
 
@@ -654,7 +637,7 @@ def global_grad_kind(g) -> str:
 
 
 # ---------------------------------------------------------------- properties
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", list(GUARDS))
 @given(xkw=guarded_inputs())
 @example(xkw=FIXED_GUARDED)
 def test_unselected_branch_gradient(subject, oracles, record, op, xkw):
@@ -671,7 +654,7 @@ def test_unselected_branch_gradient(subject, oracles, record, op, xkw):
         f"naive_guarded[{op}]": kinds(grad[ok], zero="finite"),
         f"naive_masked[{op}]": kinds(grad[ok & ~keep]) if op != "normalize" else None,
         f"naive_unselected_zero[{op}]": kinds(grad[~ok & (x == 0)]),
-        f"naive_unselected_negative[{op}]": kinds(grad[x < 0]) if op in HALF_LINE else None,
+        f"naive_unselected_negative[{op}]": kinds(grad[x < 0]) if GUARDS[op] is Positive else None,
     }
     if x.dtype == np.float64:
         seen[f"naive_side[{op}]"] = side_at_first(subject, Masked, x, keep, w, grad, op=op, double=False)
@@ -686,7 +669,7 @@ def test_unselected_branch_gradient(subject, oracles, record, op, xkw):
         record.close(name="grad[ok]", out=scaled(grad, s)[ok], ref=scaled(ref_grad, s)[ok], oracle=o.id, scale=g)
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", list(GUARDS))
 @given(xkw=guarded_inputs())
 @example(xkw=FIXED_GUARDED)
 def test_double_where_gradient_is_finite_and_exact(subject, oracles, record, op, xkw):

@@ -14,10 +14,12 @@ forward pass it equals (``side...``: ``left``, ``right``, ``both``, ``none``). N
 must equal the closed form, JAX and PyTorch (where they have the op) and central
 differences. Signed zeros are points of their own: sqrt'(-0) = 1 / (2 * -0) = -inf.
 
-The elementwise ops are entries of the op table (``suite.ops``, section "the elementwise
-entries" below): an op with a singular point is one ``elementwise(...)`` call, its spellings,
-closed forms, domain and the kind each point has by default; its divergences are declared in
-DECLARED under its keys and reach the entry from there.
+Every op is an entry of the op table (``suite.ops``): an elementwise op with a singular point is
+one ``elementwise(...)`` call (the op database's spellings and closed forms, its domain, the kind
+each point has by default and, in ``declared=``, where a framework answers otherwise), a binary
+op or a reduction one ``binary(...)`` or ``reduction(...)`` call the same way. The property that
+holds them at, near and away from their points is the op table's (``suite.ops.points``); this
+module keeps the entries, their declarations and the issues' own inputs (seed examples).
 
 Declared surprises (details at each declaration):
 
@@ -48,18 +50,16 @@ https://github.com/tensorflow/tensorflow/issues/56873,
 https://github.com/tensorflow/tensorflow/issues/60715, https://github.com/pytorch/pytorch/issues/2421
 """
 
-import dataclasses
-from typing import Callable
-
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from suite import compare as cmp, finite_diff, ops, strategies as ss
+from suite import ops
 from suite.behaviours import Floor, behaviour
 from suite.expectations import expect, expect_keys, expectations, raises
 from suite.frameworks.tf_runner import in_v1_graph
-from suite.ops import db
+from suite.ops import db, points
+from suite.ops.points import ROWS, Around, Config, label
 from suite.program import Program
 
 TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
@@ -158,50 +158,8 @@ class Moments(Program):
         return torch.var_mean(x, dim=-1, correction=0)[0]
 
 
-class FirstDerivative(Program):
-    """f'(x) of the elementwise entry ``op`` by the framework's own reverse mode, to be differentiated again."""
-
-    def tensorflow(tf, x, *, op):
-        f = ELEMENTWISE[op].program.tensorflow
-        if in_v1_graph():
-            return tf.gradients(f(tf, x), x)[0]
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            y = f(tf, x)
-        return tape.gradient(y, x)
-
-    def jax(jax, x, *, op):
-        return jax.grad(lambda x: jax.numpy.sum(ELEMENTWISE[op].program.jax(jax, x)))(x)
-
-    def torch(torch, x, *, op):
-        return torch.autograd.grad(ELEMENTWISE[op].program.torch(torch, x).sum(), x, create_graph=True)[0]
-
-
-def spelled(program, runner, static) -> bool:
-    """Has the runner's framework this op? (``unavailable`` where it has not)."""
-    return runner.framework in program.frameworks()
-
-
-# ---------------------------------------------------------------- the tables
+# ---------------------------------------------------------------- closed forms
 _np = db.quiet  # a float64 NumPy closed form that may meet log(0), 0 / 0 or sqrt(-x) quietly
-
-
-@dataclasses.dataclass(frozen=True)
-class Config:
-    """A singular configuration of a binary op: each argument exactly a value (a float) or
-    drawn from ranges ((lo, hi), ...); ``near``: per argument, the signs it may move off its
-    fixed value and stay where the op is defined; ``kinds``: what every framework answers there
-    by default, (d/d first argument, d/d second, which side each is)."""
-
-    label: str
-    a: object
-    b: object
-    near: tuple = ((1, -1), ())
-    kinds: tuple = ()
-
-    def representative(self):
-        """One float64 point of the configuration (a range's midpoint)."""
-        return tuple(np.array([v if isinstance(v, float) else sum(v[0]) / 2]) for v in (self.a, self.b))
 
 
 def _moments_vjp(std):
@@ -240,25 +198,7 @@ def _moments_terms(std):
     return terms
 
 
-# ---------------------------------------------------------------- expectations
-def _label(p) -> str:
-    return "-0" if p == 0 and np.signbit(p) else f"{p:g}"
-
-
-# What the frameworks agree on for each issue's own input (the entries below carry their own
-# points' kinds: the gradient over the upstream gradient, and which one-sided difference
-# quotient of the forward pass it equals). Declared divergences follow, each reaching the
-# entry whose key it declares.
-AGREED = {
-    **{f"seed[{k}]": v for k, v in {
-        "tensorflow#12071": "1,nan,1,1", "pytorch#2421": "nan", "tensorflow#56830": "nan",
-        "tensorflow#56873": "0.693; zero", "tensorflow#60715": "0.5,zero; -2.5,zero",
-        "tensorflow#12071:gradient-alone": "1,nan,1,+inf",
-        "tensorflow#2295": "zero,+inf,0.624,zero", "tensorflow#4914": "+inf,0.707; nan,0.354",
-    }.items()},
-}  # fmt: skip
-
-
+# ---------------------------------------------------------------- the entries' declarations
 #: The first tf-nightly with each change of 2.21 -> 2.23.0.dev20261026 (``autodiff-semantics bisect``,
 #: reports/nightly/bisect.json: the last nightly before it, the compare link between the two)
 XLOGY_FROM = "2.22.0.dev20260717"  # after 2.22.0.dev20260716
@@ -269,34 +209,470 @@ NEG_ZERO_RSQRT = (
     "pow(x, -0.5) becomes rsqrt(x), and rsqrt(-0) = -inf where IEEE pow(-0, -0.5) = +inf: the derivative "
     "p * x**(p - 1) of x**0.5 (first order) and x**1.5 (second order) at x = -0 is -inf, not +inf"
 )
-DECLARED = [
+# Declarations that two entries (or an entry and a seed) share: the scope, reason and link once.
+GRAPPLER_RSQRT = dict(
+    framework="tensorflow",
+    mode="function|graph",
+    reason=f"grappler's arithmetic optimizer (ConvertPowStage) runs in tf.function and v1 graphs: "
+    f"{NEG_ZERO_RSQRT}; eager and XLA keep Pow",
+    link=TF_GRAPPLER,
+)
+TORCH_RSQRT = dict(
+    framework="torch",
+    reason=f"the CPU pow kernel computes a scalar exponent -0.5 as rsqrt: {NEG_ZERO_RSQRT}",
+    link=TORCH_POW_KERNEL,
+)
+POW_FOLDED = dict(
+    framework="tensorflow",
+    mode="function",
+    versions="<2.17",
+    reason="up to TF 2.16, grappler's constant folding in tf.function folds pow(x, 0) (and the x**0 in the "
+    "derivative of x**1) to ones, so its gradient is 0 where eager and XLA give 0 * x**-1 = NaN (measured per "
+    "release: 2.12-2.16 zero, 2.17 on NaN; switching constant folding off, not the arithmetic optimizer, "
+    "brings the NaN back); the v1 graph rows give NaN in every release (measured)",
+    link=TF_CONSTANT_FOLDING,
+)
+TORCH_POW_CONSTANT = dict(
+    framework="torch",
+    reason="x**0 = 1 on both sides, so both one-sided differences are 0, PyTorch's answer",
+    link=TORCH_MANUAL,
+)
+NORM_SAFE = dict(
+    framework="tensorflow",
+    versions=f">={NORM_FROM}",
+    reason="from tf-nightly 2026-08-23 tf.norm takes sqrt(maximum(sum(x**2), tiny)) under a where that keeps "
+    "the exact 0, and "
+    "the EuclideanNorm gradient is div_no_nan(x, norm): the subgradient 0 at the zero vector, PyTorch's answer",
+    link=TF_NORM_PR,
+)
+TORCH_NORM = dict(
+    framework="torch",
+    reason="norm_backward masks where the norm is 0 (masked_fill_(norm == 0, 0)): the subgradient 0, the fix of "
+    "pytorch#2421; TF and JAX compute x / 0 = NaN",
+    link="https://github.com/pytorch/pytorch/issues/2421",
+)
+TORCH_STD = dict(
+    framework="torch",
+    reason="std_backward masks where the std is 0 (pytorch#4320, fixed by #45468); TF and JAX differentiate "
+    "sqrt(variance) at 0: 0 * inf = NaN",
+    link="https://github.com/pytorch/pytorch/issues/4320",
+)
+
+
+def xlogy_declared(name, pole, above, below) -> list:
+    """The declarations of xlogy and xlog1py, one rule (_XLogyGrad and _XLog1pyGrad; JAX's unmasked
+    JVP), at x = 0 with y at log's pole (``pole``: ``y=0``, ``y=-1``), ``above`` and ``below`` it."""
+    return [
+        expect(
+            f"dx[{name}@x=0,{above}]",
+            "zero",
+            framework="tensorflow",
+            versions=f"<{XLOGY_FROM}",
+            reason="_XLogyGrad/_XLog1pyGrad compute the x-gradient as xlogy(x != 0, y): 0 wherever x = 0, although "
+            "xlogy(x, y) = x*log(y) is linear in x (both one-sided differences are log(y)); JAX and PyTorch give "
+            "log(y)",
+            link="https://github.com/tensorflow/tensorflow/issues/56873",
+        ),
+        expect(
+            f"side_dx[{name}@x=0,{above}]",
+            "none",
+            framework="tensorflow",
+            versions=f"<{XLOGY_FROM}",
+            reason="the masked 0 is neither one-sided difference (both are log(y), log1p(y))",
+            link="https://github.com/tensorflow/tensorflow/issues/119476",
+        ),
+        expect(
+            f"dy[{name}@x=0,{pole}]",
+            "zero",
+            framework="tensorflow",
+            reason="the y-gradient is xdivy(x, y) (xdivy(x, y + 1) for xlog1py): 0 where x = 0 even at y = 0, the "
+            "derivative of xlogy(0, y) = 0; JAX and PyTorch compute x / y = 0 / 0 = NaN",
+            link=TF_MATH_GRAD,
+        ),
+        expect(
+            f"side_dy[{name}@x=0,{pole}]",
+            "both",
+            framework="tensorflow",
+            reason="xlogy(0, y) is 0 for every y, so both one-sided differences in y are 0, TF's answer",
+            link=TF_MATH_GRAD,
+        ),
+        # since tf-nightly builds of the 2.22 line (measured on 2.23.0.dev20261026; the bound is the first
+        # nightly with the new answer, placed by `autodiff-semantics bisect`: reports/nightly/bisect.json)
+        expect(
+            f"dx[{name}@x=0,{pole}]",
+            "-inf",
+            framework="tensorflow",
+            versions=f">={XLOGY_FROM}",
+            reason="from tf-nightly 2026-07-17 _XLogyGrad/_XLog1pyGrad take the x-gradient as log(y) (log1p(y)) "
+            "unmasked, for every x: "
+            "log(0) = -inf at y = 0, as in JAX (until 2.21 the mask x != 0 gave 0)",
+            link=TF_XLOGY_PR,
+        ),
+        expect(
+            f"side_dx[{name}@x=0,{pole}]",
+            "both",
+            framework="tensorflow",
+            versions=f">={XLOGY_FROM}",
+            reason="xlogy(+-h, 0) = +-h * log(0) = -+inf: both one-sided differences in x are -inf, TF's unmasked "
+            "answer from tf-nightly 2026-07-17",
+            link=TF_XLOGY_PR,
+        ),
+        expect(
+            f"dx[{name}@x=0,{below}]",
+            "nan",
+            framework="tensorflow",
+            versions=f">={XLOGY_FROM}",
+            reason="the unmasked x-gradient log(y) is NaN for y < 0 (log1p(y) for y < -1), as in JAX; PyTorch still "
+            "masks it to 0",
+            link=TF_XLOGY_PR,
+        ),
+        expect(
+            f"dx[{name}@x=0,{pole}]",
+            "-inf",
+            framework="jax",
+            reason="xlogy's custom JVP is x_dot * log(y) + y_dot * x / y with no mask: log(0) = -inf for x",
+            link=JAX_SPECIAL,
+        ),
+        expect(
+            f"side_dx[{name}@x=0,{pole}]",
+            "both",
+            framework="jax",
+            reason="xlogy(+-h, 0) = +-h * log(0) = -+inf: both one-sided differences in x are -inf, JAX's answer",
+            link=JAX_SPECIAL,
+        ),
+        expect(
+            f"dx[{name}@x=0,{below}]",
+            "nan",
+            framework="jax",
+            reason="the unmasked x-gradient log(y) is NaN for y < 0 (log1p(y) for y < -1); TF and PyTorch mask it to 0",
+            link=JAX_SPECIAL,
+        ),
+    ]
+
+
+def _unavailable(keys, absent) -> list:
+    """Every key declared ``unavailable`` for each framework the entry has no spelling in
+    (``absent``: reason, link)."""
+    return [expect(k, "unavailable", framework=fw, reason=why, link=link)
+            for fw, (why, link) in (absent or {}).items() for k in keys]  # fmt: skip
+
+
+# ---------------------------------------------------------------- the elementwise entries
+def elementwise(name, domain, points, declared=(), **own):
+    """An elementwise op with singular points, as an op-table entry of this behaviour: the op
+    database's ``name`` (its spellings, reference, f' and f'': :mod:`suite.ops.db`), or an op of
+    its own (``own``: x**p with a constant p: its spellings, reference and derivatives); the
+    domain where f is real, and per singular point (-0.0 and 0.0 are distinct) the kinds every
+    framework answers by default, ``(point, grad, side)``, or ``(point, grad, side, grad2)``
+    where the second derivative is asked for; ``declared``: where a framework answers otherwise."""
+    fields = dict(
+        domain={"float32": domain, "float64": domain},
+        points=tuple(
+            ops.Point(label(x), (x,), grad, also=(("side", side), *(("grad2", k) for k in grad2)))
+            for x, grad, side, *grad2 in points
+        ),
+        declared=list(declared),
+    )
+    if own:
+        return ops.register(ops.Op(name, behaviour="singular-point-gradients", **own, **fields))
+    return ops.view("singular-point-gradients", name, closed_forms=True, **fields)
+
+
+def _pow(p):
+    """x ** p with a constant p: the op database's pow with that exponent, f' and f'' without
+    0 * x**-1, the domain (real for x < 0 only for an integer p)."""
+
+    def spelled(pow_):
+        def fn(module, x):
+            return pow_(module, x, p)
+
+        fn.__name__ = fn.__qualname__ = f"{pow_.__name__}(x, {p:g})"
+        return fn
+
+    df = (lambda x: p * x ** (p - 1)) if p != 0 else (lambda x: 0 * x)
+    d2f = (lambda x: p * (p - 1) * x ** (p - 2)) if p not in (0, 1) else (lambda x: 0 * x)
+    domain = (-4.0, 4.0) if float(p).is_integer() else (0.0, 4.0)
+    tf, jax, torch = (spelled(db.fact("pow").spellings[fw]) for fw in ("tensorflow", "jax", "torch"))
+    return dict(tensorflow=tf, jax=jax, torch=torch, reference=_np(lambda x: x**p), derivatives=(_np(df), _np(d2f)),
+                domain=domain)  # fmt: skip
+
+
+ELEMENTWISE = {op.name: op for op in (
+    elementwise("sqrt", (0, 10), ((0.0, "+inf", "right", "-inf"), (-0.0, "-inf", "none", "+inf"))),
+    elementwise(
+        "rsqrt", (0, 10), ((0.0, "-inf", "right", "+inf"), (-0.0, "+inf", "right", "-inf")),
+        declared=[
+            expect(
+                "grad[rsqrt@-0]",
+                "-inf",
+                framework="jax",
+                reason="rsqrt's JVP is g * -0.5 * rsqrt(x) / x: at x = -0, (-inf) / (-0) = +inf, times -0.5 = -inf; "
+                "TF's RsqrtGrad (-0.5 * g * y**3) and PyTorch give +inf",
+                link=JAX_LAX,
+            ),
+            expect(
+                "side[rsqrt@-0]",
+                "none",
+                framework="jax",
+                reason="rsqrt(-0) = -inf, so the right difference quotient (rsqrt(h) + inf) / h is +inf, not JAX's "
+                "-inf",
+                link=JAX_LAX,
+            ),
+        ],
+    ),
+    elementwise("log", (0, 10), ((0.0, "+inf", "right"), (-0.0, "-inf", "none"))),
+    elementwise("log1p", (-1, 10), ((-1.0, "+inf", "right"),)),
+    elementwise("acos", (-1, 1), ((1.0, "-inf", "left"), (-1.0, "-inf", "right"))),
+    elementwise("asin", (-1, 1), ((1.0, "+inf", "left"), (-1.0, "+inf", "right"))),
+    # x**p at 0 and -0; the second derivative where the brief asks for it (x**2's is 2 everywhere)
+    elementwise(
+        "x**0", points=((0.0, "nan", "none", "nan"), (-0.0, "nan", "none", "nan")), **_pow(0.0),
+        declared=[
+            *expect_keys(["grad[x**0@0]", "grad[x**0@-0]", "grad2[x**0@0]", "grad2[x**0@-0]"], "zero", **POW_FOLDED),
+            *expect_keys(
+                ["side[x**0@0]", "side[x**0@-0]"],
+                "both",
+                framework="tensorflow",
+                mode="function",
+                versions="<2.17",
+                reason="the folded x**0 has gradient 0, which both one-sided differences of x**0 = 1 give",
+                link=TF_CONSTANT_FOLDING,
+            ),
+            *expect_keys(
+                ["grad2[x**0@0]", "grad2[x**0@-0]"],
+                "zero",
+                framework="tensorflow",
+                versions=f">={POW_FROM}",
+                reason="from tf-nightly 2026-10-10 _PowGrad zeroes an infinite x**(y-1) where the upstream gradient "
+                "is 0 (_GradCxPow in "
+                "math_grad.py of 2.23.0.dev20261026): differentiating the first derivative 0 * x**-1 again sends a "
+                "zero cotangent through it, so the second derivative at 0 is 0, not NaN (the first stays NaN: its "
+                "cotangent is 1); no pull request for it turned up in a search, the file is the link",
+                link=TF_MATH_GRAD,
+            ),
+            *expect_keys(
+                ["grad[x**0@0]", "grad[x**0@-0]"],
+                "zero",
+                framework="torch",
+                reason="pow_backward returns zeros_like(self) for the exponent 0; TF and JAX compute 0 * x**-1 = "
+                "0 * inf = NaN",
+                link=TORCH_MANUAL,
+            ),
+            *expect_keys(["side[x**0@0]", "side[x**0@-0]"], "both", **TORCH_POW_CONSTANT),
+            *expect_keys(
+                ["grad2[x**0@0]", "grad2[x**0@-0]"],
+                raises("RuntimeError", r"does not require grad"),
+                framework="torch",
+                reason="the zeros pow_backward returns for the exponent 0 have no grad_fn, so differentiating the "
+                "first derivative again raises",
+                link=TORCH_MANUAL,
+            ),
+        ],
+    ),
+    elementwise(
+        "x**0.5", points=((0.0, "+inf", "right", "-inf"), (-0.0, "+inf", "right", "-inf")), **_pow(0.5),
+        declared=[
+            expect("grad[x**0.5@-0]", "-inf", **GRAPPLER_RSQRT),
+            expect(
+                "side[x**0.5@-0]",
+                "none",
+                framework="tensorflow",
+                mode="function|graph",
+                reason="the -inf that grappler's rsqrt gives at -0 is no one-sided limit (the right one is +inf)",
+                link=TF_GRAPPLER,
+            ),
+            expect("grad[x**0.5@-0]", "-inf", **TORCH_RSQRT),
+            expect(
+                "side[x**0.5@-0]",
+                "none",
+                framework="torch",
+                reason="the -inf that rsqrt gives at -0 is no one-sided limit (the right one is +inf)",
+                link=TORCH_POW_KERNEL,
+            ),
+        ],
+    ),
+    elementwise(
+        "x**1", points=((0.0, "1", "both", "nan"), (-0.0, "1", "both", "nan")), **_pow(1.0),
+        declared=[
+            *expect_keys(["grad2[x**1@0]", "grad2[x**1@-0]"], "zero", **POW_FOLDED),
+            *expect_keys(
+                ["grad2[x**1@0]", "grad2[x**1@-0]"],
+                "zero",
+                framework="torch",
+                reason="x**1's derivative is 1 * x.pow(0), whose own backward is pow_backward for the exponent 0: "
+                "zeros; TF and JAX differentiate y * x**(y-1) to 0 * x**-1 = NaN",
+                link=TORCH_MANUAL,
+            ),
+        ],
+    ),
+    elementwise(
+        "x**1.5", points=((0.0, "zero", "right", "+inf"), (-0.0, "zero", "right", "+inf")), **_pow(1.5),
+        declared=[expect("grad2[x**1.5@-0]", "-inf", **GRAPPLER_RSQRT),
+                  expect("grad2[x**1.5@-0]", "-inf", **TORCH_RSQRT)],
+    ),
+    elementwise("x**2", points=((0.0, "zero", "both"), (-0.0, "zero", "both")), **_pow(2.0)),
+)}  # fmt: skip
+SECOND_ORDER = [name for name, op in ELEMENTWISE.items() if op.has("grad2")]
+
+
+# ---------------------------------------------------------------- the binary entries
+def binary(name, args, configs, regular, named=(), declared=()):
+    """The op database's binary op ``name`` (its spellings, reference and partial derivatives
+    ``grads(a, b)``: :mod:`suite.ops.db`) with singular configurations (:class:`Config`),
+    as an op-table entry: ``args``, the arguments' own names (atan2 takes y, x); ``regular``, each
+    argument's ranges away from every configuration; ``named``, (name, closed form of the second
+    argument) the first argument's gradient may equal; ``declared``, where a framework answers
+    otherwise. Where a framework has no such op (the database's ``absent``), every key of the
+    entry is declared ``unavailable`` for it. Keys: ``d<arg>[<op>@<config>]`` and ``side_d<arg>[...]``."""
+    a, b = args
+    keys = [k for c in configs for k in (f"d{a}[{name}@{c.label}]", f"d{b}[{name}@{c.label}]")]
+    keys += [f"side_{k}" for k in keys]
+    around = Around(args=args, regular=regular, named=tuple((k, _np(fn)) for k, fn in named))
+    at = tuple(c.point(name, args) for c in configs)
+    declared = [*declared, *_unavailable(keys, db.fact(name).absent)]
+    return ops.view("singular-point-gradients", name, closed_forms=True, points=at, declared=declared, around=around)
+
+
+BOTH = ((-4.0, -0.25), (0.25, 4.0))
+BINARY = {op.name: op for op in (
+    binary("pow", ("x", "y"),
+           (Config("x=0,y=0", 0.0, 0.0, ((1,), (1, -1)), ("nan", "zero", "none", "none")),
+            Config("x=0,0<y<1", 0.0, ((0.2, 0.8),), ((1,), ()), ("+inf", "zero", "right", "both")),
+            Config("x=0,y=1", 0.0, 1.0, ((1,), ()), ("1", "zero", "both", "both")),
+            Config("x=0,y>1", 0.0, ((1.25, 3.0),), ((1,), ()), ("zero", "zero", "right", "both"))),
+           (((0.25, 4.0),), ((-2.0, 3.0),)),
+           declared=[
+               expect("side_dx[pow@x=0,y=0]", "both", **TORCH_POW_CONSTANT),
+               expect("dx[pow@x=0,y=0]", "zero", framework="torch",
+                      reason="pow_backward_self is where(exponent == 0, 0, grad * exponent * self**(exponent - 1))",
+                      link=TORCH_MANUAL),
+           ]),
+    binary("xlogy", ("x", "y"),
+           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1,)), ("zero", "nan", "none", "none")),
+            Config("x=0,y>0", 0.0, ((1.5, 8.0),), kinds=("log(y)", "zero", "both", "both")),
+            Config("x=0,y<0", 0.0, ((-4.0, -0.5),), ((), ()), ("zero", "zero", "none", "both"))),
+           (BOTH, ((0.25, 8.0),)), named=(("log(y)", np.log),),
+           declared=xlogy_declared("xlogy", "y=0", "y>0", "y<0")),
+    binary("xlog1py", ("x", "y"),
+           (Config("x=0,y=-1", 0.0, -1.0, ((1, -1), (1,)), ("zero", "nan", "none", "none")),
+            Config("x=0,y>-1", 0.0, ((0.5, 8.0),), kinds=("log1p(y)", "zero", "both", "both")),
+            Config("x=0,y<-1", 0.0, ((-5.0, -1.5),), ((), ()), ("zero", "zero", "none", "both"))),
+           (BOTH, ((-0.75, 8.0),)), named=(("log1p(y)", np.log1p),),
+           declared=xlogy_declared("xlog1py", "y=-1", "y>-1", "y<-1")),
+    binary("xdivy", ("x", "y"),
+           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "none", "both")),
+            Config("x=0,y!=0", 0.0, BOTH, kinds=("zero", "zero", "none", "both"))),
+           (BOTH, BOTH), named=(("1/y", lambda y: 1 / y),),
+           declared=[
+               expect("dx[xdivy@x=0,y=0]", "+inf", framework="tensorflow", versions=f">={XDIVY_FROM}",
+                      reason="from tf-nightly 2026-09-16 _XDivyGrad takes the x-gradient as reciprocal(y) for every "
+                      "x, the derivative of x / y: 1 / 0 = +inf at y = 0 (until 2.21 the mask x != 0 gave 0)",
+                      link=TF_XDIVY_PR),
+               expect("dx[xdivy@x=0,y!=0]", "1/y", framework="tensorflow", versions=f">={XDIVY_FROM}",
+                      reason="from tf-nightly 2026-09-16 _XDivyGrad takes the x-gradient as reciprocal(y) for every "
+                      "x: 1/y at x = 0",
+                      link=TF_XDIVY_PR),
+               *expect_keys(["side_dx[xdivy@x=0,y=0]", "side_dx[xdivy@x=0,y!=0]"], "both", framework="tensorflow",
+                            versions=f">={XDIVY_FROM}",
+                            reason="xdivy(+-h, y) = +-h / y: both one-sided differences in x are 1/y (+inf at y = 0), "
+                            "TF's unmasked answer from tf-nightly 2026-09-16",
+                            link=TF_XDIVY_PR),
+           ]),
+    binary("divide_no_nan", ("x", "y"),
+           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "both", "both")),
+            Config("x!=0,y=0", BOTH, 0.0, ((), (1, -1)), ("zero", "zero", "both", "none"))),
+           (BOTH, BOTH)),
+    binary("atan2", ("y", "x"),
+           (Config("y=0,x=0", 0.0, 0.0, ((1, -1), (1, -1)), ("nan", "nan", "none", "none")),), (BOTH, BOTH),
+           declared=[
+               *expect_keys(["dy[atan2@y=0,x=0]", "dx[atan2@y=0,x=0]"], "zero", framework="torch",
+                            reason="atan2_backward fills the reciprocal of y*y + x*x with 0 where it is 0; TF and JAX "
+                            "compute 0 / 0",
+                            link=TORCH_MANUAL),
+               expect("side_dx[atan2@y=0,x=0]", "right", framework="torch",
+                      reason="atan2(0, h) = 0 for h > 0: the right difference in x is 0 (the left is unbounded: "
+                      "atan2(0, -h) = pi)",
+                      link=TORCH_MANUAL),
+           ]),
+)}  # fmt: skip
+
+
+# ---------------------------------------------------------------- the reduction entries
+NO_NORMALIZE = (
+    "JAX has no l2_normalize (jax.nn has standardize, not normalize) and no moments (mean and var are separate calls)",
+    "https://docs.jax.dev/en/latest/jax.nn.html",
+)
+
+
+def reduction(name, program, f, vjp, kinds, terms=None, absent=None, declared=()):
+    """A reduction over the last axis (or a row-wise normalisation) with singular rows, as an
+    op-table entry: ``program``'s spellings (None where it has none: ``absent`` says why, and
+    every key is declared ``unavailable`` there), float64 closed forms of f and of ``vjp(x,
+    w)``, per singular row (:data:`ROWS`: ``x=0``, the zero vector; ``constant``;
+    ``one-element``) the default kinds ``(grad, side)``, ``terms(x, w)``: the size of the terms
+    that cancel in its gradient (the absolute floor of its comparisons), where rounding sets
+    one; ``declared``: where a framework answers otherwise. Keys: ``grad[<op>@<row>]``,
+    ``side[<op>@<row>]``."""
+    at = tuple(ops.Point(c, (ROWS[c],), grad, also=(("side", side),)) for c, (grad, side) in kinds.items())
+    keys = [f"{k}[{name}@{c}]" for k in ("grad", "side") for c in kinds]
+    fw = {f: getattr(program, f, None) for f in ("tensorflow", "jax", "torch")}
+    return ops.register(
+        ops.Op(name, behaviour="singular-point-gradients", **fw, reference=_np(f), derivatives=(_np(vjp),),
+               points=at, declared=[*declared, *_unavailable(keys, absent)], absent=absent or {}, elementwise=False,
+               around=Around(cancels=terms))
+    )  # fmt: skip
+
+
+MOMENTS = {"constant": ("zero", "both"), "one-element": ("zero", "both")}
+REDUCTIONS = {op.name: op for op in (
+    reduction("norm", Norm, lambda x: np.linalg.norm(x, axis=-1),
+              lambda x, w: w[:, None] * x / np.linalg.norm(x, axis=-1, keepdims=True), {"x=0": ("nan", "none")},
+              declared=[expect("grad[norm@x=0]", "zero", **NORM_SAFE), expect("grad[norm@x=0]", "zero", **TORCH_NORM)]),
+    # l2_normalize of a one-element row is sign(x): its gradient w/|x| - w/|x| cancels to 0, up to rounding
+    reduction("l2_normalize", L2Normalize, _l2n, _l2n_vjp, {"x=0": ("1e+06", "both")},
+              _np(lambda x, w: np.abs(w) / np.linalg.norm(x, axis=-1, keepdims=True)), {"jax": NO_NORMALIZE},
+              declared=[
+                  expect("grad[l2_normalize@x=0]", "1e+12", framework="torch",
+                         reason="F.normalize is x / max(||x||, eps=1e-12): 1/eps at the zero vector; "
+                         "tf.math.l2_normalize is x * rsqrt(max(sum(x**2), epsilon=1e-12)): 1/sqrt(epsilon) = 1e6",
+                         link="https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html"),
+                  expect("side[l2_normalize@x=0]", "none", framework="torch",
+                         reason="the eps only acts below ||x|| = 1e-12, far inside the difference step: "
+                         "F.normalize(+-h e_i) = +-e_i and both quotients grow without bound, not 1e12",
+                         link="https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html"),
+              ]),
+    reduction("reduce_std", ReduceStd, lambda x: x.std(-1), _moments_vjp(True),
+              {"constant": ("nan", "none"), "one-element": ("nan", "none")}, _moments_terms(True),
+              declared=[
+                  *expect_keys(["grad[reduce_std@constant]", "grad[reduce_std@one-element]"], "zero", **TORCH_STD),
+                  expect("side[reduce_std@one-element]", "both", framework="torch",
+                         reason="the std of one element is 0 whatever it is: both one-sided differences are 0, "
+                         "PyTorch's answer",
+                         link="https://github.com/pytorch/pytorch/issues/4320"),
+              ]),
+    reduction("reduce_variance", ReduceVariance, lambda x: x.var(-1), _moments_vjp(False), MOMENTS,
+              _moments_terms(False)),
+    reduction("moments", Moments, lambda x: x.var(-1), _moments_vjp(False), MOMENTS, absent={"jax": NO_NORMALIZE}),
+)}  # fmt: skip
+ENTRIES = {**ELEMENTWISE, **BINARY, **REDUCTIONS}
+
+
+# ---------------------------------------------------------------- the seeds' expectations
+# What the frameworks agree on for each issue's own input (the entries above carry their own
+# points' kinds: the gradient over the upstream gradient, and which one-sided difference
+# quotient of the forward pass it equals), then where a framework answers otherwise.
+AGREED = {
+    **{f"seed[{k}]": v for k, v in {
+        "tensorflow#12071": "1,nan,1,1", "pytorch#2421": "nan", "tensorflow#56830": "nan",
+        "tensorflow#56873": "0.693; zero", "tensorflow#60715": "0.5,zero; -2.5,zero",
+        "tensorflow#12071:gradient-alone": "1,nan,1,+inf",
+        "tensorflow#2295": "zero,+inf,0.624,zero", "tensorflow#4914": "+inf,0.707; nan,0.354",
+    }.items()},
+}  # fmt: skip
+# a declaration's id is its place in this list, which the baselines record: a new one is appended last
+EXPECT = expectations(
+    AGREED,
     # ---- TensorFlow
-    *expect_keys(
-        ["grad[x**0.5@-0]", "grad2[x**1.5@-0]"],
-        "-inf",
-        framework="tensorflow",
-        mode="function|graph",
-        reason=f"grappler's arithmetic optimizer (ConvertPowStage) runs in tf.function and v1 graphs: "
-        f"{NEG_ZERO_RSQRT}; eager and XLA keep Pow",
-        link=TF_GRAPPLER,
-    ),
-    expect(
-        "side[x**0.5@-0]",
-        "none",
-        framework="tensorflow",
-        mode="function|graph",
-        reason="the -inf that grappler's rsqrt gives at -0 is no one-sided limit (the right one is +inf)",
-        link=TF_GRAPPLER,
-    ),
-    *expect_keys(
-        ["dx[xlogy@x=0,y>0]", "dx[xlog1py@x=0,y>-1]"],
-        "zero",
-        framework="tensorflow",
-        versions=f"<{XLOGY_FROM}",
-        reason="_XLogyGrad/_XLog1pyGrad compute the x-gradient as xlogy(x != 0, y): 0 wherever x = 0, although "
-        "xlogy(x, y) = x*log(y) is linear in x (both one-sided differences are log(y)); JAX and PyTorch give log(y)",
-        link="https://github.com/tensorflow/tensorflow/issues/56873",
-    ),
     expect(
         "seed[tensorflow#56873]",
         "zero; zero",
@@ -305,29 +681,6 @@ DECLARED = [
         reason="the issue as reported: d/dx xlog1py(x, 1) at x = 0 is 0, not log1p(1) = 0.693 (x-gradient masked "
         "by x != 0)",
         link="https://github.com/tensorflow/tensorflow/issues/56873",
-    ),
-    *expect_keys(
-        ["side_dx[xlogy@x=0,y>0]", "side_dx[xlog1py@x=0,y>-1]"],
-        "none",
-        framework="tensorflow",
-        versions=f"<{XLOGY_FROM}",
-        reason="the masked 0 is neither one-sided difference (both are log(y), log1p(y))",
-        link="https://github.com/tensorflow/tensorflow/issues/119476",
-    ),
-    *expect_keys(
-        ["dy[xlogy@x=0,y=0]", "dy[xlog1py@x=0,y=-1]"],
-        "zero",
-        framework="tensorflow",
-        reason="the y-gradient is xdivy(x, y) (xdivy(x, y + 1) for xlog1py): 0 where x = 0 even at y = 0, the "
-        "derivative of xlogy(0, y) = 0; JAX and PyTorch compute x / y = 0 / 0 = NaN",
-        link=TF_MATH_GRAD,
-    ),
-    *expect_keys(
-        ["side_dy[xlogy@x=0,y=0]", "side_dy[xlog1py@x=0,y=-1]"],
-        "both",
-        framework="tensorflow",
-        reason="xlogy(0, y) is 0 for every y, so both one-sided differences in y are 0, TF's answer",
-        link=TF_MATH_GRAD,
     ),
     expect(
         "seed[tensorflow#12071]",
@@ -362,94 +715,7 @@ DECLARED = [
         "still divides by the flushed sqrt(x*x): +inf (measured in the baselines: 2.12 +inf, 2.13-2.21 1)",
         link="https://github.com/tensorflow/tensorflow/issues/12071",
     ),
-    *expect_keys(
-        ["grad[x**0@0]", "grad[x**0@-0]", "grad2[x**0@0]", "grad2[x**0@-0]", "grad2[x**1@0]", "grad2[x**1@-0]"],
-        "zero",
-        framework="tensorflow",
-        mode="function",
-        versions="<2.17",
-        reason="up to TF 2.16, grappler's constant folding in tf.function folds pow(x, 0) (and the x**0 in the "
-        "derivative of x**1) to ones, so its gradient is 0 where eager and XLA give 0 * x**-1 = NaN (measured per "
-        "release: 2.12-2.16 zero, 2.17 on NaN; switching constant folding off, not the arithmetic optimizer, "
-        "brings the NaN back); the v1 graph rows give NaN in every release (measured)",
-        link=TF_CONSTANT_FOLDING,
-    ),
-    *expect_keys(
-        ["side[x**0@0]", "side[x**0@-0]"],
-        "both",
-        framework="tensorflow",
-        mode="function",
-        versions="<2.17",
-        reason="the folded x**0 has gradient 0, which both one-sided differences of x**0 = 1 give",
-        link=TF_CONSTANT_FOLDING,
-    ),
-    # ---- since tf-nightly builds of the 2.22 and 2.23 lines (measured on 2.23.0.dev20261026; each bound is the
-    # first nightly with the new answer, placed by `autodiff-semantics bisect`: reports/nightly/bisect.json)
-    *expect_keys(
-        ["dx[xlogy@x=0,y=0]", "dx[xlog1py@x=0,y=-1]"],
-        "-inf",
-        framework="tensorflow",
-        versions=f">={XLOGY_FROM}",
-        reason="from tf-nightly 2026-07-17 _XLogyGrad/_XLog1pyGrad take the x-gradient as log(y) (log1p(y)) "
-        "unmasked, for every x: "
-        "log(0) = -inf at y = 0, as in JAX (until 2.21 the mask x != 0 gave 0)",
-        link=TF_XLOGY_PR,
-    ),
-    *expect_keys(
-        ["side_dx[xlogy@x=0,y=0]", "side_dx[xlog1py@x=0,y=-1]"],
-        "both",
-        framework="tensorflow",
-        versions=f">={XLOGY_FROM}",
-        reason="xlogy(+-h, 0) = +-h * log(0) = -+inf: both one-sided differences in x are -inf, TF's unmasked answer "
-        "from tf-nightly 2026-07-17",
-        link=TF_XLOGY_PR,
-    ),
-    *expect_keys(
-        ["dx[xlogy@x=0,y<0]", "dx[xlog1py@x=0,y<-1]"],
-        "nan",
-        framework="tensorflow",
-        versions=f">={XLOGY_FROM}",
-        reason="the unmasked x-gradient log(y) is NaN for y < 0 (log1p(y) for y < -1), as in JAX; PyTorch still "
-        "masks it to 0",
-        link=TF_XLOGY_PR,
-    ),
-    expect(
-        "dx[xdivy@x=0,y=0]",
-        "+inf",
-        framework="tensorflow",
-        versions=f">={XDIVY_FROM}",
-        reason="from tf-nightly 2026-09-16 _XDivyGrad takes the x-gradient as reciprocal(y) for every x, the "
-        "derivative of x / y: "
-        "1 / 0 = +inf at y = 0 (until 2.21 the mask x != 0 gave 0)",
-        link=TF_XDIVY_PR,
-    ),
-    expect(
-        "dx[xdivy@x=0,y!=0]",
-        "1/y",
-        framework="tensorflow",
-        versions=f">={XDIVY_FROM}",
-        reason="from tf-nightly 2026-09-16 _XDivyGrad takes the x-gradient as reciprocal(y) for every x: 1/y at x = 0",
-        link=TF_XDIVY_PR,
-    ),
-    *expect_keys(
-        ["side_dx[xdivy@x=0,y=0]", "side_dx[xdivy@x=0,y!=0]"],
-        "both",
-        framework="tensorflow",
-        versions=f">={XDIVY_FROM}",
-        reason="xdivy(+-h, y) = +-h / y: both one-sided differences in x are 1/y (+inf at y = 0), TF's unmasked "
-        "answer from tf-nightly 2026-09-16",
-        link=TF_XDIVY_PR,
-    ),
-    *expect_keys(
-        ["grad[norm@x=0]", "seed[pytorch#2421]"],
-        "zero",
-        framework="tensorflow",
-        versions=f">={NORM_FROM}",
-        reason="from tf-nightly 2026-08-23 tf.norm takes sqrt(maximum(sum(x**2), tiny)) under a where that keeps "
-        "the exact 0, and "
-        "the EuclideanNorm gradient is div_no_nan(x, norm): the subgradient 0 at the zero vector, PyTorch's answer",
-        link=TF_NORM_PR,
-    ),
+    expect("seed[pytorch#2421]", "zero", **NORM_SAFE),
     expect(
         "seed[tensorflow#12071]",
         "1,zero,1,zero",
@@ -467,18 +733,6 @@ DECLARED = [
         versions=f">={NORM_FROM}",
         reason="the safe norm (tf-nightly 2026-08-23): a zero (flushed) norm has gradient 0, in every mode",
         link=TF_NORM_PR,
-    ),
-    *expect_keys(
-        ["grad2[x**0@0]", "grad2[x**0@-0]"],
-        "zero",
-        framework="tensorflow",
-        versions=f">={POW_FROM}",
-        reason="from tf-nightly 2026-10-10 _PowGrad zeroes an infinite x**(y-1) where the upstream gradient is 0 "
-        "(_GradCxPow in "
-        "math_grad.py of 2.23.0.dev20261026): differentiating the first derivative 0 * x**-1 again sends a zero "
-        "cotangent through it, so the second derivative at 0 is 0, not NaN (the first stays NaN: its cotangent "
-        "is 1); no pull request for it turned up in a search, the file is the link",
-        link=TF_MATH_GRAD,
     ),
     # ---- JAX
     expect(
@@ -526,42 +780,6 @@ DECLARED = [
         "1e-19 and the gradient 1 (measured on an H100, JAX 0.11.2)",
         link="https://github.com/jax-ml/jax/issues/19689",
     ),
-    *expect_keys(
-        ["grad[rsqrt@-0]"],
-        "-inf",
-        framework="jax",
-        reason="rsqrt's JVP is g * -0.5 * rsqrt(x) / x: at x = -0, (-inf) / (-0) = +inf, times -0.5 = -inf; "
-        "TF's RsqrtGrad (-0.5 * g * y**3) and PyTorch give +inf",
-        link=JAX_LAX,
-    ),
-    expect(
-        "side[rsqrt@-0]",
-        "none",
-        framework="jax",
-        reason="rsqrt(-0) = -inf, so the right difference quotient (rsqrt(h) + inf) / h is +inf, not JAX's -inf",
-        link=JAX_LAX,
-    ),
-    *expect_keys(
-        ["dx[xlogy@x=0,y=0]", "dx[xlog1py@x=0,y=-1]"],
-        "-inf",
-        framework="jax",
-        reason="xlogy's custom JVP is x_dot * log(y) + y_dot * x / y with no mask: log(0) = -inf for x",
-        link=JAX_SPECIAL,
-    ),
-    *expect_keys(
-        ["side_dx[xlogy@x=0,y=0]", "side_dx[xlog1py@x=0,y=-1]"],
-        "both",
-        framework="jax",
-        reason="xlogy(+-h, 0) = +-h * log(0) = -+inf: both one-sided differences in x are -inf, JAX's answer",
-        link=JAX_SPECIAL,
-    ),
-    *expect_keys(
-        ["dx[xlogy@x=0,y<0]", "dx[xlog1py@x=0,y<-1]"],
-        "nan",
-        framework="jax",
-        reason="the unmasked x-gradient log(y) is NaN for y < 0 (log1p(y) for y < -1); TF and PyTorch mask it to 0",
-        link=JAX_SPECIAL,
-    ),
     expect(
         "seed[tensorflow#2295]",
         "nan,+inf,0.624,zero",
@@ -571,79 +789,7 @@ DECLARED = [
         link=JAX_LAX,
     ),
     # ---- PyTorch
-    *expect_keys(
-        ["grad[x**0@0]", "grad[x**0@-0]"],
-        "zero",
-        framework="torch",
-        reason="pow_backward returns zeros_like(self) for the exponent 0; TF and JAX compute 0 * x**-1 = 0 * inf = NaN",
-        link=TORCH_MANUAL,
-    ),
-    *expect_keys(
-        ["side[x**0@0]", "side[x**0@-0]", "side_dx[pow@x=0,y=0]"],
-        "both",
-        framework="torch",
-        reason="x**0 = 1 on both sides, so both one-sided differences are 0, PyTorch's answer",
-        link=TORCH_MANUAL,
-    ),
-    *expect_keys(
-        ["grad2[x**0@0]", "grad2[x**0@-0]"],
-        raises("RuntimeError", r"does not require grad"),
-        framework="torch",
-        reason="the zeros pow_backward returns for the exponent 0 have no grad_fn, so differentiating the first "
-        "derivative again raises",
-        link=TORCH_MANUAL,
-    ),
-    *expect_keys(
-        ["grad2[x**1@0]", "grad2[x**1@-0]"],
-        "zero",
-        framework="torch",
-        reason="x**1's derivative is 1 * x.pow(0), whose own backward is pow_backward for the exponent 0: zeros; TF "
-        "and JAX differentiate y * x**(y-1) to 0 * x**-1 = NaN",
-        link=TORCH_MANUAL,
-    ),
-    *expect_keys(
-        ["grad[x**0.5@-0]", "grad2[x**1.5@-0]"],
-        "-inf",
-        framework="torch",
-        reason=f"the CPU pow kernel computes a scalar exponent -0.5 as rsqrt: {NEG_ZERO_RSQRT}",
-        link=TORCH_POW_KERNEL,
-    ),
-    expect(
-        "side[x**0.5@-0]",
-        "none",
-        framework="torch",
-        reason="the -inf that rsqrt gives at -0 is no one-sided limit (the right one is +inf)",
-        link=TORCH_POW_KERNEL,
-    ),
-    expect(
-        "dx[pow@x=0,y=0]",
-        "zero",
-        framework="torch",
-        reason="pow_backward_self is where(exponent == 0, 0, grad * exponent * self**(exponent - 1))",
-        link=TORCH_MANUAL,
-    ),
-    *expect_keys(
-        ["dy[atan2@y=0,x=0]", "dx[atan2@y=0,x=0]"],
-        "zero",
-        framework="torch",
-        reason="atan2_backward fills the reciprocal of y*y + x*x with 0 where it is 0; TF and JAX compute 0 / 0",
-        link=TORCH_MANUAL,
-    ),
-    expect(
-        "side_dx[atan2@y=0,x=0]",
-        "right",
-        framework="torch",
-        reason="atan2(0, h) = 0 for h > 0: the right difference in x is 0 (the left is unbounded: atan2(0, -h) = pi)",
-        link=TORCH_MANUAL,
-    ),
-    *expect_keys(
-        ["grad[norm@x=0]", "seed[pytorch#2421]"],
-        "zero",
-        framework="torch",
-        reason="norm_backward masks where the norm is 0 (masked_fill_(norm == 0, 0)): the subgradient 0, the fix of "
-        "pytorch#2421; TF and JAX compute x / 0 = NaN",
-        link="https://github.com/pytorch/pytorch/issues/2421",
-    ),
+    expect("seed[pytorch#2421]", "zero", **TORCH_NORM),
     expect(
         "seed[tensorflow#12071:gradient-alone]",
         "1,zero,1,1",
@@ -659,45 +805,13 @@ DECLARED = [
         "(no flush to zero), so its gradient is 1",
         link=TORCH_MANUAL,
     ),
-    *expect_keys(
-        ["grad[reduce_std@constant]", "grad[reduce_std@one-element]", "seed[tensorflow#56830]"],
-        "zero",
-        framework="torch",
-        reason="std_backward masks where the std is 0 (pytorch#4320, fixed by #45468); TF and JAX differentiate "
-        "sqrt(variance) at 0: 0 * inf = NaN",
-        link="https://github.com/pytorch/pytorch/issues/4320",
-    ),
-    expect(
-        "side[reduce_std@one-element]",
-        "both",
-        framework="torch",
-        reason="the std of one element is 0 whatever it is: both one-sided differences are 0, PyTorch's answer",
-        link="https://github.com/pytorch/pytorch/issues/4320",
-    ),
-    expect(
-        "grad[l2_normalize@x=0]",
-        "1e+12",
-        framework="torch",
-        reason="F.normalize is x / max(||x||, eps=1e-12): 1/eps at the zero vector; tf.math.l2_normalize is "
-        "x * rsqrt(max(sum(x**2), epsilon=1e-12)): 1/sqrt(epsilon) = 1e6",
-        link="https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html",
-    ),
-    expect(
-        "side[l2_normalize@x=0]",
-        "none",
-        framework="torch",
-        reason="the eps only acts below ||x|| = 1e-12, far inside the difference step: F.normalize(+-h e_i) = "
-        "+-e_i and both quotients grow without bound, not 1e12",
-        link="https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html",
-    ),
+    expect("seed[tensorflow#56830]", "zero", **TORCH_STD),
     # ---- ops a framework does not have
-    # (xdivy's and divide_no_nan's own keys: declared by their entries, from their absent spellings)
     *(
         expect("seed[tensorflow#60715]", "unavailable", framework=fw, reason=why, link=link)
         for fw, (why, link) in db.NO_XDIVY.items()
     ),
-    # (l2_normalize's and moments' own keys: declared by their entries, from their absent spellings)
-    # appended last: a declaration's id is its place in this list, which the baselines record
+    # appended last
     expect(
         "seed[tensorflow#12071:gradient-alone]",
         "1,nan,1,1",
@@ -708,430 +822,17 @@ DECLARED = [
         "(XLA:GPU keeps float32 subnormals), so the gradient is 1",
         link="https://github.com/jax-ml/jax/issues/19689",
     ),
-]
-
-
-# ---------------------------------------------------------------- the elementwise entries
-ZEROS = (0.0, -0.0)
-
-
-def _entry_name(key: str) -> str | None:
-    """The op a key is about (``grad2[x**0@-0]`` -> ``x**0``; None for a seed's key)."""
-    inner = key.partition("[")[2]
-    return inner.partition("@")[0] if "@" in inner else None
-
-
-def _declared(name, keys=(), absent=None):
-    """The entry ``name``'s declarations: DECLARED's under its keys, and every key declared
-    ``unavailable`` for each framework the entry has no spelling in (``absent``: reason, link)."""
-    own = [e for e in DECLARED if _entry_name(e.key) == name]
-    return own + [expect(k, "unavailable", framework=fw, reason=why, link=link)
-                  for fw, (why, link) in (absent or {}).items() for k in keys]  # fmt: skip
-
-
-def elementwise(name, domain, points, **own):
-    """An elementwise op with singular points, as an op-table entry of this behaviour: the op
-    database's ``name`` (its spellings, reference, f' and f'': :mod:`suite.ops.db`), or an op of
-    its own (``own``: x**p with a constant p: its spellings, reference and derivatives); the
-    domain where f is real, and per singular point (-0.0 and 0.0 are distinct) the kinds every
-    framework answers by default, ``(point, grad, side)``, or ``(point, grad, side, grad2)``
-    where the second derivative is asked for. Its declared divergences are DECLARED's under its keys."""
-    fields = dict(
-        domain={"float32": domain, "float64": domain},
-        points=tuple(
-            ops.Point(_label(at), (at,), grad, also=(("side", side), *(("grad2", k) for k in grad2)))
-            for at, grad, side, *grad2 in points
-        ),
-        declared=_declared(name),
-    )
-    if own:
-        return ops.register(ops.Op(name, behaviour="singular-point-gradients", **own, **fields))
-    return ops.view("singular-point-gradients", name, closed_forms=True, **fields)
-
-
-def _pow(p):
-    """x ** p with a constant p: the op database's pow with that exponent, f' and f'' without
-    0 * x**-1, the domain (real for x < 0 only for an integer p)."""
-
-    def spelled(pow_):
-        def fn(module, x):
-            return pow_(module, x, p)
-
-        fn.__name__ = fn.__qualname__ = f"{pow_.__name__}(x, {p:g})"
-        return fn
-
-    df = (lambda x: p * x ** (p - 1)) if p != 0 else (lambda x: 0 * x)
-    d2f = (lambda x: p * (p - 1) * x ** (p - 2)) if p not in (0, 1) else (lambda x: 0 * x)
-    domain = (-4.0, 4.0) if float(p).is_integer() else (0.0, 4.0)
-    tf, jax, torch = (spelled(db.fact("pow").spellings[fw]) for fw in ("tensorflow", "jax", "torch"))
-    return dict(tensorflow=tf, jax=jax, torch=torch, reference=_np(lambda x: x**p), derivatives=(_np(df), _np(d2f)),
-                domain=domain)  # fmt: skip
-
-
-POWERS = (  # x**p at 0 and -0; the second derivative where the brief asks for it (x**2's is 2 everywhere)
-    (0.0, ((0.0, "nan", "none", "nan"), (-0.0, "nan", "none", "nan"))),
-    (0.5, ((0.0, "+inf", "right", "-inf"), (-0.0, "+inf", "right", "-inf"))),
-    (1.0, ((0.0, "1", "both", "nan"), (-0.0, "1", "both", "nan"))),
-    (1.5, ((0.0, "zero", "right", "+inf"), (-0.0, "zero", "right", "+inf"))),
-    (2.0, ((0.0, "zero", "both"), (-0.0, "zero", "both"))),
-)
-ELEMENTWISE = {op.name: op for op in (
-    elementwise("sqrt", (0, 10), ((0.0, "+inf", "right", "-inf"), (-0.0, "-inf", "none", "+inf"))),
-    elementwise("rsqrt", (0, 10), ((0.0, "-inf", "right", "+inf"), (-0.0, "+inf", "right", "-inf"))),
-    elementwise("log", (0, 10), ((0.0, "+inf", "right"), (-0.0, "-inf", "none"))),
-    elementwise("log1p", (-1, 10), ((-1.0, "+inf", "right"),)),
-    elementwise("acos", (-1, 1), ((1.0, "-inf", "left"), (-1.0, "-inf", "right"))),
-    elementwise("asin", (-1, 1), ((1.0, "+inf", "left"), (-1.0, "+inf", "right"))),
-    *(elementwise(f"x**{p:g}", points=points, **_pow(p)) for p, points in POWERS),
-)}  # fmt: skip
-SECOND_ORDER = [name for name, op in ELEMENTWISE.items() if op.has("grad2")]
-
-
-# ---------------------------------------------------------------- the binary entries
-@dataclasses.dataclass(frozen=True)
-class Binary:
-    """A binary entry and how its property draws: ``configs`` (Config: each argument a value or
-    ranges, the directions it may move, the default kinds), ``regular``: each argument's ranges
-    away from every configuration, ``named``: (name, closed form of the second argument) the
-    first argument's gradient may equal."""
-
-    op: ops.Op
-    args: tuple
-    configs: tuple
-    regular: tuple
-    named: tuple = ()
-
-
-def binary(name, args, configs, regular, named=()):
-    """The op database's binary op ``name`` (its spellings, reference and partial derivatives
-    ``grads(a, b)``: :mod:`suite.ops.db`) with singular configurations, as an op-table entry:
-    ``args``, the arguments' own names (atan2 takes y, x). Where a framework has no such op
-    (the database's ``absent``), every key of the entry is declared ``unavailable`` for it.
-    Keys: ``d<arg>[<op>@<config>]`` and ``side_d<arg>[...]``."""
-    a, b = args
-    points = tuple(
-        ops.Point(c.label, (c.a, c.b), c.kinds[0], key=f"d{a}[{name}@{c.label}]",
-                  also=((f"d{b}", c.kinds[1]), (f"side_d{a}", c.kinds[2]), (f"side_d{b}", c.kinds[3])))
-        for c in configs
-    )  # fmt: skip
-    keys = [k for c in configs for k in (f"d{a}[{name}@{c.label}]", f"d{b}[{name}@{c.label}]")]
-    keys += [f"side_{k}" for k in keys]
-    declared = _declared(name, keys, db.fact(name).absent)
-    op = ops.view("singular-point-gradients", name, closed_forms=True, points=points, declared=declared)
-    return Binary(op, args, configs, regular, tuple((k, _np(fn)) for k, fn in named))
-
-
-BOTH = ((-4.0, -0.25), (0.25, 4.0))
-BINARY = {b.op.name: b for b in (
-    binary("pow", ("x", "y"),
-           (Config("x=0,y=0", 0.0, 0.0, ((1,), (1, -1)), ("nan", "zero", "none", "none")),
-            Config("x=0,0<y<1", 0.0, ((0.2, 0.8),), ((1,), ()), ("+inf", "zero", "right", "both")),
-            Config("x=0,y=1", 0.0, 1.0, ((1,), ()), ("1", "zero", "both", "both")),
-            Config("x=0,y>1", 0.0, ((1.25, 3.0),), ((1,), ()), ("zero", "zero", "right", "both"))),
-           (((0.25, 4.0),), ((-2.0, 3.0),))),
-    binary("xlogy", ("x", "y"),
-           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1,)), ("zero", "nan", "none", "none")),
-            Config("x=0,y>0", 0.0, ((1.5, 8.0),), kinds=("log(y)", "zero", "both", "both")),
-            Config("x=0,y<0", 0.0, ((-4.0, -0.5),), ((), ()), ("zero", "zero", "none", "both"))),
-           (BOTH, ((0.25, 8.0),)), named=(("log(y)", np.log),)),
-    binary("xlog1py", ("x", "y"),
-           (Config("x=0,y=-1", 0.0, -1.0, ((1, -1), (1,)), ("zero", "nan", "none", "none")),
-            Config("x=0,y>-1", 0.0, ((0.5, 8.0),), kinds=("log1p(y)", "zero", "both", "both")),
-            Config("x=0,y<-1", 0.0, ((-5.0, -1.5),), ((), ()), ("zero", "zero", "none", "both"))),
-           (BOTH, ((-0.75, 8.0),)), named=(("log1p(y)", np.log1p),)),
-    binary("xdivy", ("x", "y"),
-           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "none", "both")),
-            Config("x=0,y!=0", 0.0, BOTH, kinds=("zero", "zero", "none", "both"))),
-           (BOTH, BOTH), named=(("1/y", lambda y: 1 / y),)),
-    binary("divide_no_nan", ("x", "y"),
-           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "both", "both")),
-            Config("x!=0,y=0", BOTH, 0.0, ((), (1, -1)), ("zero", "zero", "both", "none"))),
-           (BOTH, BOTH)),
-    binary("atan2", ("y", "x"),
-           (Config("y=0,x=0", 0.0, 0.0, ((1, -1), (1, -1)), ("nan", "nan", "none", "none")),), (BOTH, BOTH)),
-)}  # fmt: skip
-
-
-# ---------------------------------------------------------------- the reduction entries
-@dataclasses.dataclass(frozen=True)
-class Reduction:
-    """A reduction entry and ``terms(x, w)``: the size of the terms that cancel in its gradient
-    (the absolute floor of its comparisons), where rounding sets one."""
-
-    op: ops.Op
-    terms: Callable = None
-
-    @property
-    def configs(self) -> tuple:
-        return tuple(p.name for p in self.op.points)
-
-
-#: Each singular row as it is checked alone (row 0 of ROW_SHAPES).
-ROWS = {"x=0": (0.0,) * 4, "constant": (2.0,) * 4, "one-element": (2.0,)}
-NO_NORMALIZE = (
-    "JAX has no l2_normalize (jax.nn has standardize, not normalize) and no moments (mean and var are separate calls)",
-    "https://docs.jax.dev/en/latest/jax.nn.html",
 )
 
 
-def reduction(name, program, f, vjp, kinds, terms=None, absent=None):
-    """A reduction over the last axis (or a row-wise normalisation) with singular rows, as an
-    op-table entry: ``program``'s spellings (None where it has none: ``absent`` says why, and
-    every key is declared ``unavailable`` there), float64 closed forms of f and of ``vjp(x,
-    w)``, and per singular row (``x=0``: the zero vector; ``constant``; ``one-element``) the
-    default kinds ``(grad, side)``. Keys: ``grad[<op>@<row>]``, ``side[<op>@<row>]``."""
-    points = tuple(ops.Point(c, (ROWS[c],), grad, also=(("side", side),)) for c, (grad, side) in kinds.items())
-    keys = [f"{k}[{name}@{c}]" for k in ("grad", "side") for c in kinds]
-    fw = {f: getattr(program, f, None) for f in ("tensorflow", "jax", "torch")}
-    op = ops.register(
-        ops.Op(name, behaviour="singular-point-gradients", **fw, reference=_np(f), derivatives=(_np(vjp),),
-               points=points, declared=_declared(name, keys, absent),
-               absent=absent or {})
-    )  # fmt: skip
-    return Reduction(op, terms)
-
-
-MOMENTS = {"constant": ("zero", "both"), "one-element": ("zero", "both")}
-REDUCTIONS = {r.op.name: r for r in (
-    reduction("norm", Norm, lambda x: np.linalg.norm(x, axis=-1),
-              lambda x, w: w[:, None] * x / np.linalg.norm(x, axis=-1, keepdims=True), {"x=0": ("nan", "none")}),
-    # l2_normalize of a one-element row is sign(x): its gradient w/|x| - w/|x| cancels to 0, up to rounding
-    reduction("l2_normalize", L2Normalize, _l2n, _l2n_vjp, {"x=0": ("1e+06", "both")},
-              _np(lambda x, w: np.abs(w) / np.linalg.norm(x, axis=-1, keepdims=True)), {"jax": NO_NORMALIZE}),
-    reduction("reduce_std", ReduceStd, lambda x: x.std(-1), _moments_vjp(True),
-              {"constant": ("nan", "none"), "one-element": ("nan", "none")}, _moments_terms(True)),
-    reduction("reduce_variance", ReduceVariance, lambda x: x.var(-1), _moments_vjp(False), MOMENTS,
-              _moments_terms(False)),
-    reduction("moments", Moments, lambda x: x.var(-1), _moments_vjp(False), MOMENTS, absent={"jax": NO_NORMALIZE}),
-)}  # fmt: skip
-ENTRIES = {**ELEMENTWISE, **{k: b.op for k, b in BINARY.items()}, **{k: r.op for k, r in REDUCTIONS.items()}}
-EXPECT = expectations(AGREED, *(e for e in DECLARED if _entry_name(e.key) not in ENTRIES))
-
-
-def binary_keys(op):
-    """The first-derivative keys of a binary entry, per configuration and argument."""
-    case = BINARY[op]
-    return [f"d{a}[{op}@{c.label}]" for c in case.configs for a in case.args]
-
-
-def expectations_of(op) -> object:
-    """Where ``op``'s keys are declared: its entry's."""
-    return ENTRIES[op].expect
-
-
-# ---------------------------------------------------------------- observations
-def kind(d, named=None) -> str:
-    """The kind of a gradient at a point: the op table's vocabulary (:func:`suite.ops.point_kind`)."""
-    return ops.point_kind(d, named)
-
-
-def side(g, f, arrays, i) -> str:
-    """Which one-sided difference quotient of ``f`` in ``arrays[i]`` (float64) each gradient entry
-    ``g`` equals: ``left``, ``right``, ``both`` or ``none`` (``mixed:...`` when entries differ).
-    A side's limit is its quotient at finite_diff's step; +-inf where the quotient is infinite
-    or grows without bound as the step shrinks 100-fold; NaN where f is undefined there.
-    Agreement allows the quotient's own change between the two steps."""
-    g = np.ravel(g).astype(np.float64)
-    hits = [set() for _ in g]
-    for where in ("left", "right"):
-        steps = (finite_diff.ONE_SIDED_STEP, finite_diff.ONE_SIDED_STEP / 100)
-        q1, q2 = (finite_diff.vjp(f, *arrays, side=where, eps=h)[i].ravel() for h in steps)
-        for j, (v, a, b) in enumerate(zip(g, q1, q2)):
-            lim = np.copysign(np.inf, b) if np.isfinite(b) and abs(b) > max(1e3, 5 * abs(a)) else a
-            if np.isinf(v) or np.isinf(lim):
-                close = v == lim
-            else:
-                close = abs(v - lim) <= max(finite_diff.ONE_SIDED_TOL * max(1.0, abs(lim)), 2 * abs(a - b))
-            if close:
-                hits[j].add(where)
-    words = {"both" if len(h) == 2 else h.pop() if h else "none" for h in hits}
-    return words.pop() if len(words) == 1 else "mixed:" + ",".join(sorted(words))
-
-
-# Near a singular point the derivative's condition number grows like 1/distance: at 1e-4
-# (float32) acos' = -1/sqrt(1 - x*x) loses ~3e-4 to the cancellation in 1 - x*x.
-NEAR = (1e-4, 1e-1)
-FAR = 0.25
-NEAR_TOL = cmp.tolerance(float32=1e-3, float64=1e-9)
-
-
-def close_off_singular(record, *, name, out, ref, tags, oracle, scale=None):
-    """``out`` against ``ref`` near the singular points (NEAR_TOL) and away from them (GRAD); on
-    them each framework's own answer is an observation, not a comparison. ``scale``: per
-    entry, the size of the terms that cancel to ``ref`` (sets the absolute floor)."""
-    out, ref = np.asarray(out), np.asarray(ref)
-    for where, tol in (("near", NEAR_TOL), ("regular", cmp.GRAD)):
-        on = tags == where
-        if on.any():
-            s = None if scale is None else float(np.max(np.broadcast_to(scale, out.shape)[on]))
-            record.close(name=f"{name}[{where}]", out=out[on], ref=ref[on], oracle=oracle, tol=tol, scale=s)
-
-
-def hold(record, oracles, *, op, program, static, arrays, w, tags, out, grads, names, f, vjp, value=None,
-         named=None, scale=None):  # fmt: skip
-    """The property every family shares, given the subject's ``out`` and ``grads``: on each
-    singular point (``tags`` names it per entry, or per row) the gradient's kind is declared
-    (``{name}[{op}@{tag}]``); near the points and away from them, value and gradients equal the
-    closed forms ``f``/``vjp`` (float64) and the oracles that have the op, and (float64, away
-    from them) central differences of ``f``. ``value``: the closed form of ``out`` when it is
-    not ``f`` but a first derivative (``d1``), compared off the singular points only."""
-    dtype, as64 = arrays[0].dtype, [a.astype(np.float64) for a in arrays]
-    whole = value is None
-    if whole:
-        record.close(name="value", out=out, ref=f(*as64).astype(dtype), oracle="closed-form", tol=cmp.VALUE)
-    else:
-        close_off_singular(record, name="d1", out=out, ref=value(*as64).astype(dtype), tags=tags, oracle="closed-form",
-                           scale=scale)  # fmt: skip
-    refs = vjp(*as64, w)
-    for i, (name, g, ref) in enumerate(zip(names, grads, refs)):
-        g = np.asarray(g, np.float64)
-        d = g / (w if w.ndim == g.ndim else w[..., None])
-        _check_kinds(record, op, name, d, tags, named if i == 0 else None)
-        close_off_singular(record, name=name, out=grads[i], ref=ref.astype(dtype), tags=tags, oracle="closed-form",
-                           scale=scale)  # fmt: skip
-    have = [o for o in oracles if spelled(program, o, static)]
-    raws = record.against(have, program, *arrays, cotangent=w, got={"value": out} if whole else {}, tol=cmp.VALUE,
-                          **static)  # fmt: skip
-    for o, (ref_out, ref_grads) in zip(have, raws):
-        if not whole:
-            close_off_singular(record, name="d1", out=out, ref=ref_out, tags=tags, oracle=o.id, scale=scale)
-        for name, g, ref in zip(names, grads, ref_grads):
-            close_off_singular(record, name=name, out=g, ref=ref, tags=tags, oracle=o.id, scale=scale)
-    if dtype == np.float64:
-        _against_differences(record, f, as64, w, tags, names, grads)
-
-
-def _check_kinds(record, op, name, d, tags, named) -> None:
-    """The declared kind of the derivative ``d`` at each singular point ``tags`` names (against
-    the closed forms ``named`` where given)."""
-    for label in dict.fromkeys(t for t in tags.ravel() if t not in ("near", "regular")):
-        on = tags == label
-        ref_named = {k: v[on] for k, v in (named or {}).items()}
-        record.check(expectations_of(op), **{f"{name}[{op}@{label}]": kind(d[on], ref_named)})
-
-
-def _against_differences(record, f, as64, w, tags, names, grads) -> None:
-    """Away from the points (float64), each gradient against central differences of ``f``."""
-    regular = tags == "regular"
-    if not regular.any():
-        return
-    sub = [a[regular] for a in as64]
-    fds = finite_diff.vjp(f, *sub, cotangent=w[regular])
-    for name, g, fd in zip(names, grads, fds):
-        record.close(name=f"{name}[regular]", out=g[regular], ref=fd, oracle="finite-difference",
-                     tol=cmp.FINITE_DIFF, scale=np.max(np.abs(f(*sub) * w[regular])))  # fmt: skip
-
-
-# ---------------------------------------------------------------- strategies
-@ss.cached
-def _floats(lo, hi):
-    """Float32-representable values, so a float32 and a float64 draw hold the same numbers."""
-    lo, hi = float(np.float32(lo)), float(np.float32(hi))
-    return ss.floats(np.float32, lo, hi)
-
-
-@ss.cached
-def _values(spec):
-    return st.just(spec) if isinstance(spec, float) else st.one_of(*(_floats(lo, hi) for lo, hi in spec))
-
-
-# One shape per family (XLA and jax.jit compile per shape); reductions need a one-element axis too.
-ELEMENT_SHAPES = ((2, 3),)
-PAIR_SHAPES = ((2, 4),)
-ROW_SHAPES = ((3, 4), (3, 1))
-
-
-def _at(op) -> tuple:
-    """The singular points of an elementwise entry (-0.0 and 0.0 distinct)."""
-    return tuple(p.at[0] for p in op.points)
-
-
-@ss.cached
-def _elements(domain, points):
-    """An entry of x: on a singular point, near one on a side where f is real, or regular."""
-    lo, hi = domain
-    sides = [(p, s) for p in points for s in (1, -1) if lo <= p + s * NEAR[1] <= hi]
-    near = st.sampled_from(sides).flatmap(lambda ps: _floats(*NEAR).map(lambda e: ps[0] + ps[1] * e))
-    regular = _floats(lo, hi).filter(lambda v: min(abs(v - p) for p in points) >= FAR)
-    return st.one_of(st.sampled_from(points), near, regular)
-
-
-@st.composite
-def elementwise_inputs(draw, op):
-    """(x, tags, w): x's first entries are the singular points, the others on them, near them on
-    every side where f is real, or at least FAR away; ``tags``: each entry's point, ``near``
-    or ``regular``."""
-    d, shape = draw(ss.float_dtypes()), draw(ss.choice(ELEMENT_SHAPES), label="shape")
-    points = _at(op)
-    element = _elements(op.domain["float64"], points)
-    x = np.array([*points, *(draw(element, label="x") for _ in range(np.prod(shape) - len(points)))], d)
-    dist = np.min([np.abs(x.astype(np.float64) - p) for p in points], axis=0)
-    at = [next(_label(p) for p in points if v == p and np.signbit(v) == np.signbit(p)) if v in points
-          else "near" if e < FAR else "regular" for v, e in zip(x, dist)]  # fmt: skip
-    return x.reshape(shape), np.array(at).reshape(shape), draw(ss.cotangents(shape, d))
-
-
-@st.composite
-def binary_inputs(draw, case):
-    """(a, b, tags, w): one entry per configuration first, then configurations, points near
-    them (a fixed argument moved 1e-4..1e-1 where the op is defined) and regular points."""
-    d, shape = draw(ss.float_dtypes()), draw(ss.choice(PAIR_SHAPES), label="shape")
-    movable = [c for c in case.configs if any(c.near)]
-
-    def entry(i):
-        how = "at" if i < len(case.configs) else draw(ss.choice(("at", "near", "regular")))
-        if how == "regular" or (how == "near" and not movable):
-            return (*(draw(_values(r)) for r in case.regular), "regular")
-        c = case.configs[i] if i < len(case.configs) else draw(ss.choice(case.configs if how == "at" else movable))
-        ab = [draw(_values(c.a)), draw(_values(c.b))]
-        for k, signs in enumerate(c.near if how == "near" else ()):
-            if signs:
-                ab[k] += draw(ss.choice(signs)) * draw(_floats(*NEAR))
-        return (*ab, c.label if how == "at" else "near")
-
-    a, b, tags = zip(*(entry(i) for i in range(int(np.prod(shape)))))
-    return (*(np.array(v, d).reshape(shape) for v in (a, b)), np.array(tags).reshape(shape),
-            draw(ss.cotangents(shape, d)))  # fmt: skip
-
-
-ZERO = st.just(0.0)
-
-
-@st.composite
-def reduction_inputs(draw, op):
-    """(x, tags, w): rows c + s * v with v = +-(1, -1, u...) (std >= 0.7 s): the first row singular
-    (s = 0: the zero vector, or a constant c), the others singular, near (s = 1e-4..1e-1, from
-    1e-2 for moments, whose deviations lose |c| * eps to the mean) or regular (0.5..4);
-    ``tags`` per row."""
-    d, (rows, n) = draw(ss.dtypes_and_shapes(shapes=ROW_SHAPES), label="dtype, shape")
-    moments = REDUCTIONS[op].configs == tuple(MOMENTS)
-    x = np.zeros((rows, n))
-    for r in range(rows):
-        c = draw(ss.either(ZERO, _floats(-2.0, 2.0)), label="c") if moments and n > 1 else 0.0
-        v = np.array([1.0, -1.0, *(draw(_floats(-1.0, 1.0)) for _ in range(n - 2))][:n]) * draw(ss.choice((1, -1)))
-        near = _floats(1e-2 if moments else NEAR[0], NEAR[1])
-        x[r] = c + (0.0 if r == 0 else draw(ss.either(ZERO, near, _floats(0.5, 4.0)), label="s")) * v
-    dist = x.std(-1) if moments else np.linalg.norm(x, axis=-1)
-    at = REDUCTIONS[op].configs[n == 1] if moments else "x=0"
-    tags = np.where(dist == 0, at, np.where(dist < FAR, "near", "regular"))
-    return x.astype(d), tags, draw(ss.cotangents((rows, n) if op == "l2_normalize" else (rows,), d))
-
-
-# ---------------------------------------------------------------- properties
+# ---------------------------------------------------------------- properties (suite.ops.points)
 @pytest.mark.parametrize("op", ELEMENTWISE)
 @given(data=st.data())
 def test_elementwise_gradient_at_singular_point(subject, oracles, record, op, data):
     """sqrt, rsqrt, log, log1p, acos, asin, x**p at each singular point (and -0): the gradient over
     the upstream gradient is the declared kind; near the point and away from it, f'(x) * w,
     the oracles' and (float64) central differences."""
-    entry = ELEMENTWISE[op]
-    df, _ = entry.derivatives
-    x, tags, w = data.draw(elementwise_inputs(entry), label="x, tags, w")
-    record.example(x=x, w=w, op=op)
-    out, grads = subject.vjp(entry.program.of(subject), x, cotangent=w)
-    # f'(x) w per element, relative to itself (a product: no cancellation)
-    hold(record, oracles, op=op, program=entry.program, static={}, arrays=[x], w=w, tags=tags, out=out, grads=grads,
-         names=["grad"], f=entry.reference, vjp=lambda x, w: [df(x) * w], scale=0.0)  # fmt: skip
+    points.unary(subject, oracles, record, ELEMENTWISE[op], data)
 
 
 @pytest.mark.parametrize("op", SECOND_ORDER)
@@ -1139,19 +840,7 @@ def test_elementwise_gradient_at_singular_point(subject, oracles, record, op, da
 def test_second_derivative_at_singular_point(subject, oracles, record, op, data):
     """d/dx of the framework's own f'(x) (nested tapes, tf.gradients of tf.gradients, jax.grad,
     create_graph): the declared kind at each point; f''(x) * w near and away from it."""
-    entry = ELEMENTWISE[op]
-    df, d2f = entry.derivatives
-    x, tags, w = data.draw(elementwise_inputs(entry), label="x, tags, w")
-    record.example(x=x, w=w, op=op)
-    try:
-        d1, grads = subject.vjp(FirstDerivative.of(subject), x, cotangent=w, op=op)
-    except Exception as e:  # PyTorch: x**0's first derivative is a constant with no graph
-        record.check(entry.expect, **{entry.also_key("grad2", p): cmp.error_name(e) for p in entry.points})
-        return
-    good = [o for o in oracles if not (o.framework == "torch" and op == "x**0")]  # it raises (declared)
-    # f'(x) and f''(x) w per element, relative to themselves (products and quotients of x)
-    hold(record, good, op=op, program=FirstDerivative, static={"op": op}, arrays=[x], w=w, tags=tags, out=d1,
-         grads=grads, names=["grad2"], f=df, value=df, vjp=lambda x, w: [d2f(x) * w], scale=0.0)  # fmt: skip
+    points.second_derivative(subject, oracles, record, ELEMENTWISE[op], data)
 
 
 @pytest.mark.parametrize("op", BINARY)
@@ -1160,19 +849,7 @@ def test_binary_gradient_at_singular_point(subject, oracles, record, op, data):
     """pow, xlogy, xlog1py, xdivy, divide_no_nan, atan2: both arguments' gradients at each
     configuration (x = 0 with y = 0, y > 0, y < 0; y = 0; the origin) are the declared kinds;
     near them and away from them, the closed form, the oracles and central differences."""
-    case = BINARY[op]
-    entry, (grads_of,) = case.op, case.op.derivatives
-    a, b, tags, w = data.draw(binary_inputs(case), label="a, b, tags, w")
-    record.example(**{case.args[0]: a, case.args[1]: b, "w": w, "op": op})
-    if not entry.spelled(subject.framework):
-        record.check(entry.expect, **{k: "unavailable" for k in binary_keys(op)})
-        return
-    out, grads = subject.vjp(entry.program.of(subject), a, b, cotangent=w)
-    named = {k: fn(b) for k, fn in case.named}
-    # each partial per element, relative to itself: products and quotients (atan2's x^2 + y^2 adds positive terms)
-    hold(record, oracles, op=op, program=entry.program, static={}, arrays=[a, b], w=w, tags=tags, out=out,
-         grads=grads, names=[f"d{arg}" for arg in case.args], f=entry.reference, named=named,
-         vjp=lambda a, b, w: [g * w for g in grads_of(a, b)], scale=0.0)  # fmt: skip
+    points.binary(subject, oracles, record, BINARY[op], data)
 
 
 @pytest.mark.parametrize("op", REDUCTIONS)
@@ -1181,115 +858,15 @@ def test_reduction_gradient_at_singular_row(subject, oracles, record, op, data):
     """norm and l2_normalize at the zero vector; std, variance and moments of a constant row and
     of a one-element row: the declared kind; near and away from them, the closed form, the
     oracles and central differences."""
-    case = REDUCTIONS[op]
-    entry, (vjp,) = case.op, case.op.derivatives
-    x, tags, w = data.draw(reduction_inputs(op), label="x, tags, w")
-    record.example(x=x, w=w, op=op)
-    if not entry.spelled(subject.framework):
-        record.check(entry.expect, **{entry.key(p): "unavailable" for p in entry.points})
-        return
-    out, grads = subject.vjp(entry.program.of(subject), x, cotangent=w)
-    scale = None if case.terms is None else case.terms(x, w)
-    hold(record, oracles, op=op, program=entry.program, static={}, arrays=[x], w=w, tags=tags, out=out, grads=grads,
-         names=["grad"], f=entry.reference, vjp=lambda x, w: [vjp(x, w)], scale=scale)  # fmt: skip
+    points.reduction(subject, oracles, record, REDUCTIONS[op], data)
 
 
-# ---------------------------------------------------------------- edge examples
-@dataclasses.dataclass(frozen=True)
-class Edge:
-    """One singular point of ``op`` and one argument (``i``) of its program, in float64: the
-    point's own ``arrays`` (one entry, or one row), placed at ``at`` in ``padded`` arrays of the
-    shapes the properties above draw, whose other entries (rows) are regular. The upstream
-    gradient ``w`` is 1 at the point and 0 elsewhere, so the gradient there is the one of the
-    point alone; running the property's own signature reuses what the compiled modes built
-    for it (a signature of the point's own would be traced and compiled once more per op)."""
-
-    key: str
-    program: type
-    static: dict
-    arrays: list
-    i: int
-    named: dict
-    padded: list
-    at: tuple
-    w: np.ndarray
-
-    def embed(self, *arrays):
-        out = [p.copy() for p in self.padded]
-        for o, a in zip(out, arrays):
-            o[self.at] = a
-        return out
-
-    def run(self, subject, fn, *arrays):
-        """(value, gradients) at the point, through the padded signature."""
-        y, grads = subject.vjp(fn, *self.embed(*arrays), cotangent=self.w, **self.static)
-        return np.asarray(y)[self.at], [None if g is None else np.asarray(g)[self.at] for g in grads]
-
-
-def _regular(op):
-    """An entry where the elementwise ``op``'s f and f' are finite, FAR from every singular point."""
-    lo, hi = op.domain["float64"]
-
-    def fits(c):
-        with np.errstate(all="ignore"):
-            c1 = np.array([c])
-            finite = np.isfinite(op.reference(c1)).all() and np.isfinite(op.derivatives[0](c1)).all()
-        return lo <= c <= hi and min(abs(c - p) for p in _at(op)) >= FAR and finite
-
-    return next(c for c in (0.5, 2.0, -0.5, -2.0) if fits(c))
-
-
-def _one_hot(shape, at):
-    w = np.zeros(shape)
-    w[at] = 1.0
-    return w
-
-
-def edge_points(op) -> list[Edge]:
-    """Per singular point and argument of ``op`` (one point each: an infinite value elsewhere
-    would swamp the sums the differences take), in the float64 signature of its property."""
-    first = (0, slice(0, 1))  # the point is entry [0, 0] of the property's (rows, columns)
-    if op in ELEMENTWISE:
-        entry = ELEMENTWISE[op]
-        (shape,) = ELEMENT_SHAPES
-        padded, w = [np.full(shape, _regular(entry))], _one_hot(shape, first)
-        return [Edge(entry.key(p), entry.program, {}, [np.array(p.at)], 0, {}, padded, first, w)
-                for p in entry.points]  # fmt: skip
-    if op in BINARY:
-        case = BINARY[op]
-        (shape,) = PAIR_SHAPES
-        padded = [np.full(shape, float(np.mean(r[-1]))) for r in case.regular]
-        w = _one_hot(shape, first)
-        return [Edge(f"d{arg}[{op}@{c.label}]", case.op.program, {}, list(c.representative()), i,
-                     {k: fn(c.representative()[1]) for k, fn in case.named} if i == 0 else {}, padded, first, w)
-                for c in case.configs for i, arg in enumerate(case.args)]  # fmt: skip
-    entry = REDUCTIONS[op].op
-    regular = {4: [1.0, -1.0, 0.5, 2.0], 1: [1.5]}  # rows 1 and 2
-    edges = []
-    for p in entry.points:
-        row = np.array(p.at)
-        shape = next(s for s in ROW_SHAPES if s[1] == row.shape[1])
-        padded = [np.array([p.at[0], *[regular[shape[1]]] * (shape[0] - 1)])]
-        w = _one_hot(shape if op == "l2_normalize" else shape[:1], slice(0, 1))
-        edges.append(Edge(entry.key(p), entry.program, {}, [row], 0, {}, padded, slice(0, 1), w))
-    return edges
-
-
-@pytest.mark.parametrize("op", [*ELEMENTWISE, *BINARY, *REDUCTIONS])
+@pytest.mark.parametrize("op", ENTRIES)
 @given(dtype=st.just(np.dtype(np.float64)))
 def test_one_sided_differences_at_singular_point(subject, record, op, dtype):
     """Float64, exactly at each singular point (upstream gradient 1): the gradient's kind, and
     which one-sided difference quotient of the framework's own forward pass it equals."""
-    record.example(op=op, dtype=dtype)
-    for e in edge_points(op):
-        key_side = "side[" + e.key[5:] if e.key.startswith("grad[") else "side_" + e.key
-        if not spelled(e.program, subject, e.static):
-            record.check(expectations_of(op), **{e.key: "unavailable", key_side: "unavailable"})
-            continue
-        fn = e.program.of(subject)
-        g = e.run(subject, fn, *e.arrays)[1][e.i]
-        record.check(expectations_of(op), **{e.key: kind(g, e.named)})
-        record.check(expectations_of(op), **{key_side: side(g, lambda *a: e.run(subject, fn, *a)[0], e.arrays, e.i)})
+    points.one_sided(subject, record, ENTRIES[op], dtype)
 
 
 # ---------------------------------------------------------------- seed examples
@@ -1324,9 +901,9 @@ SEEDS = {  # issue: (program, static, the issue's own inputs)
     "tensorflow#12071": (Norm, {}, (np.array([[1.0], [0.0], [1e-16], [1e-19]], F32),)),
     "pytorch#2421": (Norm, {}, (np.zeros(1, F32),)),
     "tensorflow#56830": (ReduceStd, {}, (np.array([-0.83151082]),)),
-    "tensorflow#56873": (BINARY["xlog1py"].op.program, {}, (np.zeros(1, F32), np.ones(1, F32))),
+    "tensorflow#56873": (BINARY["xlog1py"].program, {}, (np.zeros(1, F32), np.ones(1, F32))),
     "tensorflow#60715": (
-        BINARY["divide_no_nan"].op.program,
+        BINARY["divide_no_nan"].program,
         {},
         (np.array([10.0, 20.0], F32), np.array([2.0, 0.0], F32)),
     ),
@@ -1363,7 +940,7 @@ def test_seed_norm_gradient_alone(subject, record, data):
     (x,) = data.draw(st.just(SEEDS["tensorflow#12071"][2]), label="inputs")
     record.example(x=x)
     g = subject.run(NormGradientAlone.of(subject), x)
-    record.check(EXPECT, **{"seed[tensorflow#12071:gradient-alone]": ",".join(kind(v) for v in np.ravel(g))})
+    record.check(EXPECT, **{"seed[tensorflow#12071:gradient-alone]": ",".join(ops.point_kind(v) for v in np.ravel(g))})
 
 
 @pytest.mark.parametrize("issue", SEEDS)
@@ -1373,8 +950,10 @@ def test_seed_issue_gradients(subject, record, issue, data):
     program, static, arrays = SEEDS[issue]
     arrays = data.draw(st.just(arrays), label="inputs")
     record.example(issue=issue, **{f"arg{i}": a for i, a in enumerate(arrays)})
-    if not spelled(program, subject, static):
+    if subject.framework not in program.frameworks():  # the op is unavailable there
         record.check(EXPECT, **{f"seed[{issue}]": "unavailable"})
         return
     _, grads = subject.vjp(program.of(subject), *arrays, **static)
-    record.check(EXPECT, **{f"seed[{issue}]": "; ".join(",".join(kind(v) for v in np.ravel(g)) for g in grads)})
+    record.check(
+        EXPECT, **{f"seed[{issue}]": "; ".join(",".join(ops.point_kind(v) for v in np.ravel(g)) for g in grads)}
+    )

@@ -55,24 +55,3 @@ class Program:
     @classmethod
     def frameworks(cls) -> tuple[str, ...]:
         return tuple(f for f in FRAMEWORKS if getattr(cls, f, None) is not None)
-
-
-def dispatch(name: str, table: dict, doc: str = "") -> type:
-    """A program that runs ``table[op]``'s spelling, ``op`` a static argument: one class for a
-    table of spelled ops (entries with ``tensorflow``/``jax``/``torch`` attributes) instead of a
-    hand-written dispatcher per table.
-
-    >>> from types import SimpleNamespace
-    >>> Ops = dispatch("Ops", {"neg": SimpleNamespace(tensorflow=lambda tf, x: -x, jax=None, torch=None)})
-    >>> Ops.of("tensorflow")(None, 2.0, op="neg")
-    -2.0
-    """
-
-    def spelling(framework):
-        def run(module, *xs, op):
-            return getattr(table[op], framework)(module, *xs)
-
-        run.__name__ = run.__qualname__ = f"{name}.{framework}"
-        return run
-
-    return type(name, (Program,), {"__doc__": doc or f"``table[op]``: {name}", **{f: spelling(f) for f in FRAMEWORKS}})

@@ -20,6 +20,7 @@ MODULES = [
     "suite.report.diff",
     "suite.ops",
     "suite.ops.properties",
+    "suite.ops.points",
     "suite.ops.error",
     "suite.strategies",
     "suite.cli",

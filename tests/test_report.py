@@ -463,6 +463,43 @@ def test_diff_of_a_subset_compares_only_what_both_ran_unless_whole():
     assert diff.diff(old, new).regressions == []  # an interrupted run's missing rows are no verdict
 
 
+def test_a_row_that_moved_to_another_behaviour_is_compared_at_its_new_place():
+    from suite.report import diff
+
+    def rows(module, behaviour, value):
+        return [
+            _row(
+                behaviour=behaviour,
+                test=f"cases/test_{module}.py::test_x[tensorflow-{m}-cpu]",
+                mode=m,
+                observed={"k": value},
+            )
+            for m in ("eager", "xla")
+        ] + [_row(behaviour="c", test="cases/test_c.py::test_y[tensorflow-eager-cpu]")]
+
+    old = _release("2.21.0", rows("a", "a", "v"))
+    log = diff.diff(old, _release("2.21.0", rows("b", "b", "v")))
+    assert log.regressions == [] and len(log.by_kind("moved")) == 2
+    assert {(c.old, c.new) for c in log.by_kind("moved")} == {("a", "b")}
+    assert log.by_kind("new") == log.by_kind("not run") == [] and len(log.changes) == 2
+    md = diff.markdown(log)
+    assert "### Moved to another behaviour (2 rows, compared at their new place)" in md
+    assert "- a -> **b**: `test_x` (2)" in md
+    # an observation that changed as the row moved is a change, named at its new place
+    changed = diff.diff(old, _release("2.21.0", rows("b", "b", "w")))
+    obs = changed.by_kind("observation changed")
+    assert [(c.behaviour, c.test, c.old, c.new) for c in obs][0] == (
+        "b",
+        "cases/test_b.py::test_x[tensorflow-eager-cpu]",
+        "v",
+        "w",
+    )
+    # a name that two modules hold on one side is not guessed at: gone and new, as before
+    twice = _release("2.21.0", rows("b", "b", "v") + rows("d", "d", "v")[:2])
+    assert diff.diff(old, twice).by_kind("moved") == []
+    assert len(diff.diff(old, twice, whole=True).by_kind("disappeared")) == 2
+
+
 def test_an_oracle_that_raises_gives_no_reference_and_a_note_while_the_others_compare():
     """Measured on a GPU machine with torch 2.11: autograd.Function.apply refused keywords, so the
     torch oracle raised inside every JAX row; its own row records that error, the JAX rows

@@ -23,9 +23,10 @@ reference=...)``).
 (9.0, False)
 >>> op.keys()
 []
->>> op = register(Op("abs", behaviour="demo", tensorflow=abs, jax=abs, torch=abs, points=(Point("0", (0.0,), "zero"),)))
->>> op.keys(), op.expect.lookup("grad[abs@0]", None)
-(['grad[abs@0]'], ('zero', None))
+>>> op = register(Op("magnitude", behaviour="demo", tensorflow=abs, jax=abs, torch=abs,
+...                  points=(Point("0", (0.0,), "zero"),)))
+>>> op.keys(), op.expect.lookup("grad[magnitude@0]", None)
+(['grad[magnitude@0]'], ('zero', None))
 >>> op = view("demo", "sqrt", points=(Point("0", (0.0,), "+inf", also=(("side", "right"), ("grad2", "-inf"))),))
 >>> op.keys(), op.has("grad2"), op.expect.lookup("side[sqrt@0]", None)
 (['grad[sqrt@0]', 'side[sqrt@0]', 'grad2[sqrt@0]'], True, ('right', None))
@@ -75,6 +76,10 @@ class Point:
     #: argument's gradient against the entry's ``point_vjp``, ``exact`` or ``rel-err~<order>``,
     #: where a kind alone cannot tell a finite wrong gradient from the right one), its kind the default
     also: tuple = ()
+    #: per argument, the directions (1, -1) the at/near/away property (:mod:`suite.ops.points`)
+    #: may move it off ``at`` and stay where the op is defined: a binary op's configuration, whose
+    #: ``at`` may give an argument as ranges ((lo, hi), ...) drawn from instead of one value
+    near: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,6 +135,10 @@ class Op:
     #: ``vjp(*args, w) -> d<w, f>/d args[0]`` in float64 at a special point whose gradient is held
     #: to a closed form (``grad-accuracy``) because differences cannot give it (a rank change)
     point_vjp: Callable | None = None
+    #: what the at/near/away property (:mod:`suite.ops.points`) needs beyond the points: a binary
+    #: op's argument names and regular ranges, closed forms a gradient may equal, a reduction's
+    #: cancelling terms (:class:`suite.ops.points.Around`)
+    around: object = None
 
     def __post_init__(self):
         for fw in registry.NAMES:

@@ -317,6 +317,31 @@ unary(
     ),
 )
 
+# ---------------------------------------------------------------- piecewise linear: kinks
+#: leaky_relu's negative slope: exact in float32, since TensorFlow's LeakyRelu keeps alpha in a float
+#: attribute (a slope like 0.2 is float32(0.2) even for float64 inputs: 7e-9 off the float64 closed form)
+LEAKY_RELU_ALPHA = 0.25
+
+
+def step(x):
+    """1 where x > 0, else 0: relu's derivative off its kink."""
+    return (x > 0) * 1.0
+
+
+unary("relu", tensorflow="nn.relu", jax="nn.relu", torch="relu", reference=lambda x: np.maximum(x, 0), df=step)
+unary("relu6", tensorflow="nn.relu6", jax="nn.relu6", torch="nn.functional.relu6",
+      reference=lambda x: np.clip(x, 0, 6), df=lambda x: ((x > 0) & (x < 6)) * 1.0)  # fmt: skip
+unary(
+    "leaky_relu",
+    tensorflow=lambda tf, x: tf.nn.leaky_relu(x, alpha=LEAKY_RELU_ALPHA),
+    jax=lambda jax, x: jax.nn.leaky_relu(x, negative_slope=LEAKY_RELU_ALPHA),
+    torch=lambda torch, x: torch.nn.functional.leaky_relu(x, LEAKY_RELU_ALPHA),
+    reference=lambda x: np.where(x > 0, x, LEAKY_RELU_ALPHA * x),
+    df=lambda x: np.where(x > 0, 1.0, LEAKY_RELU_ALPHA),
+)
+unary("abs", tensorflow="abs", jax="numpy.abs", torch="abs", reference=np.abs, df=np.sign)
+unary("sign", tensorflow="sign", jax="numpy.sign", torch="sign", reference=np.sign, df=np.zeros_like)
+
 # ---------------------------------------------------------------- exponentials, logarithms, roots
 unary("exp", tensorflow="math.exp", jax="numpy.exp", torch="exp", reference=np.exp)
 unary(

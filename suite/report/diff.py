@@ -1,6 +1,9 @@
 """Semantic changelog between two reports (``autodiff-semantics diff OLD NEW``).
 
-Rows are matched by test id (behaviour, test, framework, mode, device). Each pair is
+Rows are matched by test id (behaviour, test, framework, mode, device); a row whose test
+moved to another behaviour's module between the two suite revisions (the same test function
+and parameters, the only one of that name on each side) is matched to its new place and listed
+as moved, never as a row that disappeared beside a new one. Each pair is
 classified: observation changed (old -> new per key), newly failing, newly passing,
 newly skipped or unavailable, disappeared, new; and per behaviour, deprecation warnings
 that are new or gone. Regressions are rows that passed (or were new) and now fail, error
@@ -159,16 +162,23 @@ def diff(old: dict, new: dict, old_path="OLD", new_path="NEW", *, whole: bool = 
     a partial run) are "not run", unless ``whole``: then every row of each is compared."""
     o = {r["test"]: r for r in old["results"]}
     n = {r["test"]: r for r in new["results"]}
+    moved = _moves(o, n)
     scope_old, scope_new = Scope(old), Scope(new)
     changes = []
     for test, a in o.items():
-        b = n.get(test)
+        b = n.get(moved.get(test, test))
         if b is None:
             changes.append(_gone(a, scope_new, new_path, whole))
-        else:
-            changes += _outcome_change(a, b) + _observation_changes(a, b)
+            continue
+        if test in moved:  # compared at its new place, under its new behaviour and test id
+            changes.append(
+                Change("moved", b["behaviour"], _subject(b), b["test"], a["behaviour"], b["behaviour"], test)
+            )
+            a = {**a, "behaviour": b["behaviour"], "test": b["test"]}
+        changes += _outcome_change(a, b) + _observation_changes(a, b)
+    arrived = set(moved.values())
     for test, b in n.items():
-        if test not in o:
+        if test not in o and test not in arrived:
             changes.append(_arrived(b, scope_old, old_path, whole))
     changes += _deprecation_changes(old, new, None if whole else scope_old.behaviours & scope_new.behaviours)
     _mark_oracle_agreement(changes, old, new)
@@ -179,6 +189,28 @@ def diff(old: dict, new: dict, old_path="OLD", new_path="NEW", *, whole: bool = 
         environment_changes(old.get("environment") or {}, new.get("environment") or {}),
         _caveats(scope_old, scope_new, old_path, new_path, whole),
     )
+
+
+def _moves(o: dict, n: dict) -> dict:
+    """Old test id -> new test id of each row that only moved: its test id is on one side only,
+    and the test function with its parameters (the id after the module) is the only one of that
+    name on either side, under another module.
+
+    >>> row = lambda t: {"test": t}
+    >>> old = {t: row(t) for t in ("cases/test_a.py::test_x[jax]", "cases/test_a.py::test_y[jax]")}
+    >>> new = {t: row(t) for t in ("cases/test_b.py::test_x[jax]", "cases/test_a.py::test_y[jax]")}
+    >>> _moves(old, new)
+    {'cases/test_a.py::test_x[jax]': 'cases/test_b.py::test_x[jax]'}
+    """
+
+    def one_sided(rows, other):
+        by_name: dict = {}
+        for t in rows:
+            by_name.setdefault(_short(t), []).append(t)
+        return {k: ts[0] for k, ts in by_name.items() if len(ts) == 1 and ts[0] not in other}
+
+    gone, came = one_sided(o, n), one_sided(n, o)
+    return {t: came[k] for k, t in gone.items() if k in came}
 
 
 def _gone(a: dict, scope_new: "Scope", new_path: str, whole: bool) -> Change:
@@ -317,6 +349,7 @@ KIND_ORDER = (
     "newly passing",
     "newly running",
     "new",
+    "moved",
     "removed",
     "not run",
     "deprecation gone",
@@ -415,8 +448,26 @@ def _not_run_md(kind: str, cs: list) -> list[str]:
     return out + [f"- {where}: **{b}** ({', '.join(sorted(subj))})" for (where, b), subj in sorted(per.items())] + [""]
 
 
+def _moved_md(kind: str, cs: list) -> list[str]:
+    """Rows whose test moved to another behaviour's module: per (from, to), the tests moved."""
+    per: dict = {}
+    for c in cs:
+        per.setdefault((c.old, c.new), {}).setdefault(_short(c.test).split("[", 1)[0], 0)
+        per[(c.old, c.new)][_short(c.test).split("[", 1)[0]] += 1
+    out = [f"### Moved to another behaviour ({len(cs)} rows, compared at their new place)", ""]
+    return (
+        out
+        + [
+            f"- {a} -> **{b}**: {', '.join(f'`{t}` ({k})' for t, k in sorted(tests.items()))}"
+            for (a, b), tests in sorted(per.items())
+        ]
+        + [""]
+    )
+
+
 def _deprecations_md(kind: str, cs: list) -> list[str]:
-    return [f"### {kind.capitalize()}s ({len(cs)})", ""] + [f"- **{c.behaviour}**: `{c.detail}`" for c in cs] + [""]
+    title = {"new deprecation": "New deprecations", "deprecation gone": "Deprecations gone"}[kind]
+    return [f"### {title} ({len(cs)})", ""] + [f"- **{c.behaviour}**: `{c.detail}`" for c in cs] + [""]
 
 
 def _rows_md(kind: str, cs: list) -> list[str]:
@@ -434,7 +485,12 @@ def _rows_md(kind: str, cs: list) -> list[str]:
     return out + [""]
 
 
-_SECTIONS = {"not run": _not_run_md, "new deprecation": _deprecations_md, "deprecation gone": _deprecations_md}
+_SECTIONS = {
+    "moved": _moved_md,
+    "not run": _not_run_md,
+    "new deprecation": _deprecations_md,
+    "deprecation gone": _deprecations_md,
+}
 
 
 def consecutive_changes_md(reports) -> list[str]:

@@ -120,6 +120,7 @@ def model(old: dict, new: dict, old_label: str, new_label: str, *, whole: bool =
         "disappeared": rows("disappeared"),
         "newly_passing": rows("newly passing"),
         "new_rows": len(log.by_kind("new")),
+        "moved_rows": len(log.by_kind("moved")),
         "new_deprecations": [c.detail for c in log.by_kind("new deprecation")],
         "gone_deprecations": [c.detail for c in log.by_kind("deprecation gone")],
         "not_run": [{"where": w, "behaviour": b, "subjects": where(s)} for (w, b), s in sorted(not_run.items())],
