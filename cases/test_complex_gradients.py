@@ -350,15 +350,15 @@ class ReImSquares(Program):
         return torch.real(z) ** 2 + torch.imag(z) ** 2
 
 
+def _unit(z):
+    return np.ones(np.shape(z))
+
+
 # loss -> (program, {observation: closed form of the gradient of sum(w * loss) / w}, terms), the
 # dx + i*dy form first. For real(z) both forms are 1: the convention does not show. terms: per
 # element and unit |w|, the magnitude of what the gradient's computation rounds (its floor's scale):
 # w*z twice for |z|^2 (2|z|, no cancellation), w itself for real and imag (exact), the unit
 # direction w*z/|z| for |z| (1; and what flushing costs: loss_scales).
-def _unit(z):
-    return np.ones(np.shape(z))
-
-
 LOSS = {
     "abs2": (Abs2, {"2z": lambda z: 2 * z, "2conj(z)": lambda z: 2 * np.conj(z)}, lambda z: 2 * np.abs(z)),
     "real": (Real, {"1": lambda z: np.ones_like(z)}, _unit),
