@@ -46,10 +46,15 @@ BEHAVIOUR = behaviour(
     ],
     floor=Floor(
         "mixed",
-        "Every result is elementwise (grad of w L(z) per entry, f'(z) times a cotangent, differences moving "
-        "each entry alone), but the error is measured on the complex modulus and cos(z), exp(z) and the "
-        "products u f'(z) combine real and imaginary parts that cancel: without a per-element model of those "
-        "terms the comparisons, and the convention classifier built on them, keep the array-level floor.",
+        "Per element: every closed-form and cross-framework comparison, at the terms its element rounds "
+        "(LOSS, HOLOMORPHIC): |w| 2|z| for |z|^2, |w| for real, imag and |z| (and FLUSHED smallest normals "
+        "over |z|^2 where TF's div_no_nan(w z, |z|) flushes), |u| 2|z| for z^2 and z*z, |u| e^x for exp, "
+        "|u| cosh y for sin (cos z's parts may cancel to below |cos z|), each capped at the array's magnitude; "
+        "a complex product's parts cancel, but its error's modulus is a few units of rounding of |u| |f'|. "
+        "Array-level: the float64 central and one-sided differences (their truncation error is at the "
+        "function's scale, compare.FINITE_DIFF's floor) and the convention classifier, which tells apart "
+        "forms that differ by O(1) at the witness element 0: a per-element floor there would turn a small "
+        "error into the observation 'other' instead of the failed comparison that follows and names it.",
     ),
 )
 
@@ -345,17 +350,34 @@ class ReImSquares(Program):
         return torch.real(z) ** 2 + torch.imag(z) ** 2
 
 
-# loss -> (program, {observation: closed form of the gradient of sum(w * loss) / w}), the
-# dx + i*dy form first. For real(z) both forms are 1: the convention does not show.
+def _unit(z):
+    return np.ones(np.shape(z))
+
+
+# loss -> (program, {observation: closed form of the gradient of sum(w * loss) / w}, terms), the
+# dx + i*dy form first. For real(z) both forms are 1: the convention does not show. terms: per
+# element and unit |w|, the magnitude of what the gradient's computation rounds (its floor's scale):
+# w*z twice for |z|^2 (2|z|, no cancellation), w itself for real and imag (exact), the unit
+# direction w*z/|z| for |z| (1; and what flushing costs: loss_scales).
 LOSS = {
-    "abs2": (Abs2, {"2z": lambda z: 2 * z, "2conj(z)": lambda z: 2 * np.conj(z)}),
-    "real": (Real, {"1": lambda z: np.ones_like(z)}),
-    "imag": (Imag, {"i": lambda z: np.full_like(z, 1j), "-i": lambda z: np.full_like(z, -1j)}),
-    "abs": (Abs, {"z/|z|": lambda z: z / np.abs(z), "conj(z)/|z|": lambda z: np.conj(z) / np.abs(z)}),
+    "abs2": (Abs2, {"2z": lambda z: 2 * z, "2conj(z)": lambda z: 2 * np.conj(z)}, lambda z: 2 * np.abs(z)),
+    "real": (Real, {"1": lambda z: np.ones_like(z)}, _unit),
+    "imag": (Imag, {"i": lambda z: np.full_like(z, 1j), "-i": lambda z: np.full_like(z, -1j)}, _unit),
+    "abs": (Abs, {"z/|z|": lambda z: z / np.abs(z), "conj(z)/|z|": lambda z: np.conj(z) / np.abs(z)}, _unit),
 }
-# op -> (program, f')
-HOLOMORPHIC = {"square": (Square, lambda z: 2 * z), "mul": (SelfMul, lambda z: 2 * z), "exp": (Exp, np.exp)}
-HOLOMORPHIC["sin"] = (Sin, np.cos)
+# op -> (program, f', terms): per element and unit |u|, the magnitude of the terms f'(z) and the
+# product u*f'(z) round. A complex product's parts (Re u Re f' - Im u Im f', ...) may cancel, but
+# |Re u Re f'| + |Im u Im f'| and |Re u Im f'| + |Im u Re f'| are at most |u| |f'|: the error's
+# modulus is a few units of rounding of |u| |f'|. f' = 2z and exp(z) = e^x (cos y + i sin y) are
+# computed without cancellation (|f'| = 2|z|, e^x); cos(z) = cos x cosh y - i sin x sinh y at
+# cosh y (>= |sinh y|, which a framework may compute as (e^y - e^-y)/2, absolute at cosh y),
+# above |cos z| near the zeros of cos (x = +-pi/2, y = 0).
+HOLOMORPHIC = {
+    "square": (Square, lambda z: 2 * z, lambda z: 2 * np.abs(z)),
+    "mul": (SelfMul, lambda z: 2 * z, lambda z: 2 * np.abs(z)),
+    "exp": (Exp, np.exp, lambda z: np.exp(z.real)),
+    "sin": (Sin, np.cos, lambda z: np.cosh(z.imag)),
+}
 
 
 class ComplexSumGrad(Program):
@@ -399,6 +421,37 @@ def classify(out, forms: dict, *, tol=cmp.GRAD) -> str:
     return hits[0] if len(hits) == 1 else "other" if not hits else "ambiguous:" + "|".join(hits)
 
 
+def holomorphic_scales(op, z, u=1.0) -> np.ndarray:
+    """Per element, the scale of the floor of u*f'(z) or conj(f'(z))*u (:func:`suite.compare.floor`):
+    |u| times the op's terms (HOLOMORPHIC), float64; u = 1 where no cotangent is given.
+
+    >>> holomorphic_scales("sin", np.complex64([1.5707964 + 0j, 2j]), np.complex64([1j, 2])).round(3).tolist()
+    [1.0, 7.524]
+    """
+    return np.abs(np.asarray(u, np.complex128)) * HOLOMORPHIC[op][2](np.asarray(z, np.complex128))
+
+
+def loss_scales(loss, z, w) -> np.ndarray:
+    """Per element, the scale of the floor of grad sum(w L(z)): |w| times the loss's terms (LOSS).
+    For |z|, never below what flushing costs: TF's gradient div_no_nan(w*z, |z|) is 0 where
+    w*z*|z| is subnormal, and w*z (XLA's too) loses its subnormal parts before the division, so an
+    element whose w*z, w*z*|z| or z*|z| underflows may be off by up to FLUSHED smallest normals times
+    1/|z|^2 (measured, complex64: TF 0 at w = 1e-30, z = 1e-10 (eager and XLA) and at w = 1e-5,
+    z = 1e-17 (eager), where the closed form is w).
+
+    >>> s = loss_scales("abs", np.complex64([1, 2.0**-20]), np.float32([2, 1e-30])).tolist()
+    >>> s[0], s[1] == cmp.flushed_scale(np.float32, 2.0**40)   # |w|; above |w| = 1e-30, what flushing costs
+    (2.0, True)
+    """
+    z64 = np.asarray(z, np.complex128)
+    scale = np.abs(np.asarray(w, np.float64)) * LOSS[loss][2](z64)
+    if loss != "abs":
+        return scale
+    with np.errstate(divide="ignore", over="ignore"):  # inf at and near 0: capped at the array's magnitude
+        cofactor = np.maximum(1.0, 1.0 / np.abs(z64) ** 2)
+    return np.maximum(scale, cmp.flushed_scale(z.dtype, cofactor))
+
+
 def below_sqrt_tiny(z) -> np.ndarray:
     """|z| below the square root of the smallest normal of z's part (0 included): where |z|^2
     underflows, and TF's |z| gradient with it (declared in abs_grad_below_sqrt_tiny)."""
@@ -438,17 +491,19 @@ def fd_forms(runner, program, z, ct, *, side="central", **static) -> dict:
     }
 
 
-def against(record, oracles, program, z, ct, *, got, kind, forms, name, mask=Ellipsis, **static):
-    """Each oracle's gradient in the subject's convention. An oracle that measures to the other
-    form is re-run with conj(ct) and conjugated: for any f, the dx+i*dy pullback of ct equals
-    conj(the dx-i*dy pullback of conj(ct)), so the numbers must then agree."""
+def against(record, oracles, program, z, ct, *, got, kind, forms, name, scale, mask=Ellipsis, **static):
+    """Each oracle's gradient in the subject's convention, per element at ``scale`` (capped at the
+    oracle's array). An oracle that measures to the other form is re-run with conj(ct) and
+    conjugated: for any f, the dx+i*dy pullback of ct equals conj(the dx-i*dy pullback of
+    conj(ct)), so the numbers must then agree."""
     for o in oracles:
         _, (ref,) = o.vjp(program.of(o), z, cotangent=ct, **static)
         theirs = classify(np.asarray(ref)[mask], {k: v[mask] for k, v in forms.items()})
         if theirs != kind and {theirs, kind} <= set(forms):
             _, (ref,) = o.vjp(program.of(o), z, cotangent=np.conj(ct), **static)
             ref = np.conj(ref)
-        record.close(name=name, out=np.asarray(got)[mask], ref=np.asarray(ref)[mask], oracle=o.id)
+        ref = np.asarray(ref)[mask]
+        record.close(name=name, out=np.asarray(got)[mask], ref=ref, oracle=o.id, scale=cmp.capped(scale[mask], ref))
 
 
 # |z| bends with curvature 1/|z|: central differences (step ~6e-6) of |z| are within
@@ -470,7 +525,7 @@ def test_real_loss_gradient_convention(subject, oracles, record, zw):
     z, w = zw
     record.example(z=z, w=w)
     for loss in REAL_LOSSES:
-        program, closed = LOSS[loss]
+        program, closed, _ = LOSS[loss]
         _, (g,) = subject.vjp(program.of(subject), z, cotangent=w)
         g = np.asarray(g)
         # |z| at 0, and below sqrt(tiny) where TF's kernel flushes (declared there):
@@ -480,8 +535,11 @@ def test_real_loss_gradient_convention(subject, oracles, record, zw):
             forms = cast({k: f(z.astype(np.complex128)) * w for k, f in closed.items()}, z.dtype)
         kind = classify(g[mask], {k: v[mask] for k, v in forms.items()})
         record.check(EXPECT, **{f"real_loss_grad[{loss}]": kind})
-        record.close(name=f"grad[{loss}]", out=g[mask], ref=forms[kind][mask], oracle="closed-form")
-        against(record, oracles, program, z, w, got=g, kind=kind, forms=forms, name=f"grad[{loss}]", mask=mask)
+        ref, at = forms[kind][mask], loss_scales(loss, z, w)
+        record.close(name=f"grad[{loss}]", out=g[mask], ref=ref, oracle="closed-form", scale=cmp.capped(at[mask], ref))
+        against(
+            record, oracles, program, z, w, got=g, kind=kind, forms=forms, name=f"grad[{loss}]", scale=at, mask=mask
+        )
         if z.dtype != np.complex128:
             continue
         smooth = np.abs(z) > FD_RADIUS if loss == "abs" else mask
@@ -502,14 +560,17 @@ def test_holomorphic_vjp_with_complex_cotangent(subject, oracles, record, zu):
     z, u = zu
     record.example(z=z, u=u)
     for op in OPS:
-        program, fprime = HOLOMORPHIC[op]
+        program, fprime, _ = HOLOMORPHIC[op]
         d = fprime(z.astype(np.complex128))
         forms = cast({"conj(f')*u": np.conj(d) * u, "f'*u": d * u}, z.dtype)
         _, (g,) = subject.vjp(program.of(subject), z, cotangent=u)
         kind = classify(g, forms)
         record.check(EXPECT, **{f"holomorphic_vjp[{op}]": kind})
-        record.close(name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form")
-        against(record, oracles, program, z, u, got=g, kind=kind, forms=forms, name=f"grad[{op}]")
+        at = holomorphic_scales(op, z, u)
+        record.close(
+            name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form", scale=cmp.capped(at, forms[kind])
+        )
+        against(record, oracles, program, z, u, got=g, kind=kind, forms=forms, name=f"grad[{op}]", scale=at)
         if z.dtype == np.complex128:
             fd = fd_forms(subject, program, z, u)
             fd_kind = classify(g, fd, tol=cmp.FINITE_DIFF)
@@ -533,7 +594,8 @@ def test_complex_output_gradient_without_cotangent(subject, record, zu):
         forms = cast({"conj(f')": np.conj(d), "f'": d}, z.dtype)
         kind = classify(g, forms)
         record.check(EXPECT, complex_output_grad=kind)
-        record.close(name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form")
+        at = cmp.capped(holomorphic_scales(op, z), forms[kind])
+        record.close(name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form", scale=at)
 
 
 @on("jax")
@@ -549,7 +611,8 @@ def test_jax_grad_holomorphic_is_the_complex_derivative(subject, record, zu):
         forms = cast({"f'": d, "conj(f')": np.conj(d)}, z.dtype)
         kind = classify(g, forms)
         record.check(EXPECT, holomorphic_grad=kind)
-        record.close(name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form")
+        at = cmp.capped(holomorphic_scales(op, z), forms[kind])
+        record.close(name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form", scale=at)
 
 
 @given(zw=near_zero_inputs())
@@ -569,7 +632,9 @@ def test_abs_gradient_at_and_near_zero(subject, oracles, record, zw):
             EXPECT, abs_grad_below_sqrt_tiny=classify(np.abs(g[tiny]), {"unit": np.abs(w[tiny]), "zero": 0 * w[tiny]})
         )
     off = (z != 0) & ~tiny
-    record.close(name="|grad| off zero", out=np.abs(g[off]), ref=np.abs(w[off]), oracle="closed-form")
+    # |w z / |z|| = |w|: the unit direction's rounding, each element at its own |w| (in [0.5, 2])
+    ref = np.abs(w[off])
+    record.close(name="|grad| off zero", out=np.abs(g[off]), ref=ref, oracle="closed-form", scale=cmp.own(ref))
     for o in oracles:  # at the origin every framework answers the same
         _, (ref,) = o.vjp(Abs.of(o), z, cotangent=w)
         record.equal(name="grad at 0", out=g[at], ref=np.asarray(ref)[at], oracle=o.id)
@@ -597,7 +662,7 @@ def test_seed_tf_issue_3348_gradient_of_z_squared_and_exp(subject, record, z):
         forms = {"conj(f')*u": np.array(tf_answer), "f'*u": np.conj(np.array(tf_answer))}
         kind = classify(g, forms)
         record.check(EXPECT, **{f"holomorphic_vjp[{op}]": kind})
-        record.close(name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form")
+        record.close(name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form", scale=cmp.own(forms[kind]))
 
 
 @given(z=st.just(np.array([3 + 4j, 1j], np.complex64)))
@@ -609,9 +674,9 @@ def test_seed_squared_modulus_and_abs(subject, record, z):
     forms = {"2z": np.array([6 + 8j], np.complex64), "2conj(z)": np.array([6 - 8j], np.complex64)}
     kind = classify(g, forms)
     record.check(EXPECT, **{"real_loss_grad[abs2]": kind})
-    record.close(name="grad[x**2+y**2]", out=g, ref=forms[kind], oracle="closed-form")
+    record.close(name="grad[x**2+y**2]", out=g, ref=forms[kind], oracle="closed-form", scale=cmp.own(forms[kind]))
     _, (g,) = subject.vjp(Abs.of(subject), z[1:])
     forms = {"z/|z|": np.array([1j], np.complex64), "conj(z)/|z|": np.array([-1j], np.complex64)}
     kind = classify(g, forms)
     record.check(EXPECT, **{"real_loss_grad[abs]": kind})
-    record.close(name="grad[abs]", out=g, ref=forms[kind], oracle="closed-form")
+    record.close(name="grad[abs]", out=g, ref=forms[kind], oracle="closed-form", scale=cmp.own(forms[kind]))

@@ -6,13 +6,15 @@ constant, atan2 at the origin) or is defined piecewise (xlogy, xlog1py, xdivy an
 divide_no_nan at x = 0 or y = 0), each framework still returns a number: a one-sided limit
 (+-inf), a subgradient (0), NaN (0 * inf or 0 / 0 inside the backward formula) or a
 convention of its own. Per framework and mode this module records that number
-(``grad[op@point]``, ``dx[...]``, ``dy[...]``, ``grad2[...]`` for the second derivative: the
-gradient over the upstream gradient, as ``+inf``, ``-inf``, ``nan``, ``zero``, its value, or
-the closed form it equals) and which one-sided difference quotient of the framework's own
-forward pass it equals (``side...``: ``left``, ``right``, ``both``, ``none``). Near each point
-(1e-4..1e-1 away, on every side where the function is defined) and away from it, gradients
-must equal the closed form, JAX and PyTorch (where they have the op) and central
-differences. Signed zeros are points of their own: sqrt'(-0) = 1 / (2 * -0) = -inf.
+(``grad[op@point]``, ``dx[...]``, ``dy[...]``, ``grad2[...]`` for the second derivative and
+``grad3[...]`` to ``grad5[...]`` for the higher ones of x**3, x**4 and x**2.5, by nested
+differentiation: the gradient over the upstream gradient, as ``+inf``, ``-inf``, ``nan``,
+``zero``, its value (``6``, ``24``: k! at k = p), or the closed form it equals) and which
+one-sided difference quotient of the framework's own forward pass it equals (``side...``:
+``left``, ``right``, ``both``, ``none``). Near each point (1e-4..1e-1 away, on every side where
+the function is defined) and away from it, gradients must equal the closed form, JAX and
+PyTorch (where they have the op) and central differences. Signed zeros are points of their
+own: sqrt'(-0) = 1 / (2 * -0) = -inf.
 
 Every op is an entry of the op table (``suite.ops``): an elementwise op with a singular point is
 one ``elementwise(...)`` call (the op database's spellings and closed forms, its domain, the kind
@@ -30,6 +32,9 @@ Declared surprises (details at each declaration):
   constant or of one element, atan2 at the origin, d/dx x**0 and d2/dx2 x**1 at 0.
 - TF function/graph: grappler rewrites pow(x, -0.5) into rsqrt, so x**0.5's gradient at -0 is
   -inf there and +inf in eager and XLA (PyTorch's pow kernel does the same).
+- TensorFlow: the 4th and 5th derivatives of ``x**3`` and the 5th of ``x**4`` at 0 are NaN
+  (``0 * pow(0, -1)``; tensorflow#35011); PyTorch's 5th derivative of ``x**3`` raises (its 4th
+  is a constant without grad_fn).
 - rsqrt'(-0) is -inf in JAX, +inf in TF and PyTorch; l2_normalize at 0 gives 1/sqrt(epsilon)
   in TF, 1/epsilon in PyTorch (F.normalize). JAX has no l2_normalize, xdivy, divide_no_nan
   or moments, PyTorch no xdivy or divide_no_nan (``unavailable``).
@@ -39,15 +44,16 @@ Declared surprises (details at each declaration):
 - tf-nightly (the 2.22 line from July 2026, placed nightly by nightly by ``autodiff-semantics
   bisect``): the x-gradients of xlogy and xlog1py (2026-07-17) and xdivy (2026-09-16) are unmasked
   (log(y), log1p(y), 1/y at x = 0, as in JAX), tf.norm's gradient at the zero vector is 0
-  (PyTorch's subgradient, 2026-08-23), and the second derivative of x**0 at 0 is 0 (2026-10-10);
-  each declared from the first nightly with it, with its change.
+  (PyTorch's subgradient, 2026-08-23), and the second derivative of x**0 and the 5th of x**3 at
+  0 are 0 (2026-10-10); each declared from the first nightly with it, with its change.
 
 Sources: https://github.com/tensorflow/tensorflow/issues/12071,
 https://github.com/tensorflow/tensorflow/issues/4914,
 https://github.com/tensorflow/tensorflow/issues/2295,
 https://github.com/tensorflow/tensorflow/issues/56830,
 https://github.com/tensorflow/tensorflow/issues/56873,
-https://github.com/tensorflow/tensorflow/issues/60715, https://github.com/pytorch/pytorch/issues/2421
+https://github.com/tensorflow/tensorflow/issues/60715,
+https://github.com/tensorflow/tensorflow/issues/35011, https://github.com/pytorch/pytorch/issues/2421
 """
 
 import numpy as np
@@ -76,6 +82,8 @@ JAX_LAX = "https://github.com/jax-ml/jax/blob/main/jax/_src/lax/lax.py"
 JAX_SPECIAL = "https://github.com/jax-ml/jax/blob/main/jax/_src/scipy/special.py"
 TORCH_MANUAL = "https://github.com/pytorch/pytorch/blob/main/torch/csrc/autograd/FunctionsManual.cpp"
 TORCH_POW_KERNEL = "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cpu/PowKernel.cpp"
+TORCH_GRAD = "https://docs.pytorch.org/docs/stable/generated/torch.autograd.grad.html"
+POW_ISSUE = "https://github.com/tensorflow/tensorflow/issues/35011"
 
 BEHAVIOUR = behaviour(
     "singular-point-gradients",
@@ -88,16 +96,17 @@ BEHAVIOUR = behaviour(
         "https://github.com/tensorflow/tensorflow/issues/56873",
         "https://github.com/tensorflow/tensorflow/issues/60715",
         "https://github.com/pytorch/pytorch/issues/2421",
+        POW_ISSUE,
         TF_MATH_GRAD,
     ],
     floor=Floor(
         "mixed",
-        "Per element: the elementwise and binary entries' gradients, second derivatives and first-derivative "
-        "values (f'(x) w, products and quotients; atan2's x^2 + y^2 adds positive terms) are held relatively per "
-        "element (scale 0.0), near the points at NEAR_TOL (the rounding of 1 - x*x in acos' and asin'). Their "
-        "values keep the array floor: acos near 1 is computed from 1 - x*x, which cancels. Array-level: the "
-        "reductions (norm, l2_normalize, std, variance, moments: a row's sum, at the terms that cancel) and "
-        "the central differences (of sum(w f), absolute at its scale).",
+        "Per element: the elementwise and binary entries' gradients, second and higher derivatives and "
+        "first-derivative values (f'(x) w, products and quotients; atan2's x^2 + y^2 adds positive terms) are "
+        "held relatively per element (scale 0.0), near the points at NEAR_TOL (the rounding of 1 - x*x in acos' "
+        "and asin'). Their values keep the array floor: acos near 1 is computed from 1 - x*x, which cancels. "
+        "Array-level: the reductions (norm, l2_normalize, std, variance, moments: a row's sum, at the terms that "
+        "cancel) and the central differences (of sum(w f), absolute at its scale).",
     ),
 )
 
@@ -237,6 +246,23 @@ TORCH_POW_CONSTANT = dict(
     reason="x**0 = 1 on both sides, so both one-sided differences are 0, PyTorch's answer",
     link=TORCH_MANUAL,
 )
+POW_BELOW_ZERO_EXPONENT = dict(
+    framework="tensorflow",
+    link=POW_ISSUE,
+    reason="TensorFlow's pow gradient is grad * n * pow(x, n - 1) with n a tensor: once the exponent reaches 0 the "
+    "next derivative is 0 * pow(0, -1) = 0 * inf = NaN at x = 0 where the closed form (an integer n below the "
+    "order) is 0; JAX's integer_pow and PyTorch's pow_backward stop at a zero exponent",
+)
+POW_BELOW_ZERO_FOLDED = dict(
+    framework="tensorflow",
+    mode="function",
+    versions="<2.17",
+    link=TF_CONSTANT_FOLDING,
+    reason="up to TF 2.16 grappler's constant folding, which runs on a tf.function's graph, removes the "
+    "0 * pow(0, -1) factor, so a traced nested tape gives the closed form 0 where eager gives NaN "
+    "(measured on 2.12-2.16: NaN again with constant_folding off; 2.17 and later fold no longer, NaN); "
+    "a v1 graph fed by placeholders and XLA keep the NaN",
+)
 NORM_SAFE = dict(
     framework="tensorflow",
     versions=f">={NORM_FROM}",
@@ -361,15 +387,16 @@ def _unavailable(keys, absent) -> list:
 def elementwise(name, domain, points, declared=(), **own):
     """An elementwise op with singular points, as an op-table entry of this behaviour: the op
     database's ``name`` (its spellings, reference, f' and f'': :mod:`suite.ops.db`), or an op of
-    its own (``own``: x**p with a constant p: its spellings, reference and derivatives); the
+    its own (``own``: x**p with a constant p: its spellings, reference, derivatives and order); the
     domain where f is real, and per singular point (-0.0 and 0.0 are distinct) the kinds every
-    framework answers by default, ``(point, grad, side)``, or ``(point, grad, side, grad2)``
-    where the second derivative is asked for; ``declared``: where a framework answers otherwise."""
+    framework answers by default, ``(point, grad, side)``, or ``(point, grad, side, grad2, grad3,
+    ...)`` where the second derivative (and the higher ones, up to the entry's order) is asked
+    for; ``declared``: where a framework answers otherwise."""
     fields = dict(
         domain={"float32": domain, "float64": domain},
         points=tuple(
-            ops.Point(label(x), (x,), grad, also=(("side", side), *(("grad2", k) for k in grad2)))
-            for x, grad, side, *grad2 in points
+            ops.Point(label(x), (x,), grad, also=(("side", side), *((f"grad{k}", d) for k, d in enumerate(higher, 2))))
+            for x, grad, side, *higher in points
         ),
         declared=list(declared),
     )
@@ -378,9 +405,11 @@ def elementwise(name, domain, points, declared=(), **own):
     return ops.view("singular-point-gradients", name, closed_forms=True, **fields)
 
 
-def _pow(p):
-    """x ** p with a constant p: the op database's pow with that exponent, f' and f'' without
-    0 * x**-1, the domain (real for x < 0 only for an integer p)."""
+def _pow(p, order=2):
+    """x ** p with a constant p: the op database's pow with that exponent as given (a Python int
+    is JAX's integer_pow, whose derivatives stop at the exponent 0, as ``x**3`` written in JAX
+    is; a float its pow), its derivatives up to ``order``, p (p-1) ... (p-k+1) x**(p-k), without
+    0 * x**-1 where the coefficient is 0, and the domain (real for x < 0 only for an integer p)."""
 
     def spelled(pow_):
         def fn(module, x):
@@ -389,12 +418,14 @@ def _pow(p):
         fn.__name__ = fn.__qualname__ = f"{pow_.__name__}(x, {p:g})"
         return fn
 
-    df = (lambda x: p * x ** (p - 1)) if p != 0 else (lambda x: 0 * x)
-    d2f = (lambda x: p * (p - 1) * x ** (p - 2)) if p not in (0, 1) else (lambda x: 0 * x)
+    def derivative(k):
+        coeff = float(np.prod([p - i for i in range(k)]))
+        return _np((lambda x: coeff * x ** (p - k)) if coeff else (lambda x: 0 * x))
+
     domain = (-4.0, 4.0) if float(p).is_integer() else (0.0, 4.0)
     tf, jax, torch = (spelled(db.fact("pow").spellings[fw]) for fw in ("tensorflow", "jax", "torch"))
-    return dict(tensorflow=tf, jax=jax, torch=torch, reference=_np(lambda x: x**p), derivatives=(_np(df), _np(d2f)),
-                domain=domain)  # fmt: skip
+    return dict(tensorflow=tf, jax=jax, torch=torch, reference=_np(lambda x: x**p), domain=domain, order=order,
+                derivatives=tuple(derivative(k) for k in range(1, order + 1)))  # fmt: skip
 
 
 ELEMENTWISE = {op.name: op for op in (
@@ -511,8 +542,32 @@ ELEMENTWISE = {op.name: op for op in (
                   expect("grad2[x**1.5@-0]", "-inf", **TORCH_RSQRT)],
     ),
     elementwise("x**2", points=((0.0, "zero", "both"), (-0.0, "zero", "both")), **_pow(2.0)),
+    # the 3rd to 5th derivatives at 0 (point, grad, side, grad2 ... grad5) of an integer power (JAX's
+    # integer_pow) and a fractional one: p! at the order k = p, 0 at the others; +-inf for x**2.5
+    elementwise(
+        "x**3", points=((0.0, "zero", "both", "zero", "6", "zero", "zero"),), **_pow(3, order=5),
+        declared=[
+            expect("grad5[x**3@0]", "zero", framework="tensorflow", versions=f">={POW_FROM}", link=TF_MATH_GRAD,
+                   reason="from tf-nightly 2026-10-10 _PowGrad zeroes an infinite x**(p-1) where the upstream "
+                   "gradient is 0 (as in masked-nan-gradients): x**3's 5th derivative at 0 is 0 in every mode; the "
+                   "4th, and x**4's 5th, stay NaN (measured on 2.23.0.dev20261026)"),
+            *expect_keys(["grad4[x**3@0]", "grad5[x**3@0]"], "nan", **POW_BELOW_ZERO_EXPONENT),
+            *expect_keys(["grad4[x**3@0]", "grad5[x**3@0]"], "zero", **POW_BELOW_ZERO_FOLDED),
+            expect("grad5[x**3@0]", raises("RuntimeError", r"element 0 of tensors does not require grad and does "
+                                           r"not have a grad_fn"), framework="torch", link=TORCH_GRAD,
+                   reason="PyTorch's pow backward returns a constant zero tensor (no grad_fn) once the exponent is 0, "
+                   "so the 4th derivative of x**3 is zeros and differentiating it again with autograd.grad raises"),
+        ],
+    ),
+    elementwise(
+        "x**4", points=((0.0, "zero", "both", "zero", "zero", "24", "zero"),), **_pow(4, order=5),
+        declared=[expect("grad5[x**4@0]", "nan", **POW_BELOW_ZERO_EXPONENT),
+                  expect("grad5[x**4@0]", "zero", **POW_BELOW_ZERO_FOLDED)],
+    ),
+    elementwise("x**2.5", points=((0.0, "zero", "right", "zero", "+inf", "-inf", "+inf"),), **_pow(2.5, order=5)),
 )}  # fmt: skip
 SECOND_ORDER = [name for name, op in ELEMENTWISE.items() if op.has("grad2")]
+HIGHER_ORDER = [name for name, op in ELEMENTWISE.items() if op.order > 2]
 
 
 # ---------------------------------------------------------------- the binary entries
@@ -841,6 +896,14 @@ def test_second_derivative_at_singular_point(subject, oracles, record, op, data)
     """d/dx of the framework's own f'(x) (nested tapes, tf.gradients of tf.gradients, jax.grad,
     create_graph): the declared kind at each point; f''(x) * w near and away from it."""
     points.second_derivative(subject, oracles, record, ELEMENTWISE[op], data)
+
+
+@pytest.mark.parametrize("op", HIGHER_ORDER)
+@given(data=st.data())
+def test_higher_derivative_at_singular_point(subject, oracles, record, op, data):
+    """The 3rd to 5th derivatives of x**3, x**4, x**2.5 by nested differentiation (Runner.derivative):
+    the declared kind at 0; p (p-1) ... x**(p-k) near and away from it."""
+    points.higher_derivatives(subject, oracles, record, ELEMENTWISE[op], data)
 
 
 @pytest.mark.parametrize("op", BINARY)

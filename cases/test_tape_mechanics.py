@@ -23,8 +23,6 @@ to a float64 closed form:
   watched gets ``None``; watched, ``2 w v``. TensorFlow only (variables).
 - **A tape around a tf.function call.** An outer tape around a call of a ``tf.function`` (plain and
   ``jit_compile=True``): the gradient flows through the function, ``w cos x``. TensorFlow only.
-- **Higher derivatives of pow at 0.** The 3rd to 5th derivatives of ``x ** n`` (n = 3, 4, 2.5) by nested
-  differentiation: ``n (n-1) ... x^(n-k)`` away from 0; at 0 the closed form (0, k!, or +-inf for 2.5).
 
 Declared surprises:
 
@@ -33,24 +31,22 @@ Declared surprises:
 - JAX: the pullback of ``jax.vjp`` can be called any number of times; there is nothing to release.
 - PyTorch: without ``create_graph`` the first gradient is not differentiable, and the second
   ``autograd.grad`` raises; TensorFlow's outer tape gives None.
-- TensorFlow: the 4th and 5th derivatives of ``x**3`` and the 5th of ``x**4`` at 0 are NaN (``0 * pow(0, -1)``;
-  tensorflow#35011); PyTorch's 5th derivative of ``x**3`` raises (its 4th is a constant without grad_fn).
 
 The topics that belonged to other behaviours moved out (issue 48: a case module with one job), their
 tests, draws and keys unchanged: the global seed, ``tf.random.Generator`` and recompute_grad over dropout to
 rng-under-tracing; recompute_grad over variables to custom-gradient-calling-conventions; batch_jacobian of
 coupled rows to summed-gradients-vs-jacobian; second order through max_pool and fused batch norm to
-second-order-gradients.
+second-order-gradients. The 3rd to 5th derivatives of pow at 0 became the point 0 of singular-point-gradients'
+op-table entries x**3, x**4 and x**2.5, held by its generic property (keys ``grad3[x**3@0]`` ... ``grad5[...]``).
 
 Sources: https://github.com/tensorflow/tensorflow/issues/29942,
-https://github.com/tensorflow/tensorflow/issues/47785, https://github.com/tensorflow/tensorflow/issues/51473,
-https://github.com/tensorflow/tensorflow/issues/35011
+https://github.com/tensorflow/tensorflow/issues/47785, https://github.com/tensorflow/tensorflow/issues/51473
 """
 
 import functools
 
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import given
 
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import Floor, behaviour, on
@@ -60,11 +56,6 @@ from suite.program import Program
 
 TORCH_GRAD = "https://docs.pytorch.org/docs/stable/generated/torch.autograd.grad.html"
 JAX_VJP = "https://docs.jax.dev/en/latest/_autosummary/jax.vjp.html"
-POW_ISSUE = "https://github.com/tensorflow/tensorflow/issues/35011"
-TF_MATH_GRAD = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
-TF_CONSTANT_FOLDING = (
-    "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/core/grappler/optimizers/constant_folding.cc"
-)
 
 BEHAVIOUR = behaviour(
     "tape-mechanics",
@@ -73,15 +64,14 @@ BEHAVIOUR = behaviour(
         "https://github.com/tensorflow/tensorflow/issues/29942",
         "https://github.com/tensorflow/tensorflow/issues/47785",
         "https://github.com/tensorflow/tensorflow/issues/51473",
-        POW_ISSUE,
         TORCH_GRAD,
         JAX_VJP,
     ],
     floor=Floor(
         "element",
         "Per element, relative to |ref_i|: the gradients of sums of elementwise products (2 a, 2 w s, w cos x, "
-        "2 w x sin x, 3 w x^2, 6 w c x, 2 w v) and pow's higher derivatives away from 0: each element is a "
-        "product of its own inputs; no comparison mixes elements.",
+        "2 w x sin x, 3 w x^2, 6 w c x, 2 w v): each element is a product of its own inputs; no comparison mixes "
+        "elements.",
     ),
 )
 
@@ -90,9 +80,6 @@ POLICIES = ("none", "zero")
 NESTED = {"tensorflow": ("inside", "outside"), "jax": ("inside",), "torch": ("inside", "outside")}
 VARIABLE_WATCH = ("default", "unwatched", "explicit-watch")
 INNER = ("plain", "xla")
-POW_EXPONENTS = (3, 4, 2.5)
-POW_ORDERS = (3, 4, 5)
-POW_NAN_AT_ZERO = ((3, 4), (3, 5), (4, 5))  # (n, k): TensorFlow's k-th derivative of x**n is NaN at 0
 #: the error of a second gradient on a released tape: TensorFlow's and PyTorch's messages
 SECOND_CALL = (
     r"A non-persistent GradientTape can only be used to compute one set of gradients"
@@ -113,7 +100,6 @@ EXPECT = expectations(
         "accessed-variable[unwatched]": "none",
         "accessed-variable[explicit-watch]": "closed-form",
         **{f"through-function[{k}]": "closed-form" for k in INNER},
-        **{f"pow-at-zero[n={n}|k={k}]": "closed-form" for n in POW_EXPONENTS for k in POW_ORDERS},
     },
     *[
         expect(
@@ -144,53 +130,6 @@ EXPECT = expectations(
         reason="without create_graph=True the first autograd.grad returns a gradient with no grad_fn, and "
         "differentiating it again raises; TensorFlow's outer tape, which did not record the inner "
         "gradient, returns None",
-    ),
-    expect(
-        "pow-at-zero[n=3|k=5]",
-        "closed-form",
-        framework="tensorflow",
-        versions=">=2.23.0.dev20261010",
-        link=TF_MATH_GRAD,
-        reason="from tf-nightly 2026-10-10 _PowGrad zeroes an infinite x**(p-1) where the upstream gradient is 0 "
-        "(as in "
-        "masked-nan-gradients): x**3's 5th derivative at 0 is 0 in every mode; the 4th, and x**4's 5th, stay "
-        "NaN (measured on 2.23.0.dev20261026)",
-    ),
-    *[
-        expect(
-            f"pow-at-zero[n={n}|k={k}]",
-            "nan",
-            framework="tensorflow",
-            link=POW_ISSUE,
-            reason="TensorFlow's pow gradient is grad * n * pow(x, n - 1) with n a tensor: once the exponent "
-            "reaches 0 the next derivative is 0 * pow(0, -1) = 0 * inf = NaN at x = 0 where the closed form "
-            "(an integer n below the order) is 0; JAX's integer_pow and PyTorch's pow_backward stop at a zero "
-            "exponent",
-        )
-        for n, k in POW_NAN_AT_ZERO
-    ],
-    *[
-        expect(
-            f"pow-at-zero[n={n}|k={k}]",
-            "closed-form",
-            framework="tensorflow",
-            mode="function",
-            versions="<2.17",
-            link=TF_CONSTANT_FOLDING,
-            reason="up to TF 2.16 grappler's constant folding, which runs on a tf.function's graph, removes the "
-            "0 * pow(0, -1) factor, so a traced nested tape gives the closed form 0 where eager gives NaN "
-            "(measured on 2.12-2.16: NaN again with constant_folding off; 2.17 and later fold no longer, NaN); "
-            "a v1 graph fed by placeholders and XLA keep the NaN",
-        )
-        for n, k in POW_NAN_AT_ZERO
-    ],
-    expect(
-        "pow-at-zero[n=3|k=5]",
-        raises("RuntimeError", r"element 0 of tensors does not require grad and does not have a grad_fn"),
-        framework="torch",
-        link=TORCH_GRAD,
-        reason="PyTorch's pow backward returns a constant zero tensor (no grad_fn) once the exponent is 0, so "
-        "the 4th derivative of x**3 is zeros and differentiating it again with autograd.grad raises",
     ),
 )
 
@@ -465,65 +404,3 @@ def test_tape_sees_through_a_function_call(subject, record, t):
         g = subject.run(ThroughFunction.of(subject), x, w, inner=inner)
         record.check(EXPECT, **{f"through-function[{inner}]": cmp.which(g, {"closed-form": ref})})
         record.close(name=f"{inner} d/dx", out=g, ref=ref.astype(x.dtype), oracle="closed-form", scale=_own(ref))
-
-
-# ---------------------------------------------------------------- higher derivatives of pow at 0
-
-
-class Pow(Program):
-    """``x ** n``, n a Python number, as written; its higher derivatives come from
-    :meth:`Runner.derivative` (nested tapes, nested ``jax.grad`` of a sum, ``autograd.grad`` with
-    ``create_graph``)."""
-
-    def tensorflow(tf, x, *, n):
-        return x**n
-
-    def jax(jax, x, *, n):
-        return x**n
-
-    def torch(torch, x, *, n):
-        return x**n
-
-
-def _pow_closed_form(x, n, k):
-    """n (n-1) ... (n-k+1) x^(n-k) in float64; at 0: 0 where n - k > 0, k! where n == k, 0 for an integer
-    n < k (the coefficient vanishes), and +-inf (the coefficient's sign) for a non-integer n < k."""
-    x = np.asarray(x, np.float64)
-    coeff = float(np.prod([n - i for i in range(k)]))
-    with np.errstate(divide="ignore"):
-        out = coeff * np.power(x, n - k) if coeff else np.zeros_like(x)
-    return out
-
-
-def _at_zero_kind(g, ref) -> str:
-    """At the zeros of x: ``closed-form`` (equal, infinities included), ``nan``, ``inf`` or ``other``."""
-    g, ref = np.asarray(g, np.float64), np.asarray(ref, np.float64)
-    if np.array_equal(g, ref) or (np.all(np.isfinite(ref)) and cmp.near(g, ref)):
-        return "closed-form"
-    if np.isnan(g).any():
-        return "nan"
-    return "inf" if np.isinf(g).any() else "other"
-
-
-@given(d=ss.float_dtypes(dtypes=DTYPES), data=st.data())
-def test_pow_higher_derivatives_at_zero(subject, record, d, data):
-    """The 3rd to 5th derivatives of x**n (n = 3, 4, 2.5) by nested differentiation: n (n-1) ... x^(n-k)
-    away from 0; at 0 per framework the closed form (0, k!, or +-inf for n = 2.5), NaN, or an error."""
-    mags = data.draw(ss.float_arrays(dtype=d, shape=(4,), min_value=0.25, max_value=2.0), label="|x|")
-    zero = data.draw(st.integers(0, 3), label="zero at")
-    x = mags.copy()
-    x[zero] = 0
-    record.example(x=x)
-    away = x != 0
-    for n in POW_EXPONENTS:
-        for k in POW_ORDERS:
-            key = f"pow-at-zero[n={n}|k={k}]"
-            g, err = subject.attempt("derivative", Pow.of(subject), x, n=n, order=k, remember=cmp.xla_refusal)
-            if err is not None:
-                record.check(EXPECT, **{key: err})
-                continue
-            ref = _pow_closed_form(x, n, k)
-            record.check(EXPECT, **{key: _at_zero_kind(np.asarray(g)[~away], ref[~away])})
-            g = np.asarray(g)
-            record.close(name=f"{key} away from 0", out=g[away], ref=ref[away].astype(d), oracle="closed-form",
-                         scale=_own(ref[away]))  # fmt: skip

@@ -166,15 +166,21 @@ def flushed_scale(dtype, cofactor=1.0, ulps: float = FLOOR_ULPS):
     return float(out) if out.ndim == 0 else out
 
 
+def _magnitude(a) -> np.ndarray:
+    """``|a|`` in float64: the modulus of a complex array (as :func:`rel_err` measures it), not
+    its real part (``np.asarray(a, np.float64)`` would drop the imaginary part)."""
+    return np.abs(np.asarray(a)).astype(np.float64)
+
+
 def own(ref) -> np.ndarray:
     """Per-element floor scales (``scale=``) for an elementwise closed form computed without
     cancellation (a product of the element's own inputs, or a sum of terms of one sign): each
-    element's own magnitude, in float64.
+    element's own magnitude, in float64 (a complex element's modulus).
 
-    >>> own(np.float32([-2.0, 0.5])).tolist()
-    [2.0, 0.5]
+    >>> own(np.float32([-2.0, 0.5])).tolist(), own(np.complex64([3 + 4j])).tolist()
+    ([2.0, 0.5], [5.0])
     """
-    return np.abs(np.asarray(ref, np.float64))
+    return _magnitude(ref)
 
 
 def capped(scale, ref) -> np.ndarray:
@@ -182,10 +188,10 @@ def capped(scale, ref) -> np.ndarray:
     floor's (``max |ref|`` over its finite elements): where an element's own terms exceed the
     whole array's magnitude, it is held as before, never more loosely.
 
-    >>> capped([0.5, 8.0], [1.0, -2.0]).tolist()
-    [0.5, 2.0]
+    >>> capped([0.5, 8.0], [1.0, -2.0]).tolist(), capped([8.0], np.complex64([3j])).tolist()
+    ([0.5, 2.0], [3.0])
     """
-    mag = np.abs(np.asarray(ref, np.float64))
+    mag = _magnitude(ref)
     return np.minimum(np.asarray(scale, np.float64), float(np.max(mag[np.isfinite(mag)], initial=0.0)))
 
 

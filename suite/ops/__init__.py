@@ -30,6 +30,14 @@ reference=...)``).
 >>> op = view("demo", "sqrt", points=(Point("0", (0.0,), "+inf", also=(("side", "right"), ("grad2", "-inf"))),))
 >>> op.keys(), op.has("grad2"), op.expect.lookup("side[sqrt@0]", None)
 (['grad[sqrt@0]', 'side[sqrt@0]', 'grad2[sqrt@0]'], True, ('right', None))
+
+An entry is held to its ``order``-th derivative (JAX's ``check_grads(order=)``; 2 by default):
+a point asks for the k-th one's kind with ``("grad<k>", kind)``, k up to the order::
+
+>>> view("demo", "sqrt", points=(Point("0", (0.0,), "+inf", also=(("grad3", "+inf"),)),))
+Traceback (most recent call last):
+...
+ValueError: op sqrt: a point observes grad3, above its order 2 (order=3 holds it)
 """
 
 from __future__ import annotations
@@ -72,7 +80,8 @@ class Point:
     key: str | None = None
     #: further observations at the point a behaviour's own properties make, ((prefix, kind), ...):
     #: each one's key is ``<prefix>[<op>@<name>]`` (``side``: which one-sided difference the
-    #: gradient is; ``grad2``: the second derivative's kind; ``grad-accuracy``: the first
+    #: gradient is; ``grad2``: the second derivative's kind, ``grad3`` ... up to the entry's
+    #: ``order`` the higher ones'; ``grad-accuracy``: the first
     #: argument's gradient against the entry's ``point_vjp``, ``exact`` or ``rel-err~<order>``,
     #: where a kind alone cannot tell a finite wrong gradient from the right one), its kind the default
     also: tuple = ()
@@ -129,8 +138,8 @@ class Op:
     #: domain reaches (:func:`regime_values`), so a regression confined to a tail is drawn
     regimes: dict = dataclasses.field(default_factory=dict)
     #: float64 closed forms a behaviour compares with near its points (where differences lose
-    #: their accuracy): f', f'' of a one-argument op; a binary op's ``(a, b) -> (df/da, df/db)``;
-    #: a reduction's ``vjp(x, w)``
+    #: their accuracy): f', f'' (and on to ``order``) of a one-argument op; a binary op's
+    #: ``(a, b) -> (df/da, df/db)``; a reduction's ``vjp(x, w)``
     derivatives: tuple = ()
     #: ``vjp(*args, w) -> d<w, f>/d args[0]`` in float64 at a special point whose gradient is held
     #: to a closed form (``grad-accuracy``) because differences cannot give it (a rank change)
@@ -139,6 +148,11 @@ class Op:
     #: op's argument names and regular ranges, closed forms a gradient may equal, a reduction's
     #: cancelling terms (:class:`suite.ops.points.Around`)
     around: object = None
+    #: the highest derivative order the entry is held at (JAX's ``check_grads(order=)``): 2, the
+    #: gradient and the second derivative (``grad2``), by default; above 2 its points may ask for
+    #: ``grad3`` ... ``grad<order>``, which :func:`suite.ops.points.higher_derivatives` holds, and
+    #: its ``derivatives`` reach that order
+    order: int = 2
 
     def __post_init__(self):
         for fw in registry.NAMES:
@@ -152,6 +166,13 @@ class Op:
         for cap in sorted(CAPABILITIES - set(self.capabilities)):
             if cap not in self.absent:
                 raise ValueError(f"op {self.name}: no {cap}, and no reason in absent={{{cap!r}: (why, link)}}")
+        highest = max((derivative_order(k) for p in self.points for k, _ in p.also), default=0)
+        if highest > self.order:
+            raise ValueError(f"op {self.name}: a point observes grad{highest}, above its order {self.order} "
+                             f"(order={highest} holds it)")  # fmt: skip
+        if self.order > 2 and len(self.derivatives) < self.order:
+            raise ValueError(f"op {self.name}: order {self.order} needs derivatives to that order, "
+                             f"not {len(self.derivatives)}")  # fmt: skip
         spellings = {fw: staticmethod(getattr(self, fw)) for fw in registry.NAMES if getattr(self, fw)}
         object.__setattr__(self, "program", type(f"Op_{self.name}", (Program,), {"__doc__": self.name, **spellings}))
 
@@ -174,6 +195,16 @@ class Op:
     def has(self, prefix: str) -> bool:
         """Does any special point observe ``prefix`` (``grad2``: the entry's second derivative)?"""
         return any(k == prefix for p in self.points for k, _ in p.also)
+
+
+def derivative_order(prefix: str) -> int:
+    """The derivative order an observation prefix is about: k for ``grad<k>`` (k >= 2), else 0.
+
+    >>> derivative_order("grad2"), derivative_order("grad5"), derivative_order("grad"), derivative_order("side")
+    (2, 5, 0, 0)
+    """
+    digits = prefix.removeprefix("grad")
+    return int(digits) if prefix.startswith("grad") and digits.isdigit() else 0
 
 
 def regime_values(op, dtype: str) -> list[tuple[str, float, float]]:

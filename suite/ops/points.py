@@ -21,6 +21,9 @@ data)``, its keys the entry's (``Point(..., also=(("side", kind),))`` declares t
   0.0 distinct); keys ``grad[<op>@<point>]`` and ``side[...]``;
 - :func:`second_derivative`: the derivative of the framework's own f' (:func:`first_derivative`) at the
   points that ask for it (``also=(("grad2", kind),)``); keys ``grad2[...]``;
+- :func:`higher_derivatives`: the 3rd to ``op.order``-th derivatives by nested differentiation
+  (``Runner.derivative``) at the points that ask for them (``also=(("grad3", kind), ...)``); keys
+  ``grad3[...]`` ...;
 - :func:`binary`: a two-argument op whose points are configurations (an argument a value or
   ranges, ``Point.near`` the directions it may move off), its argument names, regular ranges and
   named closed forms in :class:`Around`; keys ``d<arg>[...]`` and ``side_d<arg>[...]``;
@@ -209,11 +212,13 @@ def hold(record, oracles, *, op, program, arrays, w, tags, out, grads, names, f,
         _against_differences(record, f, as64, w, tags, names, grads)
 
 
-def _check_kinds(record, op, name, d, tags, named) -> None:
+def _check_kinds(record, op, name, d, tags, named, asking=None) -> None:
     """The declared kind of the derivative ``d`` at each point ``tags`` names (against the
-    closed forms ``named`` where given)."""
+    closed forms ``named`` where given); ``asking``: only at these points."""
     points = {p.name: p for p in op.points}
     for at in dict.fromkeys(t for t in tags.ravel() if t not in ("near", "regular")):
+        if asking is not None and at not in asking:
+            continue
         on = tags == at
         ref_named = {k: v[on] for k, v in (named or {}).items()}
         record.check(op.expect, **{op.also_key(name, points[at]): ops.point_kind(d[on], ref_named)})
@@ -360,7 +365,7 @@ def unary(subject, oracles, record, op, data):
     """At each point of a unary entry (and -0): the gradient over the upstream gradient is the
     declared kind; near the point and away from it, f'(x) * w, the oracles' and (float64)
     central differences."""
-    df, _ = op.derivatives
+    df = op.derivatives[0]
     x, tags, w = data.draw(unary_inputs(op), label="x, tags, w")
     record.example(x=x, w=w, op=op.name)
     out, grads = subject.vjp(op.program.of(subject), x, cotangent=w)
@@ -373,7 +378,7 @@ def second_derivative(subject, oracles, record, op, data):
     """d/dx of the framework's own f'(x) (:func:`first_derivative`): the declared kind at each
     point; f''(x) * w near and away from it. Where a framework raises (declared), so does its row,
     and that framework is no oracle."""
-    df, d2f = op.derivatives
+    df, d2f = op.derivatives[:2]
     x, tags, w = data.draw(unary_inputs(op), label="x, tags, w")
     record.example(x=x, w=w, op=op.name)
     program = first_derivative(op)
@@ -386,6 +391,45 @@ def second_derivative(subject, oracles, record, op, data):
     # f'(x) and f''(x) w per element, relative to themselves (products and quotients of x)
     hold(record, good, op=op, program=program, arrays=[x], w=w, tags=tags, out=d1, grads=grads, names=["grad2"],
          f=df, value=df, vjp=lambda x, w: [d2f(x) * w], scale=0.0)  # fmt: skip
+
+
+def higher_orders(op) -> list[int]:
+    """The orders above 2, up to the unary entry's ``order``, that one of its points asks for
+    (``also=(("grad3", kind), ...)``)."""
+    return [k for k in range(3, op.order + 1) if op.has(f"grad{k}")]
+
+
+def higher_derivatives(subject, oracles, record, op, data):
+    """The k-th derivative (k = 3 .. ``op.order``, :func:`higher_orders`) by nested
+    differentiation of the sum (:meth:`Runner.derivative`: nested tapes, ``tf.gradients`` in a v1
+    graph, nested ``jax.grad``, ``create_graph``): the declared kind at each point that asks for it
+    (``grad<k>[...]``); near and away from the points the float64 closed form
+    ``op.derivatives[k - 1]``, the oracles that have the op and (float64, away) central differences
+    of the (k-1)-th. Where a framework raises, the error is the observation at every point that
+    asks, and (declared) that framework is no oracle for that order."""
+    x, tags, _ = data.draw(unary_inputs(op), label="x, tags, w")
+    record.example(x=x, op=op.name)
+    as64 = x.astype(np.float64)
+    for k in higher_orders(op):
+        name = f"grad{k}"
+        asking = [p for p in op.points if any(prefix == name for prefix, _ in p.also)]
+        g, err = subject.attempt("derivative", op.program.of(subject), x, order=k, remember=cmp.xla_refusal)
+        if err is not None:
+            record.check(op.expect, **{op.also_key(name, p): err for p in asking})
+            continue
+        _check_kinds(record, op, name, np.asarray(g, np.float64), tags, None, {p.name for p in asking})
+        # per element, relative to itself (scale 0.0), as the second derivative is held
+        ref = op.derivatives[k - 1](as64)
+        close_off_singular(record, name=name, out=g, ref=ref.astype(x.dtype), tags=tags, oracle="closed-form",
+                           scale=0.0)  # fmt: skip
+        for o in oracles:
+            if not op.spelled(o.framework) or _raises(op, name, o):
+                continue
+            r, raised = o.attempt("derivative", op.program.of(o), x, order=k, remember=cmp.xla_refusal)
+            if raised is None:  # else its own row checks the error
+                close_off_singular(record, name=name, out=g, ref=r, tags=tags, oracle=o.id, scale=0.0)
+        if x.dtype == np.float64:
+            _against_differences(record, op.derivatives[k - 2], [as64], np.ones_like(as64), tags, [name], [g])
 
 
 def binary(subject, oracles, record, op, data):
