@@ -90,7 +90,7 @@ EXPECT = expectations(
     *[
         expect(
             f"y = x [{k}]",
-            "zeros",
+            "zero",
             framework="tensorflow",
             mode="graph",
             link=GRAPH_CONTROL_DEPS,
@@ -345,7 +345,7 @@ def printed_kind(printed) -> str:
     return (
         "1..5"
         if np.array_equal(printed, np.arange(1, 6))
-        else "zeros"
+        else "zero"
         if np.array_equal(printed, np.zeros(5))
         else "other"
     )

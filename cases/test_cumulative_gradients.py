@@ -11,7 +11,7 @@ reverse, shifted for exclusive) and float64 central differences over positive va
 points put a zero pattern (the issue's ``0,2,3``, two zeros ``0,0,3``, a zero at the end
 ``2,3,0``) in one row and ``1,2,3`` in the others, and classify each element of the gradient
 against the one-sided differences of the float64 reference (``sides``): ``cumprod`` is linear in
-each element, so those differences are the product-of-others closed form, and ``both-sides``
+each element, so those differences are the product-of-others closed form, and ``both``
 means every element is it. ``tf.math.cumsum`` with the same four flag combinations is the
 control: its gradient is a cumsum of the cotangent and every framework must agree everywhere.
 
@@ -99,7 +99,7 @@ DROPPED = {
 DECLARED = [
     expect(
         f"grad[cumprod@{row}:{pattern}]",
-        "mixed:both-sides,zero",
+        "mixed:both,zero",
         framework="tensorflow",
         versions=f"<{FIXED}",
         reason="the Cumprod gradient is div_no_nan(cumsum(cumprod(x) * dy, exclusive, not reverse), x): at x_i = 0 "
@@ -168,7 +168,7 @@ def _numpy(scan, one):
 def _point(row, pattern):
     """The zero ``pattern`` in ``row``, :data:`FILLER` in the others; every element the derivative."""
     at = tuple(tuple(float(v) for v in pattern.split(",")) if name == row else FILLER for name in FLAGS)
-    return ops.Point(f"{row}:{pattern}", (at,), "both-sides")
+    return ops.Point(f"{row}:{pattern}", (at,), "both")
 
 
 ops.register(

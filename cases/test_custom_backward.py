@@ -619,7 +619,7 @@ def test_python_op_backward_per_mechanism(subject, record, op, xs):
                     if g is None
                     else "scalar-zero"
                     if np.shape(g) == () and not np.any(g)
-                    else "zeros"
+                    else "zero"
                     if np.shape(g) == d.shape and not np.any(g)
                     else "other"
                 )

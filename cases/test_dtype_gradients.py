@@ -10,7 +10,7 @@ from calculus, each held to float64 closed forms and observed per framework and 
   cotangent); PyTorch refuses ``requires_grad`` on an integer tensor (RuntimeError).
 - **Rounding ops.** ``floor``/``ceil``/``round``/``rint`` (PyTorch spells rint ``torch.round``:
   both round half to even): values against NumPy, and the gradient of ``sum(w * op(x))``:
-  ``none``/``zeros`` per framework, and under ``unconnected_gradients=ZERO`` in TensorFlow.
+  ``none``/``zero`` per framework, and under ``unconnected_gradients=ZERO`` in TensorFlow.
 - **NaN in maximum/minimum/reduce_max.** Per position where exactly one operand is NaN, which
   value comes out (``nan`` or ``other-operand``) and where the cotangent goes (``to-x``, ``to-y``,
   ``both``, ``neither``); for a reduction with NaN, its value (``nan``, ``max-of-rest``) and its
@@ -132,8 +132,8 @@ EXPECT = expectations(
     {
         **{f"int-grad[{s}]": "none" for s in ("watch", "variable", "bool")},
         "int-grad[allow_int]": "float0",
-        **{f"rounding-grad[{op}]": "zeros" for op in ROUNDINGS},
-        **{f"rounding-grad-zero-policy[{op}]": "zeros" for op in ROUNDINGS},
+        **{f"rounding-grad[{op}]": "zero" for op in ROUNDINGS},
+        **{f"rounding-grad-zero-policy[{op}]": "zero" for op in ROUNDINGS},
         **{f"{op}-value[{side}]": "nan" for op in MINMAX for side in SIDES},
         # the closed form of a NaN-propagating max: the output is the NaN operand, so is the cotangent's target
         **{f"{op}-grad[x-nan]": "to-x" for op in MINMAX},
@@ -286,7 +286,7 @@ EXPECT = expectations(
     ),
     expect(
         "reduce_max-grad",
-        "zeros",
+        "zero",
         framework="jax",
         mode="jit",
         link=JAX_MAX_NAN,
@@ -551,7 +551,7 @@ class MatmulGrad(Program):
 
 # ---------------------------------------------------------------- properties
 def _kind(g) -> str:
-    """``none``, ``zeros``, ``nonzero`` or JAX's ``float0``."""
+    """``none``, ``zero``, ``nonzero`` or JAX's ``float0``."""
     if g is not None and getattr(np.asarray(g).dtype, "names", None) == ("float0",):
         return "float0"
     return cmp.gradient_kind(g)
@@ -656,7 +656,7 @@ def test_nan_in_maximum_minimum_and_reduce_max(subject, record, case):
     elif not np.any(g[finite]) and np.any(g[~finite]):
         seen = "to-nan"
     else:
-        seen = "zeros" if not np.any(g) else "other"
+        seen = "zero" if not np.any(g) else "other"
     record.check(EXPECT, **{"reduce_max-grad": seen})
 
 

@@ -85,7 +85,7 @@ EXPECT = expectations(
         "seed_grad": "mask+routed-counts",
         "tie_rounding": "half-up",
         "zero_maps_to": "exact-zero",
-        "zero_range": "zeros+passthrough",
+        "zero_range": "zero+passthrough",
     },
     expect(
         "lowering",
@@ -426,7 +426,7 @@ def test_gradients_are_range_mask_and_clamped_sums(subject, oracles, record, q):
     if dmin is None and dmax is None:
         record.check(EXPECT, min_max_grad="none")
     else:
-        mm = classify([dmin, dmax], [("sum-outside", [rmin, rmax]), ("zeros", [0, 0])], tol=cmp.GRAD)
+        mm = classify([dmin, dmax], [("sum-outside", [rmin, rmax]), ("zero", [0, 0])], tol=cmp.GRAD)
         if mm:
             record.check(EXPECT, min_max_grad=mm)
         record.close(name="dmin", out=dmin, ref=rmin, oracle="closed-form")
@@ -625,7 +625,7 @@ def test_degenerate_zero_range(subject, record, x):
     out, (dx, dmin, dmax) = subject.vjp(FakeQuant.of(subject), x, F32(0), F32(0), cotangent=w)
     record.observe(dx=dx, dmin=float(dmin), dmax=float(dmax))
     zero_range = (
-        "zeros+passthrough"
+        "zero+passthrough"
         if not np.any(out) and np.array_equal(dx, w) and dmin == dmax == 0
         else "nan"
         if np.isnan(out).all()

@@ -452,7 +452,7 @@ class DocPower(Program):
 EXPECT = expectations(
     {
         "forward_api": "available",
-        **{f"jvp[{p},{q}]": "zeros" for p in PATHS for q in POLICIES},
+        **{f"jvp[{p},{q}]": "zero" for p in PATHS for q in POLICIES},
         **{f"hvp[{n},{w}]": "array" for n in SMOOTH for w in "xa"},
         "prod_hvp[no-zero-factor]": "second-derivative",
         "prod_hvp[zero-factor]": "second-derivative",
@@ -683,13 +683,13 @@ def nested_scales(x, v, w) -> dict:
 
 
 def tangent_kind(t, like) -> str:
-    """``none``, ``zeros`` (the shape and dtype of ``like``), ``nonzero``, or what else it was."""
+    """``none``, ``zero`` (the shape and dtype of ``like``), ``nonzero``, or what else it was."""
     if t is None:
         return "none"
     t = np.asarray(t)
     if t.shape != like.shape or t.dtype != like.dtype:
         return f"array{t.shape}:{t.dtype}"
-    return "nonzero" if t.any() else "zeros"
+    return "nonzero" if t.any() else "zero"
 
 
 def cotangent(data, prog, x, a):
@@ -811,7 +811,7 @@ def test_jvp_through_zero_derivative_is_declared(subject, oracles, record, p):
             record.close(name=f"value[{path}]", out=y, ref=ref[path], oracle="closed-form", tol=cmp.EXACT)
             kind = tangent_kind(jv, ref[path])
             record.check(EXPECT, **{f"jvp[{path},{policy}]": kind})
-            if kind == "zeros":
+            if kind == "zero":
                 zeros = 0 * ref[path]
                 record.close(name=f"jvp[{path},{policy}]", out=jv, ref=zeros, oracle="closed-form", tol=cmp.EXACT)
 

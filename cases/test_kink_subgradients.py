@@ -6,7 +6,7 @@ segment) the derivative does not exist and each framework returns one element of
 subdifferential by convention. Away from kinks and ties every framework must agree with
 the closed form, with central finite differences and with each other. At a kink the
 observation says which one-sided difference quotient the answer equals (``left``,
-``right``, their ``mean``, ``both-sides`` where they agree, ``zero``); at a tie, where the
+``right``, their ``mean``, ``both`` where they agree, ``zero``); at a tie, where the
 gradient goes (``first-argument``, ``split-evenly``, ``first-occurrence``, ``stable``...).
 The elementwise ops with kinks are entries of the op table (``suite.ops``): the generic
 properties (``test_op_*``) hold them in every mode, forward and second order included, and
@@ -295,7 +295,7 @@ ops.view(
     "elu",
     **KINK_ENTRY,
     excluded=(0.0,),
-    points=(kink("elu", 0.0, "both-sides"),),
+    points=(kink("elu", 0.0, "both"),),
     # exp(x) - 1 and y + 1 from the rounded output cancel for x < 0 (the database's terms): drawn there
     regimes={"saturated": (-8.0, -7.0)},
     ulps={"float32": 4.0, "float64": 4.0, "value": {"float32": 4.0, "float64": 4.0}},

@@ -364,7 +364,7 @@ EXPECT = expectations(
     ],
     expect(
         "det-grad",
-        "zeros",
+        "zero",
         framework="torch",
         link=TORCH_DET,
         reason="where det(A) is exactly 0, torch.linalg.det's backward returns zeros instead of the adjugate "
@@ -769,12 +769,12 @@ def _kind(g) -> str:
 
 
 def _det_grad_kind(g, cofactors) -> str:
-    """``adjugate`` (the cofactor matrix, to 1e-9 relative), ``zeros``, or :func:`_kind`'s word."""
+    """``adjugate`` (the cofactor matrix, to 1e-9 relative), ``zero``, or :func:`_kind`'s word."""
     g = np.asarray(g, np.float64)
     if np.allclose(g, cofactors, rtol=1e-9, atol=1e-9 * np.abs(cofactors).max()):
         return "adjugate"
     if np.isfinite(g).all() and not g.any():
-        return "zeros"
+        return "zero"
     kind = _kind(g)
     return "other" if kind == "finite" else kind
 

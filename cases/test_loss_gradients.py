@@ -18,7 +18,7 @@ Three programs every classifier runs, each against float64 closed forms and the 
   formula: Keras 3's ``log(clip(p))``, Keras 2's ``log(clip(p) + eps)`` for the binary loss), ``nan``,
   ``inf``; gradients ``logits``, ``zero`` (the clip's), ``nan``.
 - **Fully masked softmax rows** (every logit -inf): per API, the masked row's value (``nan``,
-  ``zeros``, ``uniform``), its gradient (``nan``, ``zeros``), the partially masked rows
+  ``zero``, ``uniform``), its gradient (``nan``, ``zero``), the partially masked rows
   (``closed-form`` or ``nan``: ``0 * log 0``), and whether the rows beside it keep their values
   (``own-row``).
 
@@ -150,7 +150,7 @@ EXPECT = expectations(
     ],
     expect(
         "hypergrad:xent",
-        "zeros",
+        "zero",
         framework="tensorflow",
         link=TF_HYPERGRAD,
         reason="the gradient registered for SoftmaxCrossEntropyWithLogits differentiates its backprop output "
@@ -176,7 +176,7 @@ EXPECT = expectations(
     # -- fully masked rows
     expect(
         "full-row:keras.Softmax",
-        "zeros",
+        "zero",
         framework="tensorflow",
         versions=KERAS3,
         link=KERAS_SOFTMAX_MASK,
@@ -194,7 +194,7 @@ EXPECT = expectations(
     ),
     expect(
         "full-row-grad:keras.Softmax",
-        "zeros",
+        "zero",
         framework="tensorflow",
         link="https://github.com/keras-team/keras/blob/master/keras/src/layers/activations/softmax.py",
         reason="the mask is applied by a finite fill (no -inf reaches the softmax), so a fully masked row's "
@@ -202,7 +202,7 @@ EXPECT = expectations(
     ),
     expect(
         "full-row:softmax-where",
-        "zeros",
+        "zero",
         framework="jax",
         link="https://docs.jax.dev/en/latest/_autosummary/jax.nn.softmax.html",
         reason="jax.nn.softmax(where=mask) excludes masked entries from the sum and returns 0 for them: a row "
@@ -210,7 +210,7 @@ EXPECT = expectations(
     ),
     expect(
         "full-row-grad:softmax-where",
-        "zeros",
+        "zero",
         framework="jax",
         link="https://docs.jax.dev/en/latest/_autosummary/jax.nn.softmax.html",
         reason="the where= output is a select: masked entries get no gradient",
@@ -234,7 +234,7 @@ EXPECT = expectations(
     ),
     expect(
         "full-row-grad:dot_product_attention",
-        "zeros",
+        "zero",
         framework="jax",
         versions=">0.4.30",  # absent before: no gradient to observe
         link=JAX_DPA_SOURCE,
@@ -243,7 +243,7 @@ EXPECT = expectations(
     *[
         expect(
             f"{key}:sdpa",
-            "zeros",
+            "zero",
             framework="torch",
             versions=">=2.5",
             link=TORCH_SAFE_SOFTMAX,
@@ -563,7 +563,7 @@ def test_soft_label_gradients_are_declared(subject, oracles, record, case):
         seen = cmp.gradient_kind(hy)
         if seen == "nonzero":
             seen = "closed-form" if _close(hy, ref_hyper, dtype, gscale * 2.0) else "other"
-        if seen != "zeros" or np.any(ref_hyper):  # a zero closed form cannot tell zeros from it
+        if seen != "zero" or np.any(ref_hyper):  # a zero closed form cannot tell zeros from it
             record.check(EXPECT, **{f"hypergrad:{api}": seen})
         if api == "xent":
             record.against(oracles, SoftXent, z, y, cotangent=case.w, got={"loss": loss, "dlogits": ..., "dlabels": dy})
@@ -671,7 +671,7 @@ def test_fully_masked_softmax_rows(subject, record, case):
         seen = (
             "nan"
             if np.isnan(v).all()
-            else "zeros"
+            else "zero"
             if not np.any(v)
             else "uniform"
             if _close(v, uniform, dtype, scale)
@@ -679,7 +679,7 @@ def test_fully_masked_softmax_rows(subject, record, case):
         )
         record.check(EXPECT, **{f"full-row:{api}": seen})
         g = grad[full]
-        seen = "nan" if np.isnan(g).all() else "zeros" if not np.any(g) else "other"
+        seen = "nan" if np.isnan(g).all() else "zero" if not np.any(g) else "other"
         record.check(EXPECT, **{f"full-row-grad:{api}": seen})
         # the partially masked rows: value by rule, gradient by the closed form
         if partial.any():

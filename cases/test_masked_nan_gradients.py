@@ -168,23 +168,23 @@ EXPECT = expectations(
         **{f"naive_unselected_zero[{op}]": "nan" for op in GUARDS},
         **{f"naive_unselected_negative[{op}]": "nan" for op, guard in GUARDS.items() if guard is Positive},
         "naive_unselected_negative[log]": "zero",  # 0 * (1/x) with x < 0 is -0: finite
-        **{f"naive_side[{op}]": "none" for op in GUARDS},
+        **{f"naive_side[{op}]": "neither" for op in GUARDS},
         **{f"double_where[{op}]": "finite" for op in GUARDS},
-        **{f"double_where_side[{op}]": "left" if guard is Positive else "none" for op, guard in GUARDS.items()},
+        **{f"double_where_side[{op}]": "left" if guard is Positive else "neither" for op, guard in GUARDS.items()},
         **{f"clip_by_norm_grad[{k}]": "scaled" if k == "outside" else "upstream" for k in CLIP_KINDS},
         **{
             f"global_norm[{c}]": {"finite": "finite", "zero": "zero", "nan": "nan"}.get(c, "+inf") for c in GLOBAL_CASES
         },
         "global_clip_value[finite]": "clipped",
         "global_clip_value[zero]": "clipped",
-        "global_clip_value[inf]": "zeros-and-nan",
+        "global_clip_value[inf]": "zero-and-nan",
         "global_clip_value[nan]": "all-nan",
-        "global_clip_value[overflow]": "zeros",
+        "global_clip_value[overflow]": "zero",
         "global_clip_grad[finite]": "finite",
         "global_clip_grad[zero]": "finite",  # the identity inside the ball: w
         "global_clip_grad[inf]": "all-nan",
         "global_clip_grad[nan]": "all-nan",
-        "global_clip_grad[overflow]": "zeros",
+        "global_clip_grad[overflow]": "zero",
         "seed_2540": "nan",
         "seed_347_sqrt_then_where": "nan",
         "seed_347_where_then_sqrt": "zero",
@@ -557,7 +557,7 @@ def kinds(values, *, zero="zero") -> str | None:
 def side_at_first(runner, program, x, keep, w, grad, **static) -> str:
     """Which one-sided difference quotient of the runner's own forward pass (float64, in x[0],
     weighted by w[0]: when x[0] is 0 its output is the only one x[0] moves) grad[0] equals:
-    ``left``, ``right``, ``both`` or ``none`` (within ``compare.ONE_SIDED``)."""
+    ``left``, ``right``, ``both`` or ``neither`` (within ``compare.ONE_SIDED``; :mod:`suite.kinds`)."""
 
     def f(t):
         moved = x.copy()
@@ -571,7 +571,7 @@ def side_at_first(runner, program, x, keep, w, grad, **static) -> str:
         (fd,) = finite_diff.vjp(f, t, cotangent=u, side=side)
         if cmp.rel_err(grad.flat[0], fd, rtol=rtol, scale=abs(float(u)), ulps=ulps) <= rtol:
             hits.append(side)
-    return "both" if len(hits) == 2 else hits[0] if hits else "none"
+    return "both" if len(hits) == 2 else hits[0] if hits else "neither"
 
 
 def row_scale(op, x):
@@ -614,8 +614,8 @@ def clip_grad_kind(g, w, ref, *, tol: float, scale=None, ulps=cmp.FLOOR_ULPS) ->
 
 
 def global_value_kind(out, t, ref, *, tol: float) -> str:
-    """``clipped`` (finite, equals the closed form), ``all-nan``, ``zeros`` (every entry 0),
-    ``zeros-and-nan`` (0 for finite entries, NaN for the others), else ``other``."""
+    """``clipped`` (finite, equals the closed form), ``all-nan``, ``zero`` (every entry 0),
+    ``zero-and-nan`` (0 for finite entries, NaN for the others), else ``other``."""
     out = np.asarray(out)
     if ref is not None and np.isfinite(out).all() and cmp.rel_err(out, ref, rtol=tol) <= tol:
         return "clipped"
@@ -623,7 +623,7 @@ def global_value_kind(out, t, ref, *, tol: float) -> str:
         return "all-nan"
     finite_in = np.isfinite(t)
     if (out[finite_in] == 0).all():
-        return "zeros" if finite_in.all() and (out == 0).all() else "zeros-and-nan"
+        return "zero" if finite_in.all() and (out == 0).all() else "zero-and-nan"
     return "other"
 
 
@@ -632,7 +632,7 @@ def global_grad_kind(g) -> str:
     if np.isnan(g).all():
         return "all-nan"
     if (g == 0).all():
-        return "zeros"
+        return "zero"
     return "finite" if np.isfinite(g).all() else kinds(g)
 
 

@@ -35,7 +35,7 @@ BEHAVIOUR = behaviour(
 )
 
 EXPECT = expectations(
-    {"partial_grad": "mask*upstream", "whole_stop_grad": "zeros"},
+    {"partial_grad": "mask*upstream", "whole_stop_grad": "zero"},
     expect(
         "whole_stop_grad",
         "none",

@@ -313,7 +313,7 @@ def _which(g, refs: dict) -> str:
     is not told apart here)."""
     if isinstance(g, str):
         return g
-    return "other" if g is None else cmp.which(g, refs, **NEAR, zeros=False)
+    return "other" if g is None else cmp.which(g, refs, **NEAR, zero=False)
 
 
 def _steps(w, full):

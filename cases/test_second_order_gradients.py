@@ -76,13 +76,13 @@ EXPECT = expectations(
         "weight_hessian": "indefinite",
         "tf_gradients": "available",
         **{f"max-pool-second-order[square|{d}]": "closed-form" for d in ("float32", "float64")},
-        **{f"max-pool-second-order[linear|{d}]": "zeros-closed-form" for d in ("float32", "float64")},
+        **{f"max-pool-second-order[linear|{d}]": "zero-closed-form" for d in ("float32", "float64")},
         **{f"fused-batch-norm-second-order[{s}]": "finite" for ss_ in BN_SPELLINGS.values() for s in ss_},
     },
     facts.tf_gradients_in_eager("tf_gradients"),
     expect(
         "max-pool-second-order[linear|float64]",
-        "zeros-closed-form",
+        "zero-closed-form",
         framework="tensorflow",
         mode="xla",
         device="cpu",
@@ -696,7 +696,7 @@ def test_max_pool_second_order(subject, oracles, record, case):
             continue
         _, (g,), (h,) = res
         first, second = _pool_forms(x, w, v, square)
-        forms = {"closed-form": second} if square else {"zeros-closed-form": second}
+        forms = {"closed-form": second} if square else {"zero-closed-form": second}
         record.check(EXPECT, **{key: cmp.which(h, forms)})
         # one window's maximum per element (no ties): 2 w y or w, and 2 w v or 0 there, 0 elsewhere
         record.close(name=f"{key} first", out=g, ref=first.astype(x.dtype), oracle="closed-form", scale=_own(first))

@@ -301,7 +301,7 @@ def xlogy_declared(name, pole, above, below) -> list:
         ),
         expect(
             f"side_dx[{name}@x=0,{above}]",
-            "none",
+            "neither",
             framework="tensorflow",
             versions=f"<{XLOGY_FROM}",
             reason="the masked 0 is neither one-sided difference (both are log(y), log1p(y))",
@@ -429,7 +429,7 @@ def _pow(p, order=2):
 
 
 ELEMENTWISE = {op.name: op for op in (
-    elementwise("sqrt", (0, 10), ((0.0, "+inf", "right", "-inf"), (-0.0, "-inf", "none", "+inf"))),
+    elementwise("sqrt", (0, 10), ((0.0, "+inf", "right", "-inf"), (-0.0, "-inf", "neither", "+inf"))),
     elementwise(
         "rsqrt", (0, 10), ((0.0, "-inf", "right", "+inf"), (-0.0, "+inf", "right", "-inf")),
         declared=[
@@ -443,7 +443,7 @@ ELEMENTWISE = {op.name: op for op in (
             ),
             expect(
                 "side[rsqrt@-0]",
-                "none",
+                "neither",
                 framework="jax",
                 reason="rsqrt(-0) = -inf, so the right difference quotient (rsqrt(h) + inf) / h is +inf, not JAX's "
                 "-inf",
@@ -451,13 +451,13 @@ ELEMENTWISE = {op.name: op for op in (
             ),
         ],
     ),
-    elementwise("log", (0, 10), ((0.0, "+inf", "right"), (-0.0, "-inf", "none"))),
+    elementwise("log", (0, 10), ((0.0, "+inf", "right"), (-0.0, "-inf", "neither"))),
     elementwise("log1p", (-1, 10), ((-1.0, "+inf", "right"),)),
     elementwise("acos", (-1, 1), ((1.0, "-inf", "left"), (-1.0, "-inf", "right"))),
     elementwise("asin", (-1, 1), ((1.0, "+inf", "left"), (-1.0, "+inf", "right"))),
     # x**p at 0 and -0; the second derivative where the brief asks for it (x**2's is 2 everywhere)
     elementwise(
-        "x**0", points=((0.0, "nan", "none", "nan"), (-0.0, "nan", "none", "nan")), **_pow(0.0),
+        "x**0", points=((0.0, "nan", "neither", "nan"), (-0.0, "nan", "neither", "nan")), **_pow(0.0),
         declared=[
             *expect_keys(["grad[x**0@0]", "grad[x**0@-0]", "grad2[x**0@0]", "grad2[x**0@-0]"], "zero", **POW_FOLDED),
             *expect_keys(
@@ -506,7 +506,7 @@ ELEMENTWISE = {op.name: op for op in (
             expect("grad[x**0.5@-0]", "-inf", **GRAPPLER_RSQRT),
             expect(
                 "side[x**0.5@-0]",
-                "none",
+                "neither",
                 framework="tensorflow",
                 mode="function|graph",
                 reason="the -inf that grappler's rsqrt gives at -0 is no one-sided limit (the right one is +inf)",
@@ -515,7 +515,7 @@ ELEMENTWISE = {op.name: op for op in (
             expect("grad[x**0.5@-0]", "-inf", **TORCH_RSQRT),
             expect(
                 "side[x**0.5@-0]",
-                "none",
+                "neither",
                 framework="torch",
                 reason="the -inf that rsqrt gives at -0 is no one-sided limit (the right one is +inf)",
                 link=TORCH_POW_KERNEL,
@@ -591,7 +591,7 @@ def binary(name, args, configs, regular, named=(), declared=()):
 BOTH = ((-4.0, -0.25), (0.25, 4.0))
 BINARY = {op.name: op for op in (
     binary("pow", ("x", "y"),
-           (Config("x=0,y=0", 0.0, 0.0, ((1,), (1, -1)), ("nan", "zero", "none", "none")),
+           (Config("x=0,y=0", 0.0, 0.0, ((1,), (1, -1)), ("nan", "zero", "neither", "neither")),
             Config("x=0,0<y<1", 0.0, ((0.2, 0.8),), ((1,), ()), ("+inf", "zero", "right", "both")),
             Config("x=0,y=1", 0.0, 1.0, ((1,), ()), ("1", "zero", "both", "both")),
             Config("x=0,y>1", 0.0, ((1.25, 3.0),), ((1,), ()), ("zero", "zero", "right", "both"))),
@@ -603,20 +603,20 @@ BINARY = {op.name: op for op in (
                       link=TORCH_MANUAL),
            ]),
     binary("xlogy", ("x", "y"),
-           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1,)), ("zero", "nan", "none", "none")),
+           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1,)), ("zero", "nan", "neither", "neither")),
             Config("x=0,y>0", 0.0, ((1.5, 8.0),), kinds=("log(y)", "zero", "both", "both")),
-            Config("x=0,y<0", 0.0, ((-4.0, -0.5),), ((), ()), ("zero", "zero", "none", "both"))),
+            Config("x=0,y<0", 0.0, ((-4.0, -0.5),), ((), ()), ("zero", "zero", "neither", "both"))),
            (BOTH, ((0.25, 8.0),)), named=(("log(y)", np.log),),
            declared=xlogy_declared("xlogy", "y=0", "y>0", "y<0")),
     binary("xlog1py", ("x", "y"),
-           (Config("x=0,y=-1", 0.0, -1.0, ((1, -1), (1,)), ("zero", "nan", "none", "none")),
+           (Config("x=0,y=-1", 0.0, -1.0, ((1, -1), (1,)), ("zero", "nan", "neither", "neither")),
             Config("x=0,y>-1", 0.0, ((0.5, 8.0),), kinds=("log1p(y)", "zero", "both", "both")),
-            Config("x=0,y<-1", 0.0, ((-5.0, -1.5),), ((), ()), ("zero", "zero", "none", "both"))),
+            Config("x=0,y<-1", 0.0, ((-5.0, -1.5),), ((), ()), ("zero", "zero", "neither", "both"))),
            (BOTH, ((-0.75, 8.0),)), named=(("log1p(y)", np.log1p),),
            declared=xlogy_declared("xlog1py", "y=-1", "y>-1", "y<-1")),
     binary("xdivy", ("x", "y"),
-           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "none", "both")),
-            Config("x=0,y!=0", 0.0, BOTH, kinds=("zero", "zero", "none", "both"))),
+           (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "neither", "both")),
+            Config("x=0,y!=0", 0.0, BOTH, kinds=("zero", "zero", "neither", "both"))),
            (BOTH, BOTH), named=(("1/y", lambda y: 1 / y),),
            declared=[
                expect("dx[xdivy@x=0,y=0]", "+inf", framework="tensorflow", versions=f">={XDIVY_FROM}",
@@ -635,10 +635,10 @@ BINARY = {op.name: op for op in (
            ]),
     binary("divide_no_nan", ("x", "y"),
            (Config("x=0,y=0", 0.0, 0.0, ((1, -1), (1, -1)), ("zero", "zero", "both", "both")),
-            Config("x!=0,y=0", BOTH, 0.0, ((), (1, -1)), ("zero", "zero", "both", "none"))),
+            Config("x!=0,y=0", BOTH, 0.0, ((), (1, -1)), ("zero", "zero", "both", "neither"))),
            (BOTH, BOTH)),
     binary("atan2", ("y", "x"),
-           (Config("y=0,x=0", 0.0, 0.0, ((1, -1), (1, -1)), ("nan", "nan", "none", "none")),), (BOTH, BOTH),
+           (Config("y=0,x=0", 0.0, 0.0, ((1, -1), (1, -1)), ("nan", "nan", "neither", "neither")),), (BOTH, BOTH),
            declared=[
                *expect_keys(["dy[atan2@y=0,x=0]", "dx[atan2@y=0,x=0]"], "zero", framework="torch",
                             reason="atan2_backward fills the reciprocal of y*y + x*x with 0 where it is 0; TF and JAX "
@@ -681,7 +681,7 @@ def reduction(name, program, f, vjp, kinds, terms=None, absent=None, declared=()
 MOMENTS = {"constant": ("zero", "both"), "one-element": ("zero", "both")}
 REDUCTIONS = {op.name: op for op in (
     reduction("norm", Norm, lambda x: np.linalg.norm(x, axis=-1),
-              lambda x, w: w[:, None] * x / np.linalg.norm(x, axis=-1, keepdims=True), {"x=0": ("nan", "none")},
+              lambda x, w: w[:, None] * x / np.linalg.norm(x, axis=-1, keepdims=True), {"x=0": ("nan", "neither")},
               declared=[expect("grad[norm@x=0]", "zero", **NORM_SAFE), expect("grad[norm@x=0]", "zero", **TORCH_NORM)]),
     # l2_normalize of a one-element row is sign(x): its gradient w/|x| - w/|x| cancels to 0, up to rounding
     reduction("l2_normalize", L2Normalize, _l2n, _l2n_vjp, {"x=0": ("1e+06", "both")},
@@ -691,13 +691,13 @@ REDUCTIONS = {op.name: op for op in (
                          reason="F.normalize is x / max(||x||, eps=1e-12): 1/eps at the zero vector; "
                          "tf.math.l2_normalize is x * rsqrt(max(sum(x**2), epsilon=1e-12)): 1/sqrt(epsilon) = 1e6",
                          link="https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html"),
-                  expect("side[l2_normalize@x=0]", "none", framework="torch",
+                  expect("side[l2_normalize@x=0]", "neither", framework="torch",
                          reason="the eps only acts below ||x|| = 1e-12, far inside the difference step: "
                          "F.normalize(+-h e_i) = +-e_i and both quotients grow without bound, not 1e12",
                          link="https://pytorch.org/docs/stable/generated/torch.nn.functional.normalize.html"),
               ]),
     reduction("reduce_std", ReduceStd, lambda x: x.std(-1), _moments_vjp(True),
-              {"constant": ("nan", "none"), "one-element": ("nan", "none")}, _moments_terms(True),
+              {"constant": ("nan", "neither"), "one-element": ("nan", "neither")}, _moments_terms(True),
               declared=[
                   *expect_keys(["grad[reduce_std@constant]", "grad[reduce_std@one-element]"], "zero", **TORCH_STD),
                   expect("side[reduce_std@one-element]", "both", framework="torch",

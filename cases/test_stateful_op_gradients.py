@@ -85,7 +85,7 @@ MAX_TRIPS = 3
 EXPECT = expectations(
     {
         **{f"value_grad[{op}]": "-upstream" if op == "assign_sub" else "upstream" for op in UPDATES},
-        **{f"variable_grad[{op}]": "zeros" if op == "assign" else "upstream" for op in UPDATES},
+        **{f"variable_grad[{op}]": "zero" if op == "assign" else "upstream" for op in UPDATES},
         "seed_delta_grad": "6.0",
         **{f"{k}[{s}]": v for s in SPELLINGS for k, v in (("winner", "last-wins"), ("update_grad", "winner-only"))},
         **{f"tensor_grad[{s}]": "zero-where-written" for s in SPELLINGS},
@@ -93,7 +93,7 @@ EXPECT = expectations(
         "out_of_range[-1]": "last-branch",
         f"out_of_range[{BRANCHES}]": "last-branch",
         **{f"reverse_mode[{v}]": "available" for v in LOOPS},
-        **{f"zero_trip[{v}]": "zeros" for v in LOOPS},
+        **{f"zero_trip[{v}]": "zero" for v in LOOPS},
         **{f"second_call[{c}]": "same" for c in CONSTRUCTS},
     },
     *[
@@ -552,7 +552,7 @@ def references(forward, first, second, args, w, v, side):
 
 # ---------------------------------------------------------------- observations
 def grad_kind(g, w) -> str:
-    """``none``, ``upstream`` (== w), ``-upstream``, ``zeros`` or ``other``."""
+    """``none``, ``upstream`` (== w), ``-upstream``, ``zero`` or ``other``."""
     if g is None:
         return "none"
     g = np.asarray(g)
@@ -560,7 +560,7 @@ def grad_kind(g, w) -> str:
         return "upstream"
     if g.shape == w.shape and np.array_equal(g, -w):
         return "-upstream"
-    return "zeros" if not g.any() else "other"
+    return "zero" if not g.any() else "other"
 
 
 def _classify(g, refs: dict) -> str:

@@ -38,7 +38,7 @@ BEHAVIOUR = behaviour(
 
 ROUND_GRAD_LINK = "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"
 EXPECT = expectations(
-    {"round_grad": "zeros", "ste_grad": "upstream", "rounding": "half-to-even"},
+    {"round_grad": "zero", "ste_grad": "upstream", "rounding": "half-to-even"},
     expect(
         "round_grad",
         "none",

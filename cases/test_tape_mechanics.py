@@ -88,9 +88,7 @@ SECOND_CALL = (
 
 EXPECT = expectations(
     {
-        **{
-            f"unwatched[{s}|{p}]": "none" if p == "none" else "zeros" for s in UNWATCHED["tensorflow"] for p in POLICIES
-        },
+        **{f"unwatched[{s}|{p}]": "none" if p == "none" else "zero" for s in UNWATCHED["tensorflow"] for p in POLICIES},
         "second-gradient[non-persistent]": raises("RuntimeError", SECOND_CALL),
         "second-gradient[persistent]": "same",
         "stop-recording": "recorded-part",

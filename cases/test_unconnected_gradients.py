@@ -77,13 +77,13 @@ PATHS = BLOCKED + ("round", "sign", "straight_through")
 
 EXPECT = expectations(
     {
-        **{f"{p}[{q}]": "zeros" if q == "ZERO" else "none" for p in BLOCKED for q in POLICIES},
-        **{f"round[{q}]": "zeros" for q in POLICIES},
-        **{f"sign[{q}]": "zeros" for q in POLICIES},
+        **{f"{p}[{q}]": "zero" if q == "ZERO" else "none" for p in BLOCKED for q in POLICIES},
+        **{f"round[{q}]": "zero" for q in POLICIES},
+        **{f"sign[{q}]": "zero" for q in POLICIES},
         **{f"straight_through[{q}]": "upstream" for q in POLICIES},
         **{f"no_gradient[{q}]": raises("LookupError", NO_TAPE_GRADIENT) for q in POLICIES},
         "tf_gradients[NONE]": "none",
-        "tf_gradients[ZERO]": "zeros",
+        "tf_gradients[ZERO]": "zero",
     },
     *[
         expect(
@@ -100,7 +100,7 @@ EXPECT = expectations(
     *[
         expect(
             f"{p}[{q}]",
-            "zeros",
+            "zero",
             framework="jax",
             reason="jax.vjp has no unconnected-gradient policy and no None: the cotangent of an input "
             "the output does not depend on (or depends on only through integers or "
@@ -184,7 +184,7 @@ def sources(draw):
     d, s = draw(ss.float_dtypes()), draw(ss.small_shapes(menu=SHAPES))
     x = draw(ss.float_arrays(dtype=d, shape=s, halfway=True), label="x")
     a = draw(ss.float_arrays(dtype=d, shape=s), label="a")
-    # w == 0 would make "upstream" and "zeros" indistinguishable
+    # w == 0 would make "upstream" and "zero" indistinguishable
     w = draw(ss.like(x).map(lambda w: np.where(w == 0, 1, w).astype(w.dtype)), label="cotangent")
     return x, a, w
 
@@ -341,14 +341,14 @@ class V1Gradients(Program):
 
 
 def gradient_kind(g, x, w) -> str:
-    """``none``, ``zeros`` (shape and dtype of x), ``upstream`` (== w), or what else it was."""
+    """``none``, ``zero`` (shape and dtype of x), ``upstream`` (== w), or what else it was."""
     if g is None:
         return "none"
     g = np.asarray(g)
     if g.shape != x.shape or g.dtype != x.dtype:
         return f"array{g.shape}:{g.dtype}"
     if not g.any():
-        return "zeros"
+        return "zero"
     return "upstream" if np.array_equal(g, w) else "other"
 
 
@@ -436,6 +436,6 @@ def test_seed_ops_without_gradient_v1_session(subject, record, x):
     for path in ("round", "argmax", "int_cast", "sign"):
         for policy in ("default", "ZERO"):
             kind, gx = observe_path(subject, record, Grads, x, ones, ones, path=path, policy=policy)
-            if kind == "zeros":
+            if kind == "zero":
                 record.equal(name=f"dy/dx[{path},{policy}]", out=gx, ref=np.zeros(4, np.float32), oracle="closed-form")
             record.check(EXPECT, **{f"{path}[{policy}]": kind})

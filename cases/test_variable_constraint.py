@@ -96,7 +96,7 @@ EXPECT = expectations(
         "in_range": "in-range",
         "reparam_range": "open-unit-interval",
         "saturation": "one",
-        "saturated_grad": "zeros",
+        "saturated_grad": "zero",
     },
     *(
         expect(key, value, framework="tensorflow", mode="graph", versions=versions, reason=reason, link=link)

@@ -38,9 +38,10 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Callable
 
-from suite import versions
+from suite import kinds, versions
 
-SCHEMA = 1
+#: 2: the words of :mod:`suite.kinds` (a version-1 state is renamed on load: :func:`load_state`).
+SCHEMA = 2
 #: The key under which a row's outcome is watched (a row that began or stopped failing).
 OUTCOME = "(outcome)"
 #: A row that ran without recording the key.
@@ -385,6 +386,29 @@ def load_state(path) -> dict | None:
         raise BisectError(f"{path}: not a bisect state ({e}); move it away to start afresh") from None
     if not isinstance(state, dict) or "probes" not in state:
         raise BisectError(f"{path}: not a bisect state (no 'probes'); move it away to start afresh")
+    return migrate(state)
+
+
+def migrate(state: dict) -> dict:
+    """A schema-1 state in today's words (:func:`suite.kinds.current`): its watches' old and new
+    answers and every probe's observations; its results are recomputed from them.
+
+    >>> probes = {"a": {"observed": {"t": {"k": "zeros"}}}}
+    >>> s = migrate({"schema": 1, "candidates": ["a"], "broken": {}, "probes": probes,
+    ...              "watches": [{"test": "t", "key": "k", "old": "zeros", "new": "nan"}]})
+    >>> s["schema"], s["watches"][0]["old"], s["probes"]["a"]["observed"]["t"]["k"], s["results"][0]["oldest"]
+    (2, 'zero', 'zero', 'zero')
+    """
+    if state.get("schema") != 1:
+        return state
+    for w in state.get("watches", []):
+        w["old"], w["new"] = kinds.current(w["key"], w["old"]), kinds.current(w["key"], w["new"])
+    for probe in state.get("probes", {}).values():
+        observed = probe.get("observed") or {}
+        for test, keys in observed.items():
+            observed[test] = {k: kinds.current(k, v) for k, v in keys.items()}
+    state["schema"] = SCHEMA
+    state["results"] = results(state)
     return state
 
 

@@ -312,10 +312,10 @@ def assert_equal(*, name: str, out, ref, who: str, oracle: str, dtype=None):
 
 
 def gradient_kind(g) -> str:
-    """Observation vocabulary for a gradient: ``none``, ``zeros`` or ``nonzero``."""
+    """A gradient's coarse kind (:mod:`suite.kinds`): ``none``, ``zero`` or ``nonzero``."""
     if g is None:
         return "none"
-    return "zeros" if not np.any(np.asarray(g)) else "nonzero"
+    return "zero" if not np.any(np.asarray(g)) else "nonzero"
 
 
 def near(g, ref, *, factor: float = 1.0, atol_factor: float = 1.0) -> bool:
@@ -332,19 +332,19 @@ def near(g, ref, *, factor: float = 1.0, atol_factor: float = 1.0) -> bool:
     return g.shape == np.shape(ref) and bool(np.allclose(g.astype(np.float64), ref, rtol=tol, atol=tol * atol_factor))
 
 
-def which(g, refs: dict, *, factor: float = 1.0, atol_factor: float = 1.0, zeros: bool = True) -> str:
+def which(g, refs: dict, *, factor: float = 1.0, atol_factor: float = 1.0, zero: bool = True) -> str:
     """Which named reference ``g`` is :func:`near` (the first in ``refs``' order); ``none`` for no
-    gradient; else ``zeros`` (when ``zeros`` and g is all zero) or ``other``.
+    gradient; else ``zero`` (when ``zero`` and g is all zero) or ``other`` (:mod:`suite.kinds`).
 
     >>> which(np.zeros(2), {"twice": np.full(2, 2.0)}), which(np.full(2, 2.0), {"twice": np.full(2, 2.0)})
-    ('zeros', 'twice')
+    ('zero', 'twice')
     """
     if g is None:
         return "none"
     for name, ref in refs.items():
         if near(g, ref, factor=factor, atol_factor=atol_factor):
             return name
-    return "zeros" if zeros and not np.any(np.asarray(g)) else "other"
+    return "zero" if zero and not np.any(np.asarray(g)) else "other"
 
 
 class Remote(Exception):

@@ -7,7 +7,7 @@ A declared divergence is asserted exactly as agreement is: when TensorFlow chang
 test fails and the report shows the old (declared) and new (observed) value.
 
 >>> EXPECT = expectations(
-...     {"round_grad": "zeros"},
+...     {"round_grad": "zero"},
 ...     expect("round_grad", "none", framework="tensorflow",
 ...            reason="tf.round registers a None gradient",
 ...            link="https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/ops/math_grad.py"))

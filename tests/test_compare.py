@@ -88,7 +88,7 @@ def test_rel_err_of_an_array_with_itself_is_zero(x):
 
 
 def test_gradient_kind_vocabulary():
-    assert [cmp.gradient_kind(g) for g in (None, np.zeros(3), np.array([0.0, 1.0]))] == ["none", "zeros", "nonzero"]
+    assert [cmp.gradient_kind(g) for g in (None, np.zeros(3), np.array([0.0, 1.0]))] == ["none", "zero", "nonzero"]
 
 
 def test_subnormal_references_may_be_flushed_to_zero_but_normal_ones_not():

@@ -175,7 +175,7 @@ def test_update_replaces_one_behaviours_rows_and_declarations_and_records_which_
     """An incremental baseline: the demo behaviour re-run at a new revision (with a newer JAX) replaces
     the baseline's demo rows, declaration and deprecations; the other behaviour's rows stay, and
     ``behaviour_runs`` says which revision, date and frameworks ran each."""
-    stale_decl = {**DECL, "id": "cases.test_demo:round_grad:old", "observed": "zeros"}
+    stale_decl = {**DECL, "id": "cases.test_demo:round_grad:old", "observed": "zero"}
     base = whole(
         [row("t1", held=False), other_row("u1")],
         declared=[stale_decl],

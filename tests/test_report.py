@@ -399,19 +399,19 @@ def test_observations_are_asserted_or_informational_in_the_report_and_the_diff()
         return {
             "schema_version": 1,
             "environment": {},
-            "results": [_row(observed={"grad": v, "init": v}, expected={"grad": "zeros"})],
+            "results": [_row(observed={"grad": v, "init": v}, expected={"grad": "zero"})],
         }
 
-    log = diff.diff(rep("zeros"), rep("none"))
+    log = diff.diff(rep("zero"), rep("none"))
     kinds = {c.detail: c.asserted for c in log.changes if c.kind == "observation changed"}
     assert kinds == {"grad": True, "init": False}
     md = diff.markdown(log)
     assert "| `grad` | value changed |" in md and "| `init` | informational |" in md
     assert md.index("| `grad` |") < md.index("| `init` |"), "what a user may act on comes first"
     assert "**1 change(s) a user may need to act on**" in md
-    page = pages.markdown(rep("zeros"))
-    assert "`init` = `zeros`: tensorflow eager (informational: recorded, not asserted)" in page
-    assert "`grad` = `zeros`: tensorflow eager\n" in page
+    page = pages.markdown(rep("zero"))
+    assert "`init` = `zero`: tensorflow eager (informational: recorded, not asserted)" in page
+    assert "`grad` = `zero`: tensorflow eager\n" in page
 
 
 def test_diff_names_environment_differences_and_a_partial_report_first():
@@ -650,3 +650,43 @@ def test_array_level_comparisons_show_their_least_headroom_and_the_slack_ones():
     }
     md = pages.markdown(judged)  # a behaviour's judgement beside its headroom, and its reason below
     assert "| b | array | float32 | 4.2x |" in md and "Why each floor:\n\n- `b` (array): a loss sums rows" in md
+
+
+def test_a_schema_1_report_loads_in_todays_gradient_kinds_and_diffs_clean_against_a_new_run(tmp_path):
+    """Version 1 spelled some gradient kinds otherwise (``suite/kinds.py``): loaded, an old baseline
+    says ``zero``, ``both``, ``mean`` and a side key's ``neither``, so a new run that observes the
+    same things in today's words is no change; the diff names the schema each report was written in."""
+    from suite.report import diff
+
+    pairs = {
+        "round_grad": ("zeros", "zero"),
+        "grad[cumprod@a]": ("mixed:both-sides,zero", "mixed:both,zero"),
+        "abs_zero_vs_sides": ("mean-of-sides", "mean"),
+        "side_dx[xlogy@x=0,y=0]": ("none", "neither"),
+        "unconnected[NONE]": ("none", "none"),
+        "global_clip_value[inf]": ("zeros-and-nan", "zero-and-nan"),
+    }
+    old_words, new_words = ({k: v[i] for k, v in pairs.items()} for i in (0, 1))
+    decl = {"key": "round_grad", "observed": "zeros", "id": "cases.test_b:0", "module": "cases.test_b"}
+    path = tmp_path / "old.json"
+    path.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "environment": {},
+                "declared": [decl],
+                "results": [_row(observed=old_words, expected=old_words)],
+            }  # fmt: skip
+        )
+    )
+    old = schema.load(path)
+    assert old["schema_version"] == schema.SCHEMA_VERSION and old["migrated_from"] == 1
+    assert old["results"][0]["observed"] == new_words and old["results"][0]["expected"] == new_words
+    assert old["declared"][0]["observed"] == "zero"
+    new = {"schema_version": schema.SCHEMA_VERSION, "environment": {},
+           "results": [_row(observed=new_words, expected=new_words)]}  # fmt: skip
+    log = diff.diff(old, new)
+    assert [c for c in log.changes if c.kind == "observation changed"] == []
+    assert ("schema_version", "1 (gradient kinds read in today's words)", "2") in log.environment
+    changed = diff.diff(old, {**new, "results": [_row(observed={**new_words, "round_grad": "nonzero"})]})
+    assert [c.detail for c in changed.changes if c.kind == "observation changed"] == ["round_grad"]

@@ -102,7 +102,7 @@ class Op:
     ``excluded``: where the derivative is undefined, values or ``f(*args, margin) -> bool array``
     (within ``margin`` of them the gradients are compared only at the special points);
     ``sides``: the kind at a special point is which one-sided derivative of the reference the
-    gradient is (:func:`side_kind`: ``left``, ``right``, ``mean``, ``both-sides``, ``zero``),
+    gradient is (:func:`side_kind`: ``left``, ``right``, ``mean``, ``both``, else its value kind),
     as at a kink, instead of its value (:func:`point_kind`);
     ``capabilities``: a subset of :data:`CAPABILITIES`, each one left out named in ``absent``
     with its reason and link; ``pairs``: the (dtype, shape) menu of the drawn inputs (default
@@ -365,11 +365,12 @@ def point_kind(g, named=None) -> str:
 
 def side_kind(g, left, right) -> str:
     """Which one-sided difference quotient (times the cotangent) a gradient at a kink equals:
-    ``both-sides`` where the two agree, else ``left``, ``right`` or their ``mean``; ``zero`` or
-    ``other`` when none.
+    ``both`` where the two agree, else ``left``, ``right`` or their ``mean``; when it is none of
+    them, its value kind (:func:`point_kind`: ``zero``, ``nan``, ...), the one key saying both
+    (:mod:`suite.kinds`).
 
     >>> side_kind(0.0, -1.0, 1.0), side_kind(1.0, 0.0, 1.0), side_kind(1.0, 1.0, 1.0), side_kind(0.0, 0.25, 1.0)
-    ('mean', 'right', 'both-sides', 'zero')
+    ('mean', 'right', 'both', 'zero')
     """
     tol = max(finite_diff.ONE_SIDED_TOL, cmp.GRAD.of(np.asarray(g).dtype))
 
@@ -378,12 +379,12 @@ def side_kind(g, left, right) -> str:
 
     if same(left, right):
         if same(g, left):
-            return "both-sides"
+            return "both"
     else:
         for name, ref in (("left", left), ("right", right), ("mean", (left + right) / 2)):
             if same(g, ref):
                 return name
-    return "zero" if g == 0 else "other"
+    return point_kind(np.asarray(g))
 
 
 def summary(kinds) -> str:

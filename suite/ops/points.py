@@ -101,9 +101,9 @@ class Config:
         """The configuration as a point of the binary entry ``name`` whose arguments are ``args``:
         keys ``d<arg>[<name>@<label>]`` and ``side_d<arg>[...]``.
 
-        >>> p = Config("x=0,y=0", 0.0, 0.0, kinds=("nan", "zero", "none", "both")).point("pow", ("x", "y"))
+        >>> p = Config("x=0,y=0", 0.0, 0.0, kinds=("nan", "zero", "neither", "both")).point("pow", ("x", "y"))
         >>> p.key, p.also
-        ('dx[pow@x=0,y=0]', (('dy', 'zero'), ('side_dx', 'none'), ('side_dy', 'both')))
+        ('dx[pow@x=0,y=0]', (('dy', 'zero'), ('side_dx', 'neither'), ('side_dy', 'both')))
         """
         a, b = args
         also = ((f"d{b}", self.kinds[1]), (f"side_d{a}", self.kinds[2]), (f"side_d{b}", self.kinds[3]))
@@ -238,7 +238,8 @@ def _against_differences(record, f, as64, w, tags, names, grads) -> None:
 
 def side(g, f, arrays, i) -> str:
     """Which one-sided difference quotient of ``f`` in ``arrays[i]`` (float64) each gradient entry
-    ``g`` equals: ``left``, ``right``, ``both`` or ``none`` (``mixed:...`` when entries differ).
+    ``g`` equals: ``left``, ``right``, ``both`` or ``neither`` (``mixed:...`` when entries differ;
+    :mod:`suite.kinds`).
     A side's limit is its quotient at finite_diff's step; +-inf where the quotient is infinite
     or grows without bound as the step shrinks 100-fold; NaN where f is undefined there.
     Agreement allows the quotient's own change between the two steps.
@@ -260,7 +261,7 @@ def side(g, f, arrays, i) -> str:
                 close = abs(v - lim) <= max(finite_diff.ONE_SIDED_TOL * max(1.0, abs(lim)), 2 * abs(a - b))
             if close:
                 hits[j].add(where)
-    words = {"both" if len(h) == 2 else h.pop() if h else "none" for h in hits}
+    words = {"both" if len(h) == 2 else h.pop() if h else "neither" for h in hits}
     return words.pop() if len(words) == 1 else "mixed:" + ",".join(sorted(words))
 
 

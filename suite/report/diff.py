@@ -186,9 +186,25 @@ def diff(old: dict, new: dict, old_path="OLD", new_path="NEW", *, whole: bool = 
         _label(old, old_path),
         _label(new, new_path),
         changes,
-        environment_changes(old.get("environment") or {}, new.get("environment") or {}),
+        environment_changes(old.get("environment") or {}, new.get("environment") or {}) + _schema_change(old, new),
         _caveats(scope_old, scope_new, old_path, new_path, whole),
     )
+
+
+def _schema_change(old: dict, new: dict) -> list[tuple[str, str, str]]:
+    """The schema version each report was written in, where they differ (an older one is read in
+    today's words: :func:`suite.report.schema.migrate`)."""
+    a, b = (r.get("migrated_from", r.get("schema_version")) for r in (old, new))
+    if a == b:
+        return []
+    read = " (gradient kinds read in today's words)"
+    return [
+        (
+            "schema_version",
+            f"{a}{read if 'migrated_from' in old else ''}",
+            f"{b}{read if 'migrated_from' in new else ''}",
+        )
+    ]
 
 
 def _moves(o: dict, n: dict) -> dict:

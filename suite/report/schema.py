@@ -1,8 +1,9 @@
-"""Report schema (version 1): assemble, write atomically, load and validate.
+"""Report schema (version 2): assemble, write atomically, load and validate.
 
 A report is ``latest.json`` (complete run) or ``latest.jsonl`` (streamed: a header line,
 one line per row, a footer line when the run finished). Loading either gives the same
-dict; a JSONL without its footer loads as ``partial: true``.
+dict; a JSONL without its footer loads as ``partial: true``. A version-1 report (the words
+of :mod:`suite.kinds` before they were one vocabulary) loads in today's words: :func:`migrate`.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ import re
 import tempfile
 from pathlib import Path
 
-from suite import behaviours as bh
+from suite import behaviours as bh, kinds
 from suite.expectations import Expectation, all_declared
 from suite.report.query import behaviour_of_module
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Versions :func:`load` reads: older ones are migrated (:func:`migrate`).
+READABLE = (1, 2)
 OUTCOMES = ("passed", "failed", "skipped", "error", "crashed", "unavailable", "xfailed")
 
 
@@ -244,8 +247,8 @@ def _validate(report, path) -> dict:
     if not isinstance(report, dict):
         raise ReportError(f"{path}: not a report (top level is {type(report).__name__}, expected an object)")
     v = report.get("schema_version")
-    if v != SCHEMA_VERSION:
-        raise ReportError(f"{path}: schema_version {v!r} is not supported (expected {SCHEMA_VERSION})")
+    if v not in READABLE:
+        raise ReportError(f"{path}: schema_version {v!r} is not supported (expected one of {READABLE})")
     for k in ("environment", "results"):
         if k not in report:
             raise ReportError(f"{path}: missing key {k!r}")
@@ -266,7 +269,37 @@ def _validate(report, path) -> dict:
                 )
     if not isinstance(report["environment"], dict):
         raise ReportError(f"{path}: 'environment' is {type(report['environment']).__name__}, expected an object")
+    return migrate(report)
+
+
+def migrate(report: dict) -> dict:
+    """A loaded report in the current schema. Version 1 spelled some gradient kinds otherwise
+    (``zeros``, ``both-sides``, ``mean-of-sides``, a side key's ``none``): its rows' observed
+    and expected values and its declarations' answers are renamed (:func:`suite.kinds.current`),
+    and ``migrated_from`` says so. Nothing else differs between the versions.
+
+    >>> r = migrate({"schema_version": 1, "results": [{"observed": {"round_grad": "zeros"}, "expected": {}}]})
+    >>> r["schema_version"], r["migrated_from"], r["results"][0]["observed"]
+    (2, 1, {'round_grad': 'zero'})
+    """
+    if report.get("schema_version") == SCHEMA_VERSION:
+        return report
+    for row in report.get("results", []):
+        for field in ("observed", "expected"):
+            if isinstance(row.get(field), dict):
+                row[field] = {k: kinds.current(k, v) for k, v in row[field].items()}
+    for key in ("declared", "_declared"):
+        if isinstance(report.get(key), list):
+            report[key] = [_renamed_answer(d) for d in report[key]]
+    report["migrated_from"] = report["schema_version"]
+    report["schema_version"] = SCHEMA_VERSION
     return report
+
+
+def _renamed_answer(d):
+    if isinstance(d, dict) and "observed" in d:
+        return {**d, "observed": kinds.current(d.get("key", ""), d["observed"])}
+    return d
 
 
 def load(path, *, coverage: bool = False) -> dict:
