@@ -258,29 +258,26 @@ class Extremum(Program):
 KINK_ENTRY = dict(domain={"float32": (-8.0, 8.0), "float64": (-8.0, 8.0)}, margin=FD_MARGIN, sides=True)
 
 
-def kink(op: str, at: float, kind: str) -> ops.Point:
-    """The kink of ``op`` at ``at`` (at 0 the array 0.0, -0.0, 0.0: both signed zeros), where the
-    gradient is by default the ``kind`` one-sided derivative (:func:`suite.ops.side_kind`).
-
-    Its key is ``<op>@<at>`` (``relu@0``), which the table's own form ``grad[<op>@<at>]`` cannot
-    spell: this behaviour observed these keys before the op table had a key form, and every
-    committed baseline holds them, so the point keeps them (``Point.key``).
+def kink(at: float, kind: str) -> ops.Point:
+    """The kink at ``at`` (at 0 the array 0.0, -0.0, 0.0: both signed zeros), where the
+    gradient is by default the ``kind`` one-sided derivative (:func:`suite.ops.side_kind`); its key
+    is the table's ``grad[<entry>@<at>]`` (reports of schema 1 said ``relu@0``: :func:`suite.kinds.current_key`).
     """
-    return ops.Point(f"{at:g}", ((0.0, -0.0, 0.0) if at == 0 else at,), kind, key=f"{op}@{at:g}")
+    return ops.Point(f"{at:g}", ((0.0, -0.0, 0.0) if at == 0 else at,), kind)
 
 
 RELU = ops.view("kink-subgradients", "relu", closed_forms=True, **KINK_ENTRY, excluded=(0.0,),
-                points=(kink("relu", 0.0, "left"),))  # fmt: skip
+                points=(kink(0.0, "left"),))  # fmt: skip
 ops.view("kink-subgradients", "relu6", **KINK_ENTRY, excluded=(0.0, 6.0),
-         points=(kink("relu6", 0.0, "left"), kink("relu6", 6.0, "right")))  # fmt: skip
+         points=(kink(0.0, "left"), kink(6.0, "right")))  # fmt: skip
 ops.view(
     "kink-subgradients",
     "leaky_relu",
     **KINK_ENTRY,
     excluded=(0.0,),
-    points=(kink("leaky_relu", 0.0, "left"),),
+    points=(kink(0.0, "left"),),
     declared=expect_each(
-        "leaky_relu@0",
+        "grad[leaky_relu@0]",
         tensorflow=("left", "LeakyReluGrad is (x > 0).select(grad, grad*alpha): alpha at 0", TF_RELU_KERNELS),
         jax=(
             "right",
@@ -295,7 +292,7 @@ ops.view(
     "elu",
     **KINK_ENTRY,
     excluded=(0.0,),
-    points=(kink("elu", 0.0, "both"),),
+    points=(kink(0.0, "both"),),
     # exp(x) - 1 and y + 1 from the rounded output cancel for x < 0 (the database's terms): drawn there
     regimes={"saturated": (-8.0, -7.0)},
     ulps={"float32": 4.0, "float64": 4.0, "value": {"float32": 4.0, "float64": 4.0}},
@@ -305,15 +302,15 @@ ops.view(
     "abs",
     **KINK_ENTRY,
     excluded=(0.0,),
-    points=(kink("abs", 0.0, "mean"),),
+    points=(kink(0.0, "mean"),),
     declared=expect_each(
-        "abs@0",
+        "grad[abs@0]",
         tensorflow=("mean", "_AbsGrad is grad*sign(x): 0 at 0, the mean of -1 and 1", TF_MATH_GRAD),
         jax=("right", "abs's JVP is select(x >= 0, g, -g): 1 at 0", "https://github.com/jax-ml/jax/issues/37820"),
         torch=("mean", "abs: grad * self.sgn(): 0 at 0", TORCH_DERIVATIVES),
     ),
 )
-ops.view("kink-subgradients", "sign", **KINK_ENTRY, excluded=(0.0,), points=(kink("sign", 0.0, "zero"),))
+ops.view("kink-subgradients", "sign", **KINK_ENTRY, excluded=(0.0,), points=(kink(0.0, "zero"),))
 MAXIMUM_WITH_ZERO = ops.register(
     ops.Op(
         "maximum(x,0)",  # relu spelled as a maximum: relu's closed forms
@@ -325,9 +322,9 @@ MAXIMUM_WITH_ZERO = ops.register(
         derivatives=RELU.derivatives,
         **KINK_ENTRY,
         excluded=(0.0,),
-        points=(kink("maximum(x,0)", 0.0, "mean"),),
+        points=(kink(0.0, "mean"),),
         declared=expect_each(
-            "maximum(x,0)@0",
+            "grad[maximum(x,0)@0]",
             tensorflow=(
                 "right",
                 "tf.maximum's tie goes to the first argument, x: 1, the right derivative",
@@ -348,10 +345,10 @@ ops.register(
         reference=lambda x: np.clip(x, -1, 6),
         **KINK_ENTRY,
         excluded=(-1.0, 6.0),
-        points=(kink("clip", -1.0, "right"), kink("clip", 6.0, "left")),
+        points=(kink(-1.0, "right"), kink(6.0, "left")),
         declared=[
             e
-            for bound, inner in (("clip@-1", "right"), ("clip@6", "left"))
+            for bound, inner in (("grad[clip@-1]", "right"), ("grad[clip@6]", "left"))
             for e in expect_each(
                 bound,
                 tensorflow=(

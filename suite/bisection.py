@@ -390,8 +390,8 @@ def load_state(path) -> dict | None:
 
 
 def migrate(state: dict) -> dict:
-    """A schema-1 state in today's words (:func:`suite.kinds.current`): its watches' old and new
-    answers and every probe's observations; its results are recomputed from them.
+    """A schema-1 state in today's words (:func:`suite.kinds.current_key`, :func:`suite.kinds.current`):
+    its watches' keys and answers and every probe's observations; its results are recomputed from them.
 
     >>> probes = {"a": {"observed": {"t": {"k": "zeros"}}}}
     >>> s = migrate({"schema": 1, "candidates": ["a"], "broken": {}, "probes": probes,
@@ -402,11 +402,13 @@ def migrate(state: dict) -> dict:
     if state.get("schema") != 1:
         return state
     for w in state.get("watches", []):
+        w["key"] = kinds.current_key(w["test"], w["key"])
         w["old"], w["new"] = kinds.current(w["key"], w["old"]), kinds.current(w["key"], w["new"])
     for probe in state.get("probes", {}).values():
         observed = probe.get("observed") or {}
         for test, keys in observed.items():
-            observed[test] = {k: kinds.current(k, v) for k, v in keys.items()}
+            renamed = {kinds.current_key(test, k): v for k, v in keys.items()}
+            observed[test] = {k: kinds.current(k, v) for k, v in renamed.items()}
     state["schema"] = SCHEMA
     state["results"] = results(state)
     return state

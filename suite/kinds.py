@@ -32,9 +32,10 @@ Where one key carries both (kink-subgradients' and cumulative-gradients' ``<op>@
 a gradient that is no side is named by its value kind (``zero`` for TF's ``sign`` at 0).
 
 Reports of schema version 1 spelled some of these otherwise (``zeros``, ``both-sides``,
-``mean-of-sides``, and ``none`` for a side key's ``neither``): :func:`current` renames one
-observed or declared value, and the report and bisect loaders apply it, so an old baseline
-compares with a new run word for word.
+``mean-of-sides``, and ``none`` for a side key's ``neither``), and keyed kink-subgradients' kinks
+``<op>@<x>`` (``relu@0``) where the op table says ``grad[<op>@<x>]``: :func:`current` renames
+one observed or declared value and :func:`current_key` one key; the report and bisect loaders
+apply them, so an old baseline compares with a new run word for word.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ import re
 RENAMED = {"zeros": "zero", "both-sides": "both", "mean-of-sides": "mean"}
 #: Schema-1 words of a side key (:func:`is_side_key`) and what they are now.
 SIDE_RENAMED = {"none": "neither"}
+#: Where schema 1 keyed a kink ``<op>@<x>``: the rows of this test, the declarations of its entries.
+_KINK_TEST = "cases/test_kink_subgradients.py::test_op_special_points["
+_KINK_ENTRY = re.compile(r"^cases\.test_kink_subgradients:[^:]+:\d+$")
 _WORD = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, RENAMED)) + r")(?![\w])")
 
 
@@ -84,3 +88,18 @@ def _word(word: str, side: bool) -> str:
     if side and word in SIDE_RENAMED:
         return SIDE_RENAMED[word]
     return _WORD.sub(lambda m: RENAMED[m.group(1)], word)
+
+
+def current_key(where: str, key: str) -> str:
+    """Observation key ``key`` of a schema-1 report in today's form; ``where``: the row's test id,
+    or the declaration's id (a declaration of an op-table entry is ``<module>:<entry>:<n>``).
+
+    >>> current_key("cases/test_kink_subgradients.py::test_op_special_points[jax-jit-cpu-relu]", "relu@0")
+    'grad[relu@0]'
+    >>> current_key("cases.test_kink_subgradients:clip:0", "clip@-1")
+    'grad[clip@-1]'
+    >>> current_key("cases.test_kink_subgradients:3", "minimum"), current_key("cases/test_b.py::test_x[jax]", "relu@0")
+    ('minimum', 'relu@0')
+    """
+    kink = where.startswith(_KINK_TEST) or _KINK_ENTRY.match(where)
+    return f"grad[{key}]" if kink and "@" in key and "[" not in key else key

@@ -274,8 +274,9 @@ def _validate(report, path) -> dict:
 
 def migrate(report: dict) -> dict:
     """A loaded report in the current schema. Version 1 spelled some gradient kinds otherwise
-    (``zeros``, ``both-sides``, ``mean-of-sides``, a side key's ``none``): its rows' observed
-    and expected values and its declarations' answers are renamed (:func:`suite.kinds.current`),
+    (``zeros``, ``both-sides``, ``mean-of-sides``, a side key's ``none``) and keyed the kinks
+    ``relu@0``: its rows' observed, expected and declared keys and values and its declarations'
+    keys and answers are renamed (:func:`suite.kinds.current_key`, :func:`suite.kinds.current`),
     and ``migrated_from`` says so. Nothing else differs between the versions.
 
     >>> r = migrate({"schema_version": 1, "results": [{"observed": {"round_grad": "zeros"}, "expected": {}}]})
@@ -285,9 +286,11 @@ def migrate(report: dict) -> dict:
     if report.get("schema_version") == SCHEMA_VERSION:
         return report
     for row in report.get("results", []):
-        for field in ("observed", "expected"):
+        test = row.get("test", "")
+        for field in ("observed", "expected", "declared"):
             if isinstance(row.get(field), dict):
-                row[field] = {k: kinds.current(k, v) for k, v in row[field].items()}
+                renamed = {kinds.current_key(test, k): v for k, v in row[field].items()}
+                row[field] = renamed if field == "declared" else {k: kinds.current(k, v) for k, v in renamed.items()}
     for key in ("declared", "_declared"):
         if isinstance(report.get(key), list):
             report[key] = [_renamed_answer(d) for d in report[key]]
@@ -297,9 +300,10 @@ def migrate(report: dict) -> dict:
 
 
 def _renamed_answer(d):
-    if isinstance(d, dict) and "observed" in d:
-        return {**d, "observed": kinds.current(d.get("key", ""), d["observed"])}
-    return d
+    if not isinstance(d, dict) or "key" not in d:
+        return d
+    key = kinds.current_key(str(d.get("id", "")), d["key"])
+    return {**d, "key": key, **({"observed": kinds.current(key, d["observed"])} if "observed" in d else {})}
 
 
 def load(path, *, coverage: bool = False) -> dict:
