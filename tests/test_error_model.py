@@ -112,6 +112,37 @@ def test_headroom_names_an_unknown_entry(capsys):
     assert "no elementwise entry named tanhh" in capsys.readouterr().err
 
 
+def test_headroom_combines_environments_and_refuses_what_it_cannot_compare(tmp_path, capsys):
+    """A tolerance is judged against the largest error any environment saw; a file that is no
+    table, or tables measured at different tolerances, are refused with the file named."""
+    import json
+
+    from suite.ops import headroom
+
+    def table(path, observed, tol=16.0):
+        row = {"behaviour": "b", "op": "tanh", "dtype": "float32", "quantity": "grad0", "tolerance": tol,
+               "observed": observed, "subject": "tensorflow-eager-cpu", "oracle": "jax-jit-cpu",
+               "at": [4.5], "out": 5e-4, "ref": 5e-4}  # fmt: skip
+        path.write_text(json.dumps({"environment": {}, "rows": [row]}))
+        return str(path)
+
+    a, b = table(tmp_path / "tf-2.12.1.json", 0.5), table(tmp_path / "tf-2.21.0.json", 20.0)
+    out = tmp_path / "all.json"
+    assert headroom.main(["--combine", a, b, "-o", str(out)]) == 1  # 20 units against 16: exceeded
+    (row,) = json.loads(out.read_text())["rows"]
+    assert (row["env"], row["envs"], row["verdict"]) == ("tf-2.21.0", 2, "exceeded")
+    assert headroom.main(["--combine", a]) == 0 and "slack" in capsys.readouterr().out
+    (tmp_path / "bad.json").write_text("[1, 2")
+    other = table(tmp_path / "other.json", 1.0, tol=8.0)
+    for args, message in (
+        ([str(tmp_path / "bad.json")], "bad.json: not a headroom table"),
+        ([a, other], "measure both at one suite revision"),
+    ):
+        with pytest.raises(SystemExit) as e:
+            headroom.main(["--combine", *args])
+        assert e.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_the_report_tabulates_observed_error_beside_the_tolerance():
     from suite.report import model, query
 

@@ -2,6 +2,7 @@
 in units of the model's rounding (issue 47).
 
     python -m suite.ops.headroom [--ops tanh,elu] [--points 2000] [-o reports/headroom/tf-2.21.0.json]
+    python -m suite.ops.headroom --combine reports/headroom/tf-*.json [-o reports/headroom/all.json]
 
 For every elementwise entry of the table, dtype and quantity (value, each gradient, J t, each
 second derivative), every subject (TensorFlow in each mode, JAX, PyTorch) runs one array of
@@ -12,6 +13,10 @@ element by element with each other framework's reference runner. ``observed`` is
 the model's; ``headroom`` their ratio. A quantity whose headroom is above :data:`SLACK` is
 ``slack`` (its tolerance could hide a regression), one below 1 ``exceeded`` (a bug in the model,
 not a reason to widen it); the exit status is 1 when any tolerance is exceeded.
+
+``--combine`` reads such tables from several environments (each release's and the nightly's
+TensorFlow beside the JAX and PyTorch its environment has) and judges each tolerance against
+the largest error any of them saw: a tolerance is slack only if it is slack everywhere.
 """
 
 from __future__ import annotations
@@ -153,13 +158,77 @@ def _report(rows) -> None:
                   f"observed {r['observed']:9.3g} ulp of {r['tolerance']:g} ({where})")  # fmt: skip
 
 
+def combine(tables: dict) -> list[dict]:
+    """One row per (behaviour, op, dtype, quantity) over ``tables`` ({label: table}): the largest
+    error observed in any of them (``env``: the label of the table that saw it; ``envs``: how many
+    measured it), against the tolerance, which must be the same in each (tables measured at
+    different tolerances are not comparable: a ValueError).
+
+    >>> row = lambda obs: {"behaviour": "b", "op": "tanh", "dtype": "float32", "quantity": "grad0",
+    ...                    "tolerance": 16.0, "observed": obs, "subject": "s", "oracle": "o"}
+    >>> both = combine({"a": {"rows": [row(1.0)]}, "b": {"rows": [row(4.0)]}})
+    >>> [(r["env"], r["envs"], r["headroom"], r["verdict"]) for r in both]
+    [('b', 2, 4.0, 'ok')]
+    >>> combine({"a": {"rows": [row(1.0)]}})[0]["verdict"]
+    'slack'
+    """
+    worst: dict[tuple, dict] = {}
+    for label, table in tables.items():
+        for r in table.get("rows", []):
+            key = (r["behaviour"], r["op"], r["dtype"], r["quantity"])
+            best = worst.get(key)
+            if best is not None and best["tolerance"] != r["tolerance"]:
+                raise ValueError(
+                    f"{' '.join(key)}: tolerance {r['tolerance']:g} in {label} but {best['tolerance']:g} in "
+                    f"{best['env']}: measure both at one suite revision"
+                )
+            envs = (best or {}).get("envs", 0) + 1
+            if best is None or r["observed"] > best["observed"]:
+                best = {**r, "env": label}
+            worst[key] = {**best, "envs": envs}
+    out = []
+    for r in worst.values():
+        head = r["tolerance"] / r["observed"] if r["observed"] > 0 else float("inf")
+        verdict = "exact" if r["observed"] == 0 else "exceeded" if head < 1 else "slack" if head > SLACK else "ok"
+        out.append({**r, "headroom": head, "verdict": verdict})
+    return sorted(out, key=lambda r: (r["behaviour"], r["op"], r["dtype"], r["quantity"]))
+
+
+def _combine_main(p, a) -> int:
+    tables = {}
+    for path in a.combine:
+        try:
+            table = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            p.error(f"--combine: {path}: not a headroom table ({e})")
+        if not isinstance(table, dict) or not isinstance(table.get("rows"), list):
+            p.error(f"--combine: {path}: not a headroom table (no 'rows')")
+        tables[Path(path).stem] = table
+    try:
+        rows = combine(tables)
+    except ValueError as e:
+        p.error(f"--combine: {e}")
+    _report(rows)
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("exceeded", "slack", "ok", "exact")}
+    print(f"{len(rows)} tolerances over {len(tables)} environments: "
+          + ", ".join(f"{n} {v}" for v, n in counts.items()), file=sys.stderr)  # fmt: skip
+    if a.output:
+        a.output.parent.mkdir(parents=True, exist_ok=True)
+        env = {"combined": {k: t.get("environment", {}) for k, t in tables.items()}, "slack": SLACK}
+        a.output.write_text(json.dumps({"environment": env, "rows": rows}, indent=1) + "\n")
+    return 1 if counts["exceeded"] else 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m suite.ops.headroom", description=__doc__.split("\n\n")[0])
     p.add_argument("--ops", help="comma-separated entry names (default: every elementwise entry)")
     p.add_argument("--points", type=int, default=2000, help="elements per argument (default 2000)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("-o", "--output", type=Path, help="write the table as JSON here")
+    p.add_argument("--combine", nargs="+", metavar="TABLE", help="judge the tolerances against several measured tables")
     a = p.parse_args(argv)
+    if a.combine:
+        return _combine_main(p, a)
     if a.points < 16:
         p.error("--points: at least 16")
 
