@@ -193,12 +193,15 @@ def test_update_replaces_one_behaviours_rows_and_declarations_and_records_which_
     runs = m["environment"]["behaviour_runs"]
     assert runs["other"]["suite_revision"] == "abc" and runs["other"]["frameworks"]["jax"] == "0.10.2"
     assert runs["demo"]["suite_revision"] == "def0" and runs["demo"]["frameworks"]["jax"] == "0.11.0"
-    # the CLI writes it over the baseline itself, and a later update keeps what the first recorded
-    (tmp_path / "b.json").write_text(json.dumps(base))
+    # the CLI writes it over the baseline itself (a schema-1 one in today's schema, saying so), and
+    # a later update keeps what the first recorded
+    (tmp_path / "b.json").write_text(json.dumps({**base, "schema_version": 1}))
     (tmp_path / "n.json").write_text(json.dumps(new))
     b = str(tmp_path / "b.json")
     assert main(["merge", "--update", b, str(tmp_path / "n.json"), "-o", b]) == 0
     assert "with 1 behaviour(s) of 1 report(s) (demo)" in capsys.readouterr().out
+    written = json.loads((tmp_path / "b.json").read_text())
+    assert (written["schema_version"], written["migrated_from"]) == (schema.SCHEMA_VERSION, 1)
     again = merge.update(schema.load(tmp_path / "b.json"), [whole([other_row("u2")], revision="ghi")], ["b", "o"])
     assert again["environment"]["behaviour_runs"]["demo"]["suite_revision"] == "def0"
     assert again["environment"]["behaviour_runs"]["other"]["suite_revision"] == "ghi"

@@ -150,6 +150,9 @@ def merge(reports: list[dict], names: list[str]) -> dict:
     }
     if incomplete:
         out["incomplete"] = incomplete
+    older = [r["migrated_from"] for r in reports if r.get("migrated_from") is not None]
+    if older:  # some rows were written in an older schema and read in today's words
+        out["migrated_from"] = min(older)
     floors = {b: f for r in reports for b, f in (r.get("floors") or {}).items()}
     if floors:
         out["floors"] = dict(sorted(floors.items()))
@@ -233,6 +236,8 @@ def update(baseline: dict, partials: list[dict], names: list[str]) -> dict:
         "environment": env,
         "results": rows,
     }
+    if baseline.get("migrated_from") is not None:  # its rows not re-run were written in that schema
+        out["migrated_from"] = baseline["migrated_from"]
     if deprecations:
         out["deprecations"] = dict(sorted(deprecations.items()))
     floors = dict(baseline.get("floors") or {})
