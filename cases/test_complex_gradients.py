@@ -18,6 +18,8 @@ https://pytorch.org/docs/stable/notes/autograd.html#complex-autograd-doc,
 https://jax.readthedocs.io/en/latest/notebooks/autodiff_cookbook.html#complex-numbers-and-differentiation
 """
 
+import dataclasses
+
 import numpy as np
 from hypothesis import example, given, strategies as st
 
@@ -57,6 +59,12 @@ BEHAVIOUR = behaviour(
         "error into the observation 'other' instead of the failed comparison that follows and names it.",
     ),
 )
+#: The per-element comparisons' tolerance (issue 47), from what the frameworks agree to: 8 units of
+#: rounding of each element's terms for complex64 (compare.GRAD's 32 left 29.8x headroom at ci on
+#: TF 2.21, slack; at 8, 8.2x at ci and 4.9-5.4x in dev runs). complex128 keeps compare.GRAD: its
+#: comparisons are bound by the floor's 32 units, where the least headroom is 16x (the closed form
+#: vs sin/exp kernels). The convention classifier keeps compare.GRAD.
+TOL = dataclasses.replace(cmp.tolerance(float32=2.0**-20), floor_ulps={"float32": 8.0})
 
 REAL_LOSSES = ("abs2", "real", "imag", "abs")
 OPS = ("square", "mul", "exp", "sin")
@@ -513,7 +521,9 @@ def against(record, oracles, program, z, ct, *, got, kind, forms, name, scale, m
             _, (ref,) = o.vjp(program.of(o), z, cotangent=np.conj(ct), **static)
             ref = np.conj(ref)
         ref = np.asarray(ref)[mask]
-        record.close(name=name, out=np.asarray(got)[mask], ref=ref, oracle=o.id, scale=cmp.capped(scale[mask], ref))
+        record.close(
+            name=name, out=np.asarray(got)[mask], ref=ref, oracle=o.id, scale=cmp.capped(scale[mask], ref), tol=TOL
+        )
 
 
 # |z| bends with curvature 1/|z|: central differences (step ~6e-6) of |z| are within
@@ -550,7 +560,9 @@ def test_real_loss_gradient_convention(subject, oracles, record, zw):
         kind = classify(g[mask], {k: v[mask] for k, v in forms.items()})
         record.check(EXPECT, **{f"real_loss_grad[{loss}]": kind})
         ref, at = forms[kind][mask], loss_scales(loss, z, w)
-        record.close(name=f"grad[{loss}]", out=g[mask], ref=ref, oracle="closed-form", scale=cmp.capped(at[mask], ref))
+        record.close(
+            name=f"grad[{loss}]", out=g[mask], ref=ref, oracle="closed-form", scale=cmp.capped(at[mask], ref), tol=TOL
+        )
         against(
             record, oracles, program, z, w, got=g, kind=kind, forms=forms, name=f"grad[{loss}]", scale=at, mask=mask
         )
@@ -582,7 +594,7 @@ def test_holomorphic_vjp_with_complex_cotangent(subject, oracles, record, zu):
         record.check(EXPECT, **{f"holomorphic_vjp[{op}]": kind})
         at = holomorphic_scales(op, z, u)
         record.close(
-            name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form", scale=cmp.capped(at, forms[kind])
+            name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form", scale=cmp.capped(at, forms[kind]), tol=TOL
         )
         against(record, oracles, program, z, u, got=g, kind=kind, forms=forms, name=f"grad[{op}]", scale=at)
         if z.dtype == np.complex128:
@@ -609,7 +621,7 @@ def test_complex_output_gradient_without_cotangent(subject, record, zu):
         kind = classify(g, forms)
         record.check(EXPECT, complex_output_grad=kind)
         at = cmp.capped(holomorphic_scales(op, z), forms[kind])
-        record.close(name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form", scale=at)
+        record.close(name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form", scale=at, tol=TOL)
 
 
 @on("jax")
@@ -626,7 +638,7 @@ def test_jax_grad_holomorphic_is_the_complex_derivative(subject, record, zu):
         kind = classify(g, forms)
         record.check(EXPECT, holomorphic_grad=kind)
         at = cmp.capped(holomorphic_scales(op, z), forms[kind])
-        record.close(name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form", scale=at)
+        record.close(name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form", scale=at, tol=TOL)
 
 
 @given(zw=near_zero_inputs())
@@ -648,7 +660,7 @@ def test_abs_gradient_at_and_near_zero(subject, oracles, record, zw):
     off = (z != 0) & ~tiny
     # |w z / |z|| = |w|: the unit direction's rounding, each element at its own |w| (in [0.5, 2])
     ref = np.abs(w[off])
-    record.close(name="|grad| off zero", out=np.abs(g[off]), ref=ref, oracle="closed-form", scale=cmp.own(ref))
+    record.close(name="|grad| off zero", out=np.abs(g[off]), ref=ref, oracle="closed-form", scale=cmp.own(ref), tol=TOL)
     for o in oracles:  # at the origin every framework answers the same
         _, (ref,) = o.vjp(Abs.of(o), z, cotangent=w)
         record.equal(name="grad at 0", out=g[at], ref=np.asarray(ref)[at], oracle=o.id)
@@ -676,7 +688,9 @@ def test_seed_tf_issue_3348_gradient_of_z_squared_and_exp(subject, record, z):
         forms = {"conj(f')*u": np.array(tf_answer), "f'*u": np.conj(np.array(tf_answer))}
         kind = classify(g, forms)
         record.check(EXPECT, **{f"holomorphic_vjp[{op}]": kind})
-        record.close(name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form", scale=cmp.own(forms[kind]))
+        record.close(
+            name=f"grad[{op}]", out=g, ref=forms[kind], oracle="closed-form", scale=cmp.own(forms[kind]), tol=TOL
+        )
 
 
 @given(z=st.just(np.array([3 + 4j, 1j], np.complex64)))
@@ -688,9 +702,11 @@ def test_seed_squared_modulus_and_abs(subject, record, z):
     forms = {"2z": np.array([6 + 8j], np.complex64), "2conj(z)": np.array([6 - 8j], np.complex64)}
     kind = classify(g, forms)
     record.check(EXPECT, **{"real_loss_grad[abs2]": kind})
-    record.close(name="grad[x**2+y**2]", out=g, ref=forms[kind], oracle="closed-form", scale=cmp.own(forms[kind]))
+    record.close(
+        name="grad[x**2+y**2]", out=g, ref=forms[kind], oracle="closed-form", scale=cmp.own(forms[kind]), tol=TOL
+    )
     _, (g,) = subject.vjp(Abs.of(subject), z[1:])
     forms = {"z/|z|": np.array([1j], np.complex64), "conj(z)/|z|": np.array([-1j], np.complex64)}
     kind = classify(g, forms)
     record.check(EXPECT, **{"real_loss_grad[abs]": kind})
-    record.close(name="grad[abs]", out=g, ref=forms[kind], oracle="closed-form", scale=cmp.own(forms[kind]))
+    record.close(name="grad[abs]", out=g, ref=forms[kind], oracle="closed-form", scale=cmp.own(forms[kind]), tol=TOL)

@@ -88,17 +88,19 @@ MODEL = {
 #: Units of rounding per entry where its kernels round more (or less) than suite.ops.ULPS: the
 #: largest error the frameworks were measured to differ by, over the entry's domain and regimes
 #: (``python -m suite.ops.headroom --points 3000``, TF 2.21), times 3, to the next power of two;
-#: ``value``: the values' own, where they differ from the derivatives'.
+#: ``value``: the values' own, where they differ from the derivatives'; ``jt``, ``second``: J t's
+#: and the second derivatives', where the derivatives' number left them more than 10x headroom
+#: in every release, the nightly and both oracles (``--combine`` of the eleven tables, 2026-11-30).
 ULPS = {
     "acos": {"float32": 16.0, "float64": 16.0},
     "asin": {"float32": 16.0, "float64": 16.0},
     "acosh": {"float32": 128.0, "float64": 512.0},
     "asinh": {"float32": 128.0, "float64": 512.0},
     "atan": {"float32": 16.0},
-    "atanh": {"float32": 16.0, "value": {"float64": 64.0}},
+    "atanh": {"float32": 16.0, "second": {"float32": 4.0}, "value": {"float64": 64.0}},
     "cosh": {"float32": 64.0, "float64": 32.0, "value": {"float32": 64.0, "float64": 32.0}},
     "sinh": {"float32": 64.0, "float64": 32.0, "value": {"float32": 64.0, "float64": 32.0}},
-    "erfc": {"float32": 16.0, "float64": 16.0},
+    "erfc": {"float32": 16.0, "float64": 8.0},
     "expm1": {"value": {"float32": 16.0, "float64": 16.0}},
     "log_sigmoid": {"float32": 16.0, "float64": 64.0},
     "sigmoid": {"float32": 16.0},
@@ -107,10 +109,11 @@ ULPS = {
     "tan": {"float32": 16.0, "float64": 16.0},
     "tanh": {"float32": 16.0, "float64": 32.0},
     "cos": {"float64": 4.0},
-    "sin": {"float64": 4.0},
+    "sin": {"float64": 4.0, "value": {"float64": 4.0}},
     "elu": {"float32": 4.0, "float64": 4.0, "value": {"float32": 4.0, "float64": 4.0}},
     "selu": {"value": {"float32": 4.0, "float64": 4.0}},
     "softsign": {"float32": 4.0, "float64": 4.0},
+    "gelu": {"second": {"float32": 4.0}},
 }
 for _name, _ulps in ULPS.items():
     MODEL.setdefault(_name, {})["ulps"] = _ulps
@@ -469,7 +472,7 @@ ops.view(
     "pow",
     # the second derivatives sum x^(y-1) (1 + y log x) and its neighbours, which cancel (the
     # database's terms)
-    ulps={"float32": 16.0, "float64": 16.0},  # measured 2.7 and 3.2 ulp (as ULPS above)
+    ulps={"float32": 16.0, "float64": 16.0, "jt": {"float32": 8.0}},  # measured 2.7 and 3.2 ulp (as ULPS above)
     domain={"float32": (0.01, 10.0), "float64": (0.01, 10.0)},
     # d/dx = y x^(y-1): 0 at 0^2, +inf at 0^0.5, -inf at base 0 with a negative exponent (the value
     # is +inf), and nan at a negative base with a non-integer exponent (the value is nan) in every

@@ -64,21 +64,28 @@ class Terms:
 
 
 def ulps(op, quantity: str = "grad") -> dict:
-    """Units of rounding per dtype for ``quantity``: the entry's ``ulps`` (``{"float32": 16}``)
-    hold its derivatives, its ``ulps["value"]`` its values; :data:`ULPS` elsewhere.
+    """Units of rounding per dtype for ``quantity`` (``value``, ``grad<i>``, ``jt``, ``second<i>``):
+    the entry's ``ulps`` (``{"float32": 16}``) hold its derivatives, where ``ulps["jt"]`` and
+    ``ulps["second"]`` may hold J t and the second derivatives more tightly; ``ulps["value"]`` its
+    values; :data:`ULPS` elsewhere.
 
     >>> import types
-    >>> op = types.SimpleNamespace(ulps={"float32": 16.0, "value": {"float64": 32.0}})
+    >>> op = types.SimpleNamespace(ulps={"float32": 16.0, "value": {"float64": 32.0}, "second": {"float32": 4.0}})
     >>> ulps(op), ulps(op, "value")
     ({'float32': 16.0, 'float64': 8.0}, {'float32': 8.0, 'float64': 32.0})
+    >>> ulps(op, "second0"), ulps(op, "jt")
+    ({'float32': 4.0, 'float64': 8.0}, {'float32': 16.0, 'float64': 8.0})
     """
     own = dict(op.ulps or {})
-    value = own.pop("value", {})
-    return {**ULPS, **(value if quantity == "value" else own)}
+    value, jt, second = (own.pop(k, {}) for k in ("value", "jt", "second"))
+    if quantity == "value":
+        return {**ULPS, **value}
+    return {**ULPS, **own, **(jt if quantity == "jt" else second if quantity.startswith("second") else {})}
 
 
 def tolerance(op, quantity: str = "grad") -> cmp.Tolerance:
-    """The entry's tolerance for ``quantity`` (:func:`ulps` units of rounding), relative to
+    """The entry's tolerance for ``quantity`` (:func:`ulps` units of rounding: ``value``,
+    ``grad``, ``jt``, ``second``), relative to
     :func:`scales`' magnitudes (``floor_ulps`` equal to them, so the floor is the terms)."""
     u = ulps(op, quantity)
     return cmp.Tolerance({k: v * cmp.EPS[k] for k, v in u.items()}, floor_ulps=dict(u), model=True)

@@ -260,7 +260,7 @@ def forward_mode(subject, oracles, record, op, data):
     for o in _oracles(op, oracles) if not _near_excluded(op, args) else ():
         ref = _orders(o, op, args, w, tangents, v, "jvp").jt
         record.close(name="J t", out=jt, ref=np.zeros_like(args[0]) if ref is None else ref, oracle=o.id,
-                     tol=tol or op.tol, scale=at["jt"])  # fmt: skip
+                     tol=error.tolerance(op, "jt") if tol else op.tol, scale=at["jt"])  # fmt: skip
 
 
 def second_order(subject, oracles, record, op, data):
@@ -282,7 +282,8 @@ def second_order(subject, oracles, record, op, data):
         for i, (g, r) in enumerate(zip(grads, rg)):
             record.close(name=f"grad{i}", out=g, ref=r, oracle=o.id, tol=tol or op.tol, scale=at[f"grad{i}"])
         for i, (h, r) in enumerate(zip(second, rs)):
-            record.close(name=f"second{i}", out=h, ref=r, oracle=o.id, tol=tol or op.tol, scale=at[f"second{i}"])
+            tol2 = error.tolerance(op, "second") if tol else op.tol
+            record.close(name=f"second{i}", out=h, ref=r, oracle=o.id, tol=tol2, scale=at[f"second{i}"])
 
 
 def _orders(runner, op, args, w, tangents, v, need):
