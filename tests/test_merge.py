@@ -188,6 +188,7 @@ def test_update_replaces_one_behaviours_rows_and_declarations_and_records_which_
         "cases/test_demo.py::t3",
         "cases/test_other.py::u1",
     ]
+    assert [r["behaviour"] for r in m["results"]] == ["demo", "demo", "other"], "the re-run keeps its place"
     assert [(d["id"], d["status"], d["matched"]) for d in m["declared"]] == [(DECL["id"], "matched", 2)]
     assert m["deprecations"] == {"other": ["kept"]}
     runs = m["environment"]["behaviour_runs"]

@@ -1,7 +1,7 @@
 """Measure the op table's error model: how far apart the frameworks really are, per element,
 in units of the model's rounding (issue 47).
 
-    python -m suite.ops.headroom [--ops tanh,elu] [--points 2000] [-o reports/headroom/tf-2.21.0.json]
+    python -m suite.ops.headroom [--ops tanh,elu] [--points 3000] [-o reports/headroom/tf-2.21.0.json]
     python -m suite.ops.headroom --combine reports/headroom/tf-*.json [-o reports/headroom/all.json]
 
 For every elementwise entry of the table, dtype and quantity (value, each gradient, J t, each

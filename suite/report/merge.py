@@ -203,7 +203,8 @@ def _check_incremental(env: dict, partials: list[dict], names: list[str]) -> Non
 
 def _replace_behaviours(baseline: dict, partials: list[dict]) -> tuple:
     """(rows, declarations, deprecations, behaviour runs) of ``baseline`` with each behaviour a
-    partial ran replaced by the partial's, the later partial winning."""
+    partial ran replaced by the partial's, the later partial winning; the rows in the baseline's
+    order of behaviours (a re-run one keeps its place in the pages), a new behaviour last."""
     runs = _behaviour_runs(baseline)
     rows = list(baseline["results"])
     declared = list(baseline.get("declared") or ())
@@ -217,7 +218,21 @@ def _replace_behaviours(baseline: dict, partials: list[dict]) -> tuple:
         deprecations.update({b: m for b, m in (p.get("deprecations") or {}).items() if b in new})
         this = _behaviour_runs(p)
         runs.update({b: this[b] for b in new})
-    return rows, declared, deprecations, runs
+    return in_behaviour_order(rows, baseline["results"]), declared, deprecations, runs
+
+
+def in_behaviour_order(rows: list[dict], like: list[dict]) -> list[dict]:
+    """``rows`` with their behaviours in the order they first appear in ``like`` (stable: each
+    behaviour's rows keep their own order), behaviours ``like`` lacks last.
+
+    >>> rows = [{"behaviour": b, "test": t} for b, t in (("b", "1"), ("a", "2"), ("c", "3"), ("a", "4"))]
+    >>> [r["test"] for r in in_behaviour_order(rows, [{"behaviour": "a"}, {"behaviour": "b"}])]
+    ['2', '4', '1', '3']
+    """
+    first: dict[str, int] = {}
+    for i, r in enumerate(like):
+        first.setdefault(r["behaviour"], i)
+    return sorted(rows, key=lambda r: first.get(r["behaviour"], len(like)))
 
 
 def update(baseline: dict, partials: list[dict], names: list[str]) -> dict:
