@@ -338,6 +338,13 @@ FIXED_GUARDED = (
     np.array([[True, False, True], [True, True, False]]),
     np.array([[1.5, -0.5, 2.0], [1.0, -2.0, 0.25]]),
 )
+#: A dev draw (2026-11-30): x/|x|'s gradient on the row [0, 0.125, 0.125] cancels to 0 (w along the
+#: unmasked x), which central differences give as 3.3e-9, their truncation (:func:`truncation_scale`).
+CANCELLING_ROW = (
+    np.array([[[0.0, 0.0, 0.0]], [[0.0, 0.125, 0.125]]]),
+    np.array([[[True, True, True]], [[False, True, True]]]),
+    np.ones((2, 1, 3)),
+)
 
 
 @st.composite
@@ -672,6 +679,7 @@ def test_unselected_branch_gradient(subject, oracles, record, op, xkw):
 @pytest.mark.parametrize("op", list(GUARDS))
 @given(xkw=guarded_inputs())
 @example(xkw=FIXED_GUARDED)
+@example(xkw=CANCELLING_ROW)
 def test_double_where_gradient_is_finite_and_exact(subject, oracles, record, op, xkw):
     """where(ok & keep, f(where(ok, x, 1)), 0): the gradient is finite everywhere and equals the
     closed form, the oracles and (float64, away from 0) central differences; at x = 0 it is
@@ -710,13 +718,32 @@ def test_double_where_gradient_is_finite_and_exact(subject, oracles, record, op,
             tol=cmp.FINITE_DIFF,
             # the difference's error is absolute at the scale of the function, not of a tiny w entry's share:
             # x/|x| is of size 1 whatever |x| is, so a gradient that cancels to 0 (w along x) is compared
-            # with differences that round at |w| * eps / step
+            # with differences that round at |w| * eps / step, and that are truncated at step^2 times the
+            # third derivative, which grows as |w| / |x|^3 (truncation_scale)
             scale=max(
                 record.input_scale(),
                 float(np.abs(fd[smooth]).max(initial=0.0)),
                 float(np.abs(np.asarray(out, np.float64) * w)[smooth].max(initial=0.0)),
+                truncation_scale(op, norms[smooth], w[smooth]),
             ),
         )
+
+
+def truncation_scale(op, norms, w) -> float:
+    """For x/|x|, the scale at which central differences' truncation (step^2 / 6 times the third
+    derivative, up to about 15 |w| / |x|^3) is one unit of compare.FINITE_DIFF's floor; 0 for the
+    other ops. A dev draw found it: a row [0, 0.125, 0.125] (norm 0.177) whose gradient cancels to
+    0 was differenced to 3.3e-9, above the floor at the function's scale (9.3e-10); at this scale
+    (17.8) the floor is 1.7e-8.
+
+    >>> round(truncation_scale("normalize", [0.1768], np.array([1.0])), 1), truncation_scale("log", [], [])
+    (17.8, 0.0)
+    """
+    if op != "normalize" or not len(norms):
+        return 0.0
+    unit = cmp.FINITE_DIFF.ulps(np.float64) * np.finfo(np.float64).eps
+    third = float(np.max(15.0 * np.abs(w) / np.asarray(norms, np.float64) ** 3))
+    return float(third * finite_diff.CENTRAL_STEP**2 / 6 / unit)
 
 
 def _clip_tol(*runners):
