@@ -102,11 +102,20 @@ def _verdict(op, name: str, q: str, r: dict) -> dict:
     """The table row of quantity ``q``: its tolerance, the headroom over the worst element, and
     ``exceeded``, ``slack`` (more than :data:`SLACK` times), ``exact`` or ``ok``."""
     tol = error.ulps(op, q)[name]
-    head = tol / r["observed"] if r["observed"] > 0 else float("inf")
-    verdict = "exceeded" if head < 1 else "slack" if head > SLACK and r["observed"] > 0 else "ok"
-    verdict = "exact" if r["observed"] == 0 else verdict
     return {"behaviour": op.behaviour, "op": op.name, "dtype": name, "quantity": q, "tolerance": tol,
-            "headroom": head, "verdict": verdict, **r}  # fmt: skip
+            **_judge(tol, r["observed"]), **r}  # fmt: skip
+
+
+def _judge(tolerance: float, observed: float) -> dict:
+    """A tolerance's headroom over the largest error observed and its verdict: ``exact`` (no
+    error seen), ``exceeded`` (below 1x), ``slack`` (more than :data:`SLACK` times) or ``ok``.
+
+    >>> [_judge(8, x)["verdict"] for x in (0, 16, 0.5, 1)]
+    ['exact', 'exceeded', 'slack', 'ok']
+    """
+    head = tolerance / observed if observed > 0 else float("inf")
+    verdict = "exact" if observed == 0 else "exceeded" if head < 1 else "slack" if head > SLACK else "ok"
+    return {"headroom": head, "verdict": verdict}
 
 
 def measure(op, dtype, subjects, oracles, points: int, rng) -> list[dict]:
@@ -186,11 +195,7 @@ def combine(tables: dict) -> list[dict]:
             if best is None or r["observed"] > best["observed"]:
                 best = {**r, "env": label}
             worst[key] = {**best, "envs": envs}
-    out = []
-    for r in worst.values():
-        head = r["tolerance"] / r["observed"] if r["observed"] > 0 else float("inf")
-        verdict = "exact" if r["observed"] == 0 else "exceeded" if head < 1 else "slack" if head > SLACK else "ok"
-        out.append({**r, "headroom": head, "verdict": verdict})
+    out = [{**r, **_judge(r["tolerance"], r["observed"])} for r in worst.values()]
     return sorted(out, key=lambda r: (r["behaviour"], r["op"], r["dtype"], r["quantity"]))
 
 
