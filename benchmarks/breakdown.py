@@ -1,5 +1,6 @@
-"""Where an example's time goes, per framework-mode column: one serial run of a selection
-with ``suite.bench.breakdown`` loaded, summed per column.
+"""Where an example's time goes, per framework-mode column: one run of a selection (the CLI's
+default ``--jobs auto``: each worker makes its own first calls, as in a normal run) with
+``suite.bench.breakdown`` loaded, summed per column.
 
     python benchmarks/breakdown.py                    # whole ci suite on CPU
     python benchmarks/breakdown.py -b forward-mode-gradients --out /tmp/b.json
@@ -8,7 +9,8 @@ Writes ``reports/benchmarks/breakdown.json``: per column (and per case module an
 slowest first) the examples, examples per second
 and seconds spent in Hypothesis generation, the subject's first calls per input signature
 (tracing, compilation, graph building), its other calls, the oracles' first and other
-calls, and the rest of the test body (see ``suite/bench/breakdown.py``). Run it on an idle
+calls, the rest of the test body, and how many first calls each column made (see
+``suite/bench/breakdown.py``). Run it on an idle
 machine: the figures are wall-clock seconds.
 """
 
@@ -30,16 +32,18 @@ sys.path.insert(0, str(ROOT))  # the checkout's suite, also when run as a script
 from suite.bench.table import this_machine, write_result  # noqa: E402
 
 PARTS = ("generation", "subject_first", "subject_run", "oracle_first", "oracle_run", "body_other")
+#: first calls counted per test (tracing, compilation or graph building each)
+COUNTS = ("subject_first_calls", "oracle_first_calls")
 
 
 def summarise(rows, by=lambda r: r["column"]) -> dict:
-    cols = collections.defaultdict(lambda: dict.fromkeys(("examples", "total", *PARTS), 0.0))
+    cols = collections.defaultdict(lambda: dict.fromkeys(("examples", "total", *PARTS, *COUNTS), 0.0))
     for r in rows:
         if r["column"] is None:
             continue
         c = cols[by(r)]
         for k in c:
-            c[k] += r[k]
+            c[k] += r.get(k, 0)
     out = {}
     for name, c in sorted(cols.items(), key=lambda kv: -kv[1]["total"]):
         out[name] = {
@@ -47,6 +51,7 @@ def summarise(rows, by=lambda r: r["column"]) -> dict:
             "test_s": round(c["total"], 2),
             "examples_per_s": round(c["examples"] / c["total"], 1) if c["total"] else None,
             "seconds": {k: round(c[k], 2) for k in PARTS},
+            "first_calls": {k.removesuffix("_calls"): int(c[k]) for k in COUNTS},
         }
     return out
 

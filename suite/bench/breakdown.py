@@ -11,7 +11,8 @@ Each test's call phase is split into
   graph building, and in eager modes the per-shape kernel set-up, with that first run;
 - ``subject_run`` / ``oracle_run``: the other calls (running what was already built);
 - ``body_other``: the rest of the test body (NumPy closed forms, finite differences are
-  counted under the runner they call, comparisons, the record).
+  counted under the runner they call, comparisons, the record);
+- ``subject_first_calls`` / ``oracle_first_calls``: how many first calls there were.
 
 Runner calls are timed by wrapping ``Runner.compile``'s callables, so an oracle's call that
 is answered without running (a cache hit) costs only the lookup. Rows are appended, one JSON
@@ -30,7 +31,7 @@ import pytest
 from suite import frameworks
 from suite.frameworks import base
 
-_state = {"subject": None, "times": None, "seen": set()}
+_state = {"subject": None, "times": None, "counts": None, "seen": set()}
 _original_compile = base.Runner.compile
 
 
@@ -63,6 +64,8 @@ def _timed_compile(self, builder, **static):
         finally:
             dt = time.perf_counter() - t0
             times[f"{who}_{'first' if first else 'run'}"] += dt
+            if first:
+                _state["counts"][f"{who}_first"] += 1
 
     return call
 
@@ -80,6 +83,7 @@ def pytest_runtest_call(item):
     spec = getattr(getattr(item, "callspec", None), "params", {}).get("subject")
     times = dict.fromkeys(("subject_first", "subject_run", "oracle_first", "oracle_run", "body"), 0.0)
     _state["times"] = times
+    counts = _state["counts"] = dict.fromkeys(("subject_first", "oracle_first"), 0)
     try:
         _state["subject"] = frameworks.runner(spec) if spec is not None else None
     except Exception:  # an unavailable subject: the test skips itself
@@ -116,6 +120,8 @@ def pytest_runtest_call(item):
             "generation": max(total - body, 0.0),
             "body_other": max(body - runner_s, 0.0),
             **times,
+            "subject_first_calls": counts["subject_first"],
+            "oracle_first_calls": counts["oracle_first"],
         }
         path = os.environ.get("ADSEM_BREAKDOWN")
         if path:
