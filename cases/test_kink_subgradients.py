@@ -80,7 +80,8 @@ BEHAVIOUR = behaviour(
         "cotangent w_i, w_i / k at a k-way tie, or a sum of w over broadcast rows or overlapping pooling windows, "
         "scaled by the same routing of |w| (so sums of mixed sign are held at sum |w|). Array-level: the float64 "
         "central differences (their rounding is at the function's scale) and the tie classifier kind(), which "
-        "tells candidates apart that differ by w / 2 or more.",
+        "tells candidates apart that differ by w / 2 or more (for maximum/minimum it holds each candidate at the "
+        "same routing of |w| as the comparisons: a broadcast dy's terms may cancel).",
     ),
 )
 
@@ -476,15 +477,21 @@ IDS = {"segment_max": SORTED_IDS, "unsorted_segment_max": UNSORTED_IDS, "unsorte
 
 
 # ---------------------------------------------------------------- closed forms and observations
-def kind(out, candidates: dict, dtype) -> str:
+def kind(out, candidates: dict, dtype, scales: dict | None = None) -> str:
     """The name of the first candidate gradient ``out`` equals (within the dtype's tolerance);
-    a candidate may be a tuple (one array per input)."""
+    a candidate may be a tuple (one array per input). ``scales``: per candidate, the per-element
+    floor scales of its comparison (as :func:`magnitudes` gives them; default: the array's)."""
     if out is None:
         return "none"
     tol = cmp.GRAD.of(dtype)
     for name, ref in candidates.items():
         refs, outs = (ref, out) if isinstance(ref, tuple) else ((ref,), (out,))
-        if all(np.shape(o) == np.shape(r) and cmp.rel_err(o, r, rtol=tol) <= tol for o, r in zip(outs, refs)):
+        at = (scales or {}).get(name)
+        ats = (None,) * len(refs) if at is None else at if isinstance(at, tuple) else (at,)
+        if all(
+            np.shape(o) == np.shape(r) and cmp.rel_err(o, r, rtol=tol, scale=a) <= tol
+            for o, r, a in zip(outs, refs, ats)
+        ):
             return name
     return "other"
 
@@ -605,9 +612,17 @@ def attempt(runner, program, *arrays, cotangent, **static):
 
 # ---------------------------------------------------------------- properties
 X1 = np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 2.0]], np.float32)
+#: a thorough run's draw: ties at a broadcast scalar y whose gradient's terms cancel (dy = -0.035 from
+#: terms of up to 4), which the tie classifier held at dy's own magnitude and read as 'other'
+CANCELLING_DY = (
+    np.array([[-1.03125, -1.03125, -1.015625], [-1.03125, -1.015625, -1.03125]], np.float32),
+    np.array(-1.015625, np.float32),
+    np.array([[1.0, -2.2848132, 1.0], [-2.75, 1.0, 4.0]], np.float32),
+)
 
 
 @given(p=tied_pairs(), op=st.sampled_from(["maximum", "minimum"]))
+@example(p=CANCELLING_DY, op="maximum")
 @example(p=(X1, np.array([1.0, -1.0, 2.0], np.float32), np.ones((2, 3), np.float32)), op="maximum")
 @example(p=(X1, np.array(2.0, np.float32), np.full((2, 3), -3.0, np.float32)), op="minimum")
 def test_maximum_minimum_share_ties(subject, oracles, record, p, op):
@@ -619,12 +634,18 @@ def test_maximum_minimum_share_ties(subject, oracles, record, p, op):
     out, (dx, dy) = subject.vjp(Extremum.of(subject), x, y, cotangent=w, op=op)
     record.close(name=op, out=out, ref=getattr(np, op)(x, y), oracle="closed-form", tol=cmp.EXACT)
     candidates, tied = extremum_candidates(x, y, w, op=op)
-    seen = kind((dx, dy), candidates, x.dtype)
+    # per element: dx routes w_i (or w_i / 2) alone, dy sums w over the broadcast rows (scale: sum |w|),
+    # for the tie classifier too: a dy whose terms cancel (1 - 2.28 - 2.75 + 4 = -0.035) is held at
+    # sum |w|, not at its own magnitude (a thorough run read TF's first-argument rule as 'other' there)
+    routed = {
+        k: tuple(np.asarray(m, np.float64) for m in c)
+        for k, c in extremum_candidates(x, y, np.abs(w), op=op)[0].items()
+    }
+    seen = kind((dx, dy), candidates, x.dtype, scales=routed)
     if tied:
         record.check(EXPECT, **{op: seen})
     ref_dx, ref_dy = candidates.get(seen, candidates["split-evenly"])
-    # per element: dx routes w_i (or w_i / 2) alone, dy sums w over the broadcast rows (scale: sum |w|)
-    at_dx, at_dy = magnitudes(extremum_candidates(x, y, np.abs(w), op=op)[0], seen, "split-evenly")
+    at_dx, at_dy = magnitudes(routed, seen, "split-evenly")
     record.close(name=f"d{op}/dx", out=dx, ref=ref_dx, oracle="closed-form", scale=at_dx)
     record.close(name=f"d{op}/dy", out=dy, ref=ref_dy, oracle="closed-form", scale=at_dy)
     record.against(
@@ -734,6 +755,12 @@ def test_max_pool_sends_a_tied_window_to_one_element(subject, oracles, record, p
 @given(x=tied_arrays(shape=ORDERED))
 @example(x=np.array([[3, 1, 3, 2, 3], [0, 0, 0, 0, 0]], np.float32))
 @example(x=np.array([[-0.0, 0.0, -1.0, 0.0, -0.0], [0.0, 2.0, -0.0, 0.0, -0.0]], np.float32))
+# a thorough run's draw: top_k k=1 of [.., -0.0, 0.0] picks 0.0 both by reversed ties and by the total order
+@example(
+    x=np.array(
+        [[-1.015625, -1.015625, -1.015625, -1.015625, -1.0], [-1.015625, -1.015625, -1.015625, -0.0, 0.0]], np.float32
+    )
+)
 def test_top_k_and_sort_route_ties_by_position(subject, oracles, record, x):
     """top_k and sort: tied elements receive the cotangents of their output positions in input
     order (stable) or in reverse (observed; torch.topk's order is unspecified: recorded, not
@@ -750,7 +777,8 @@ def test_top_k_and_sort_route_ties_by_position(subject, oracles, record, x):
         candidates, order_matters = order_candidates(x, w, m=m, descending=descending)
         at = np.abs(candidates["stable"].astype(np.float64))  # each element one routed w (or 0): its own magnitude
         # signed zeros that a total order would separate: observed under their own key
-        if not np.array_equal(candidates["stable"], candidates["total-order"]):
+        signed = not np.array_equal(candidates["stable"], candidates["total-order"])
+        if signed:
             name, order_matters = f"{name}[signed zeros]", True
         stable_sums = tie_group_sums(x, candidates["stable"])
         # per element: w holds positive integers (output positions), routed one each and summed over a tie group
@@ -759,7 +787,15 @@ def test_top_k_and_sort_route_ties_by_position(subject, oracles, record, x):
                      scale=np.abs(stable_sums.astype(np.float64)))  # fmt: skip
         seen = kind(g, candidates, x.dtype).replace("other", "other-order")
         unspecified = getattr(program, "unspecified_tie_order", {})
-        if order_matters and subject.framework in unspecified:
+        if (
+            signed
+            and seen in ("reversed", "total-order")
+            and np.array_equal(candidates["reversed"], candidates["total-order"])
+        ):
+            # 0.0 after -0.0 among the picked ties (top_k k=1 of [.., -0.0, 0.0]): reversed ties and the total
+            # order pick the same elements, so the example cannot tell them apart (a thorough run's draw)
+            record.note(f"{name}: reversed ties and the total order coincide on this example (not observed)")
+        elif order_matters and subject.framework in unspecified:
             record.observe_racy(**{name: seen})
             record.note(f"{name}: tie order unspecified by {subject.framework} ({unspecified[subject.framework]})")
         elif order_matters:
