@@ -750,8 +750,23 @@ def _clip_tol(*runners):
     return RENORM_TOL if any(r.framework == "torch" for r in runners) else cmp.GRAD
 
 
+def clip_scale(x, c, w) -> float:
+    """The floor's scale for clip_by_norm's gradient outside the ball (0 inside): c/n (w - x (x.w)/n^2)
+    cancels (w parallel to x) among terms up to c (max|w| + max|x| |w|/n)/n, and PyTorch's c/(n + e)
+    (renorm's e = 1e-7, about RENORM_TOL's floor units) moves it by up to e c (|w| + 2 |x| |w|/n)/n^2:
+    2/n of the terms covers both. A thorough run drew x = 0.255 (1, ..., 1), w = 1, c = 0.5: the exact
+    gradient 0, PyTorch's 1.28e-7, above RENORM_TOL's floor at the inputs' scale (1.19e-7)."""
+    x64, w64 = np.asarray(x, np.float64), np.asarray(w, np.float64)
+    n = float(np.sqrt(np.sum(x64**2)))
+    if n <= c:
+        return 0.0
+    terms = c * (np.max(np.abs(w64)) + np.max(np.abs(x64)) * np.linalg.norm(w64) / n) / n
+    return float(terms * max(1.0, 2.0 / n))
+
+
 @given(p=clip_inputs())
 @example(p=("zero", np.zeros(3), 0.5, np.array([1.5, -1e-12, 3.0])))
+@example(p=("outside", np.full((2, 3), 0.25515518), 0.5, np.ones((2, 3))))  # w parallel to x: see clip_scale
 def test_clip_by_norm_passes_the_gradient_at_the_zero_vector(subject, oracles, record, p):
     """clip_by_norm(x, c) of the whole tensor: value and gradient equal the closed form, the oracles
     and (float64) central differences; around the zero vector it is the identity, so its gradient
@@ -762,7 +777,7 @@ def test_clip_by_norm_passes_the_gradient_at_the_zero_vector(subject, oracles, r
     out, (grad,) = subject.vjp(program, x, cotangent=w, c=c)
     value, ref = clip_closed(x, c, w)
     tol = _clip_tol(subject)
-    record.scale = record.input_scale()  # outside the ball c/|x| (w - x (x.w)/|x|^2) cancels
+    record.scale = max(record.input_scale(), clip_scale(x, c, w))  # outside the ball c/|x| (w - x (x.w)/|x|^2) cancels
     t, ulps = tol.of(x.dtype), tol.ulps(x.dtype)
     observed = clip_grad_kind(grad, w, ref, tol=t, scale=record.scale, ulps=ulps)
     # Outside the ball, a cotangent within the floor of the scaled closed form (parallel to x,
@@ -797,12 +812,18 @@ def _global_example(case):
     return case, t[:3], t[3:], 1.0, np.array([1.0, -0.5, 2.0, 1e-5, -1.5], t.dtype)
 
 
+#: a thorough run's draw: w parallel to t, so the clipped gradient c/n (w - t (t.w)/n^2) is 0 (exactly
+#: in tf.function, XLA and graph mode; a rounding residue in eager)
+PARALLEL_GLOBAL = ("finite", np.full(3, 1.75, np.float32), np.full(2, 1.75, np.float32), 1.0, np.ones(5, np.float32))
+
+
 @given(p=tensor_lists())
 @example(p=_global_example("finite"))
 @example(p=_global_example("zero"))
 @example(p=_global_example("inf"))
 @example(p=_global_example("nan"))
 @example(p=_global_example("overflow"))
+@example(p=PARALLEL_GLOBAL)
 def test_clip_by_global_norm_with_non_finite_norm(subject, oracles, record, p):
     """clip_by_global_norm([a, b], c): the global norm, the clipped values and their gradient when the
     norm is finite or zero (closed form, oracles, central differences), inf, NaN, or inf by overflow."""
@@ -819,18 +840,25 @@ def test_clip_by_global_norm_with_non_finite_norm(subject, oracles, record, p):
         grad_kind = global_grad_kind(grad)
     except RuntimeError as e:  # PyTorch: clip_grad_norm_ works on .grad, outside autograd
         grad, grad_kind = None, cmp.error_name(e)
-    record.check(
-        EXPECT,
-        **{
-            f"global_norm[{case}]": kinds(norm),
-            f"global_clip_value[{case}]": global_value_kind(out, t, value, tol=tol.of(t.dtype)),
-            f"global_clip_grad[{case}]": grad_kind,
-        },
-    )
+    record.scale = record.input_scale()  # the clipped gradient c/n (w - t (t.w)/n^2) cancels
+    if case in ("finite", "zero"):
+        value, ref = clip_closed(t, c, w)
+    # w parallel to t: the exact gradient is 0, so 'zero' is a finite answer and the example cannot
+    # tell it from a gradient zeroed by mistake: a zero or finite gradient is not observed there (the
+    # comparisons below hold it); a NaN one still is
+    t_ = cmp.GRAD.of(t.dtype)
+    vanishes = case == "finite" and cmp.rel_err(np.zeros_like(ref), ref, rtol=t_, scale=record.scale) <= t_
+    unobserved = vanishes and grad_kind in ("zero", "finite")
+    grad_kind = "finite" if unobserved else grad_kind
+    keys = {
+        f"global_norm[{case}]": kinds(norm),
+        f"global_clip_value[{case}]": global_value_kind(out, t, value, tol=tol.of(t.dtype)),
+    }
+    if not unobserved:
+        keys[f"global_clip_grad[{case}]"] = grad_kind
+    record.check(EXPECT, **keys)
     if case not in ("finite", "zero"):
         return
-    record.scale = record.input_scale()  # the clipped gradient c/n (w - t (t.w)/n^2) cancels
-    value, ref = clip_closed(t, c, w)
     ref_norm = np.linalg.norm(t.astype(np.float64)).astype(t.dtype)
     record.close(name="global_norm", out=norm, ref=ref_norm, oracle="closed-form", tol=cmp.VALUE)
     record.close(name="value", out=out, ref=value, oracle="closed-form", tol=tol)
