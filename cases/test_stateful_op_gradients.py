@@ -269,9 +269,24 @@ def flow_inputs(draw, selector):
 
 @ss.cached
 def predicates(d):
-    """p exactly at the kink (both zeros), just either side of it, and anywhere."""
+    """p exactly at the kink (both zeros), just either side of it, and anywhere but subnormal: a
+    subnormal p is moved to the smallest normal number of its sign. TensorFlow's CPU kernels and XLA
+    flush subnormal operands, so p = 5e-324 > 0 is false there (the false branch runs in TF's graph,
+    tf.function and XLA modes and under JAX, the true one in PyTorch and NumPy: a thorough run's draws,
+    5e-324 and 1.1e-308): flush-to-zero, not this behaviour's control flow."""
     near = st.sampled_from([1e-6, -1e-6, 1e-3, -1e-3])
-    return st.one_of(st.sampled_from([0.0, -0.0]), near, st.floats(-2, 2)).map(lambda p: np.asarray(p, d))
+    return st.one_of(st.sampled_from([0.0, -0.0]), near, st.floats(-2, 2)).map(lambda p: _normal(p, d))
+
+
+def _normal(p, d) -> np.ndarray:
+    """``p`` in dtype ``d``, a subnormal moved to the smallest normal number of its sign.
+
+    >>> _normal(5e-324, np.float64).item(), _normal(-1e-40, np.float32).item() == -cmp.TINY["float32"]
+    (2.2250738585072014e-308, True)
+    """
+    v = np.asarray(p, d)
+    tiny = cmp.TINY[cmp.real_name(v.dtype)]
+    return np.asarray(np.copysign(tiny, v), d) if 0 < abs(v) < tiny else v
 
 
 @ss.cached
