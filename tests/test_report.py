@@ -461,6 +461,11 @@ def test_diff_of_a_subset_compares_only_what_both_ran_unless_whole():
     new["partial"] = True
     new["environment"]["options"]["devices"] = ["cpu", "gpu"]
     assert diff.diff(old, new).regressions == []  # an interrupted run's missing rows are no verdict
+    # a run narrowed by -k (its behaviour "incomplete"): the rows it left out are not run, not gone
+    new["partial"], new["incomplete"] = False, ["a"]
+    narrowed = diff.diff(old, new, "old.json", "new.json")
+    assert narrowed.regressions == [] and len(narrowed.by_kind("not run")) == 3
+    assert "1 behaviour(s) run in part (a)" in diff.markdown(narrowed)
 
 
 def test_a_row_that_moved_to_another_behaviour_is_compared_at_its_new_place():

@@ -129,6 +129,8 @@ class Scope:
         self.behaviours = {r["behaviour"] for r in report["results"]}
         self.frameworks, self.modes, self.devices = (opts.get(k) for k in ("frameworks", "modes", "devices"))
         self.partial = bool(report.get("partial"))
+        #: behaviours it ran in part (deselected tests: -k, -m, test ids; -x): rows of theirs it lacks were not run
+        self.incomplete = set(report.get("incomplete") or ())
 
     def selected(self, row) -> bool:
         """Would this report have run ``row`` (had it not been interrupted)?"""
@@ -145,6 +147,11 @@ class Scope:
         parts = []
         if self.partial:
             parts.append("a partial (interrupted or unfinished) run")
+        part = sorted(self.incomplete & self.behaviours)
+        if part:
+            parts.append(
+                f"{len(part)} behaviour(s) run in part ({', '.join(part[:4])}{', ...' if len(part) > 4 else ''})"
+            )
         missing = sorted(other.behaviours - self.behaviours)
         if missing:
             parts.append(
@@ -231,7 +238,7 @@ def _moves(o: dict, n: dict) -> dict:
 
 def _gone(a: dict, scope_new: "Scope", new_path: str, whole: bool) -> Change:
     """A row of the old report that the new one lacks: not run there, or gone."""
-    if not whole and (scope_new.partial or not scope_new.selected(a)):
+    if not whole and (scope_new.partial or a["behaviour"] in scope_new.incomplete or not scope_new.selected(a)):
         return Change("not run", a["behaviour"], _subject(a), a["test"], a["outcome"], None, f"not run in {new_path}")
     kind = "disappeared" if a["outcome"] == "passed" else "removed"
     return Change(kind, a["behaviour"], _subject(a), a["test"], a["outcome"], None)
@@ -239,7 +246,8 @@ def _gone(a: dict, scope_new: "Scope", new_path: str, whole: bool) -> Change:
 
 def _arrived(b: dict, scope_old: "Scope", old_path: str, whole: bool) -> Change:
     """A row only the new report has: not run in the old one, newly failing, or new."""
-    if not whole and (scope_old.partial or not scope_old.selected(b)) and b["outcome"] not in BAD:
+    ran_in_part = b["behaviour"] in scope_old.incomplete
+    if not whole and (scope_old.partial or ran_in_part or not scope_old.selected(b)) and b["outcome"] not in BAD:
         return Change("not run", b["behaviour"], _subject(b), b["test"], None, b["outcome"], f"not run in {old_path}")
     kind = "newly failing" if b["outcome"] in BAD else "new"
     return Change(kind, b["behaviour"], _subject(b), b["test"], None, b["outcome"], b.get("error", ""))
