@@ -416,9 +416,16 @@ def test_ragged_gradients_match_the_padded_closed_form(subject, oracles, record,
             record.check(EXPECT, **{f"empty-row:{op}": fill_label(out[empty], out.dtype)})
         if op == "to_tensor":
             kind = "dropped" if gd is None or not np.any(gd) else "to-default-value"
-            record.check(EXPECT, **{"padding-grad:to_tensor": kind})
-            if gd is not None:
-                record.close(name="to_tensor d default", out=gd, ref=np.asarray(ref_gd, gd.dtype), oracle="closed-form")
+            # padding cotangents that sum to 0, within rounding of their terms (5 and -5: a thorough run's
+            # draw), give the default value a zero gradient either way: such an example cannot tell the two
+            # apart and observes nothing (the comparison below still holds the gradient)
+            terms = ragged_closed_form(case, op, np.abs(ws[op]))[2]
+            cancels = abs(ref_gd) <= cmp.FLOOR_ULPS * cmp.EPS[cmp.real_name(out.dtype)] * terms
+            if not (cancels and gd is not None and kind == "dropped"):
+                record.check(EXPECT, **{"padding-grad:to_tensor": kind})
+            if gd is not None:  # a sum of the padding's cotangents, which may cancel: held at their terms
+                record.close(name="to_tensor d default", out=gd, ref=np.asarray(ref_gd, gd.dtype), oracle="closed-form",
+                             scale=max(terms, abs(ref_gd)))  # fmt: skip
         for o in oracles:
             theirs, seen_o = attempt_vjp(o, Ragged, _ragged_args(case), ws[op], op=op, n=n, r=r)
             if seen_o is not None:
