@@ -800,16 +800,15 @@ def _hold(record, oracles, program, *arrays, cotangent, out, grads, f, ref_grads
                    **static)  # fmt: skip
     if loose:
         return
-    fds = finite_diff.vjp(f, *arrays, cotangent=cotangent)
-    # the differences' own error per element (Richardson: |D(h) - D(2h)| is three times D(h)'s truncation),
-    # beside the floor at the inputs' scale: a factorisation's third derivatives grow as its conditioning
-    # falls (a thorough run: QR of a wide matrix, JAX and PyTorch 1.4e-6 off the differences, in float64)
-    fds2 = finite_diff.vjp(f, *arrays, cotangent=cotangent, eps=2 * finite_diff.CENTRAL_STEP)
+    # the differences' own error per element (finite_diff.vjp_with_error), beside the floor at the inputs'
+    # scale: a factorisation's third derivatives grow as its conditioning falls (a thorough run: QR of a
+    # wide matrix, JAX and PyTorch 1.4e-6 off the differences, in float64)
+    fds, errors = finite_diff.vjp_with_error(f, *arrays, cotangent=cotangent)
     unit = cmp.FINITE_DIFF.ulps(np.float64) * np.finfo(np.float64).eps
-    for (name, g), fd, fd2 in zip(named.items(), fds, fds2):
+    for (name, g), fd, error in zip(named.items(), fds, errors):
         at = max(record.input_scale(), float(np.max(np.abs(fd), initial=0.0)))
         record.close(name=f"{name}[central difference]", out=g, ref=fd, oracle="finite-difference",
-                     tol=cmp.FINITE_DIFF, scale=np.maximum(at, np.abs(fd - fd2) / unit))  # fmt: skip
+                     tol=cmp.FINITE_DIFF, scale=np.maximum(at, error / unit))  # fmt: skip
 
 
 def _basis(f, k: int) -> np.ndarray:

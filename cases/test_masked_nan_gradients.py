@@ -734,7 +734,8 @@ def truncation_scale(op, norms, w) -> float:
     derivative, up to about 15 |w| / |x|^3) is one unit of compare.FINITE_DIFF's floor; 0 for the
     other ops. A dev draw found it: a row [0, 0.125, 0.125] (norm 0.177) whose gradient cancels to
     0 was differenced to 3.3e-9, above the floor at the function's scale (9.3e-10); at this scale
-    (17.8) the floor is 1.7e-8.
+    (17.8) the floor is 1.7e-8. A closed bound, not finite_diff.vjp_with_error's measured one: these
+    differences run the subject's forward pass, and a second pass would double those calls.
 
     >>> round(truncation_scale("normalize", [0.1768], np.array([1.0])), 1), truncation_scale("log", [], [])
     (17.8, 0.0)
