@@ -136,13 +136,19 @@ def declared_scales(c, k, d, w):
 
 def _matches(grads, refs, dtype, scales=None) -> bool:
     """Every gradient within GRAD of its reference (at ``scales``, one per gradient as
-    :func:`suite.compare.rel_err` takes it; default: the array-level floor); a None reference
+    :func:`suite.compare.rel_err` takes it; default: the array-level floor), at ``dtype``'s rounding
+    also where the reference is a float64 closed form (the seed model's); a None reference
     accepts None or zeros of any shape."""
     for g, r, at in zip(grads, refs, scales or (None,) * len(refs)):
         if r is None:
             if g is not None and np.any(np.asarray(g)):
                 return False
-        elif g is None or cmp.rel_err(g, r, scale=None if at is None else capped(at, r)) > cmp.GRAD.of(dtype):
+        elif g is None:
+            return False
+        # dtype=: the floor at the subject's rounding. Left to the float64 reference's, it was 32 float64 ulps
+        # over float32's rtol (0.007 max |ref|): the seed model's dL/dc = 0.0022 from terms of 0.25 (a thorough
+        # run's draw), 4e-8 off in JAX and PyTorch (1.5 ulp of its terms), read 'other'
+        elif cmp.rel_err(g, r, scale=None if at is None else capped(at, r), dtype=dtype) > cmp.GRAD.of(dtype):
             return False
     return True
 
@@ -662,6 +668,9 @@ SEED_C, SEED_K = np.array([0.05, -0.12], np.float32), np.array([0.13, 0.07], np.
 
 
 @example(c=SEED_C, k=SEED_K)
+@example(  # a thorough run's draw: dL/dc[0] = 0.0022, 4e-8 off, once held at float64's floor ('other')
+    c=np.array([-0.13827994, -0.1875], np.float32), k=np.array([-0.1328125, 0.0], np.float32)
+)
 @given(c=hnp.arrays(np.float32, 2, elements=small), k=hnp.arrays(np.float32, 2, elements=small))
 def test_seed_model_gradients_follow_the_declared_backward(subject, record, c, k):
     """seeds/001 model (data [1, 2], labels [0, 1]) in each framework's own spelling: the loss
@@ -691,6 +700,9 @@ def test_seed_model_gradients_follow_the_declared_backward(subject, record, c, k
 
 @on("tensorflow", modes=("graph",))
 @example(c=SEED_C, k=SEED_K)
+@example(  # a thorough run's draw: dL/dc[0] = -0.0098, 4e-8 off, once held at float64's floor ('other')
+    c=np.array([-0.1953125, -0.1953125], np.float32), k=np.array([-0.05919345, -0.125], np.float32)
+)
 @given(c=hnp.arrays(np.float32, 2, elements=small), k=hnp.arrays(np.float32, 2, elements=small))
 def test_seed_v1_session_as_written(subject, record, c, k):
     """seeds/001 run as written in a v1 Session (graph only: placeholders, py_func and
