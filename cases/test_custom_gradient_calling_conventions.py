@@ -631,7 +631,8 @@ def classify(got, candidates: dict, dtype, scales=None, *, cap=True) -> str:
     at = capped if cap else uncapped
     for name, refs in candidates.items():
         if all(
-            (g is None) == (r is None) and (r is None or cmp.rel_err(g, r, scale=at(c, r)) <= cmp.GRAD.of(dtype))
+            (g is None) == (r is None)
+            and (r is None or cmp.rel_err(g, r, scale=at(c, r), dtype=dtype) <= cmp.GRAD.of(dtype))
             for g, r, c in zip(got, refs, scales)
         ):
             return name

@@ -662,7 +662,7 @@ def classify_step(delta, table, ids, w, opt) -> dict:
     matches = [
         m
         for update in UPDATES[opt].values()
-        for m in oor.matching_rules(delta, table, ids, w, tol=STEP_TOL, update=update)
+        for m in oor.matching_rules(delta, table, ids, w, tol=STEP_TOL, update=update, dtype=table.dtype)
     ]
     return oor.label_rules(matches, [c for c in CATEGORIES if c in oor.categories(ids, len(table))])
 
@@ -673,7 +673,9 @@ def duplicates_model(delta, table, ids, w, opt):
     if len(set(ids.tolist())) == len(ids):
         return None
     fits = {
-        name for name, update in UPDATES[opt].items() if cmp.rel_err(delta, _rows(update, table, ids, w)) <= STEP_TOL
+        name
+        for name, update in UPDATES[opt].items()
+        if cmp.rel_err(delta, _rows(update, table, ids, w), dtype=table.dtype) <= STEP_TOL
     }
     return oor.verdict(fits, none_fits="other")
 

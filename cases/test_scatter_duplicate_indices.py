@@ -361,10 +361,10 @@ def one_write_each(out, b, tol) -> bool:
     diff = a * (c[y] - x) / (1 + (y[:, None] == y[None, :]).sum(1))[:, None]
     out = np.asarray(out, np.float64)
     for k in np.unique(y):
-        if not any(cmp.rel_err(out[k], c[k] - diff[i]) <= tol for i in np.flatnonzero(y == k)):
+        if not any(cmp.rel_err(out[k], c[k] - diff[i], dtype=b.centers.dtype) <= tol for i in np.flatnonzero(y == k)):
             return False
     untouched = np.setdiff1d(np.arange(len(c)), y)
-    return not untouched.size or cmp.rel_err(out[untouched], c[untouched]) <= tol
+    return not untouched.size or cmp.rel_err(out[untouched], c[untouched], dtype=b.centers.dtype) <= tol
 
 
 def racy_on_gpu(subject, record, m, kind, out, b, tol) -> str:

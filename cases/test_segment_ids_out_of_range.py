@@ -1345,7 +1345,9 @@ def test_bincount_out_of_range_is_declared(subject, record, case):
         out = np.asarray(out, np.float64)
         if len(out) > case.n:  # more bins than asked for: the out-of-range values made them
             return {c: "extends" if c == "above" else None for c in CATEGORIES if c in oor.categories(idx, case.n)}
-        return oor.classify_rows(out, np.zeros(case.n), idx, weights, tol=cmp.GRAD.of(weights.dtype))
+        return oor.classify_rows(
+            out, np.zeros(case.n), idx, weights, tol=cmp.GRAD.of(weights.dtype), dtype=weights.dtype
+        )
 
     # no refused-by site: the refusal names no index ("Input arr must be non-negative!")
     oor.observe(

@@ -257,6 +257,15 @@ def check_dtype_and_shape(*, name: str, out, ref, who: str, oracle: str, dtype=N
         )
 
 
+class Mismatch(AssertionError):
+    """A value mismatch of :func:`assert_close`; ``err`` is the error it measured (at the
+    tolerance's dtype and floor, which a report states beside the tolerance)."""
+
+    def __init__(self, message: str, err: float):
+        super().__init__(message)
+        self.err = err
+
+
 def assert_close(
     *, name: str, out, ref, who: str, oracle: str, tol: Tolerance, dtype=None, scale=None, derived_from=None
 ) -> float:
@@ -290,9 +299,7 @@ def assert_close(
     t = tol.of(kind_of) if is_inexact(kind_of) else 0.0
     err = rel_err(out, ref, rtol=t, scale=scale, dtype=kind_of, ulps=tol.ulps(kind_of))
     if not err <= t:
-        raise AssertionError(
-            f"{name}[{who}]={_fmt(out)} but {oracle} gives {_fmt(ref)} (max rel err {err:.1e} > {t:g})"
-        )
+        raise Mismatch(f"{name}[{who}]={_fmt(out)} but {oracle} gives {_fmt(ref)} (max rel err {err:.1e} > {t:g})", err)
     return err
 
 

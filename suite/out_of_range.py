@@ -149,12 +149,14 @@ def fitting_rules(indices, n, rules, fits) -> list[dict]:
     return [rule for rule in assignments if fits(rule)]
 
 
-def matching_rules(got, params, indices, w, *, tol, update=None) -> list[dict]:
+def matching_rules(got, params, indices, w, *, tol, update=None, dtype=None) -> list[dict]:
     """Every assignment of a rule (``dropped``, ``clamped-row``, ``wrapped-row``) to the
     out-of-range categories present whose implied result matches ``got`` within ``tol``: per
     row, ``update(slices)`` of the cotangent slices the row receives (default: their sum, the
-    gradient)."""
+    gradient). ``dtype``: whose rounding sets the floor (default ``got``'s; the float64 rows
+    implied would otherwise hold a float32 result at float64's)."""
     params = np.asarray(params)
+    dtype = dtype if dtype is not None else np.asarray(got).dtype
     update = update or (lambda slices: np.sum(slices, axis=0) if slices else 0.0)
     n = len(params)
 
@@ -162,7 +164,7 @@ def matching_rules(got, params, indices, w, *, tol, update=None) -> list[dict]:
         ref = np.zeros(params.shape, np.float64)
         for row, slices in enumerate(slices_per_row(indices, w, n, rule)):
             ref[row] = update(slices)
-        return cmp.rel_err(got, ref) <= tol
+        return cmp.rel_err(got, ref, dtype=dtype) <= tol
 
     return fitting_rules(indices, n, GRAD_RULES, fits)
 
@@ -173,16 +175,16 @@ def label_rules(matches: list[dict], present) -> dict:
     return {c: verdict({m[c] for m in matches}, none_fits="other") for c in present}
 
 
-def classify_rows(got, params, indices, w, *, tol, update=None) -> dict:
+def classify_rows(got, params, indices, w, *, tol, update=None, dtype=None) -> dict:
     """Which params rows received each out-of-range position's cotangent, per category: the
-    :func:`label_rules` of the :func:`matching_rules`.
+    :func:`label_rules` of the :func:`matching_rules` (``dtype`` as there).
 
     >>> classify_rows(np.array([1., 10., 0, 0, 0]), np.arange(5.), np.array([0, 1, 6]),
     ...               np.array([1., 10., 100.]), tol=0.0)
     {'above': 'dropped'}
     """
     present = [c for c in CATEGORIES if c in categories(indices, len(params))]
-    return label_rules(matching_rules(got, params, indices, w, tol=tol, update=update), present)
+    return label_rules(matching_rules(got, params, indices, w, tol=tol, update=update, dtype=dtype), present)
 
 
 def classify_grad(grad, params, indices, w, *, tol) -> dict:

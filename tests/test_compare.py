@@ -122,3 +122,17 @@ def test_a_flushed_factor_of_a_product_costs_a_few_smallest_normals_not_more():
     tiny = np.finfo(np.float64).tiny
     assert cmp.rel_err(np.float64(1.5 * tiny), np.float64(3 * tiny)) <= cmp.GRAD_TOL["float64"]
     assert cmp.rel_err(np.float64(0.0), np.float64(1e-300)) > cmp.GRAD_TOL["float64"]
+
+
+def test_a_failed_comparison_reports_the_error_its_check_measured():
+    """A float64 quantity derived from float32 results fails at float32's terms; the row's
+    max_rel_err is that error, not one recomputed at float64's floor (0.5 here, not 1.0)."""
+    from types import SimpleNamespace
+
+    from suite.report.record import Record
+
+    rec = Record(SimpleNamespace(id="tensorflow-eager-cpu", framework="tensorflow", mode="eager", device="cpu"))
+    out, ref = np.array([1.0, 1e-9]), np.array([1.0, 0.5])
+    with pytest.raises(AssertionError, match=r"max rel err 5\.0e-01"):
+        rec.close(name="d", out=out, ref=ref, oracle="jax-jit-cpu", derived_from=np.float32)
+    assert rec.max_rel_err["jax"] == pytest.approx(0.5)

@@ -188,7 +188,9 @@ class Record:
                 scale=scale,
                 derived_from=derived_from,
             )
-        except AssertionError as e:
+        except cmp.Mismatch as e:  # values: the error as the check measured it (its dtype, floor and scale)
+            mismatch, err = str(e), e.err
+        except AssertionError as e:  # None, shape or dtype: no error at the tolerance's terms
             mismatch = str(e)
             try:
                 err = cmp.rel_err(out, ref) if out is not None and ref is not None else float("inf")
