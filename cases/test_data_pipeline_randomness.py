@@ -401,13 +401,22 @@ def _stack(elements, specs):
     )
 
 
-#: A bound on each Session.run of a v1 pipeline (an iterator's initializer, a get_next): they take
-#: milliseconds. A thorough run on TF 2.21 (2026-11-30) hung for good in a reused Session's
-#: MakeIterator (Seeded, n = b = 19, s = 291, global seed 1234, op seed 7, deterministic; a
-#: worker of 83 threads after hours of other tests; 3,000 re-initialisations alone did not hang).
-#: Past the bound the run raises DeadlineExceededError: the row fails (``pipeline`` observes
-#: ``raises:DeadlineExceededError``), the rest of the run goes on.
+#: v1 pipelines run without tf.data's autotuning model thread (the pipelines' AUTOTUNE still
+#: parallelises their maps; autotuning only picks the degree). With it, a thorough run on TF 2.21
+#: (2026-11-30) hung for good in each of three tries, in a reused Session's
+#: MakeIterator: re-initialising an iterator destroys the previous one, whose destructor waited on
+#: a thread that never ended (RootDataset::Iterator::~Iterator, beside its Model::OptimizeLoop
+#: threads). Without it the same row passed at thorough three times in three (about 10 s each).
+#: The 60 s RunOptions timeout below did not end that hang (the Session still waited at 100 s:
+#: DirectSession cancels a step past its timeout, then waits for the executor to finish). It
+#: bounds the runs whose ops honour cancellation (a get_next waiting on its input).
 V1_RUN_TIMEOUT_MS = 60_000
+
+
+def _no_autotune(tf):
+    opts = tf.data.Options()
+    opts.autotune.enabled = False
+    return opts
 
 
 def _bounded(tf):
@@ -435,7 +444,7 @@ def tensorflow_v1_collect(subject, arrays, *, pipelines, **static):
     if key not in _V1_PIPELINES:
         with tf.Graph().as_default() as g, tf.device(subject.device_name):
             phs = [tf.compat.v1.placeholder(tf.as_dtype(np.asarray(a).dtype), []) for a in arrays]
-            datasets = pipelines(tf, *phs, **static)
+            datasets = {name: ds.with_options(_no_autotune(tf)) for name, ds in pipelines(tf, *phs, **static).items()}
             iterators = {name: tf.compat.v1.data.make_initializable_iterator(ds) for name, ds in datasets.items()}
             fetches = {
                 name: (it.initializer, it.get_next(), tf.nest.flatten(datasets[name].element_spec))
