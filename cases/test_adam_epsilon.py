@@ -249,8 +249,7 @@ def hyperparameter_scales(x0, traj, lr) -> np.ndarray:
     hyper-parameters, as a scale of :func:`suite.compare.floor` for the trajectory's dtype."""
     x = np.vstack([np.asarray(x0, np.float64)[None], np.asarray(traj, np.float64)])
     moved = np.cumsum(np.abs(np.diff(x, axis=0)), axis=0) / lr
-    per_ulp = cmp.FLOOR_ULPS * cmp.EPS[cmp.real_name(np.asarray(traj).dtype)]
-    return np.maximum(rounding_scales(x0, traj, lr), moved * HPARAM_ERR / per_ulp)
+    return np.maximum(rounding_scales(x0, traj, lr), cmp.scale_allowing(np.asarray(traj).dtype, moved * HPARAM_ERR))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -37,7 +37,7 @@ from hypothesis import example, given, strategies as st
 
 from suite import compare as cmp, finite_diff, strategies as ss
 from suite.behaviours import Floor, behaviour, on
-from suite.compare import capped
+from suite.compare import capped, uncapped
 from suite.expectations import expect, expectations, raises
 from suite.frameworks import resources
 from suite.frameworks.tf_runner import Variables, in_v1_graph
@@ -320,7 +320,7 @@ def fd_scale(magnitude: float) -> float:
     """``scale`` for a comparison with a central difference of a sum whose terms add up to
     ``magnitude``: the difference's rounding, eps * magnitude / step, becomes the absolute floor
     (an element far smaller than the sum cannot be resolved more finely)."""
-    return magnitude / (cmp.FLOOR_ULPS * finite_diff.CENTRAL_STEP)
+    return cmp.units_scale(1, magnitude / finite_diff.CENTRAL_STEP)
 
 
 # ---------------------------------------------------------------- the declared ops
@@ -616,12 +616,6 @@ def _v1_variable_steps(subject, v1, v2, a, b, *, reads):
 
 
 # ---------------------------------------------------------------- observations
-def uncapped(scale, ref) -> np.ndarray:
-    """``scale`` as per-element floor scales of ``ref``'s shape, not capped at its magnitude (a sum whose
-    terms cancel: :func:`suite.compare.capped` would hold a scalar at itself)."""
-    return np.broadcast_to(np.asarray(scale, np.float64), np.shape(ref))
-
-
 def classify(got, candidates: dict, dtype, scales=None, *, cap=True) -> str:
     """The first candidate whose every array ``got`` matches within GRAD (None only meets None);
     ``none`` when every gradient is None; else ``other``. ``scales``: one per array of ``got``

@@ -633,7 +633,7 @@ def fd_close(record, name, out, ref, side, magnitude):
     (magnitude: the size of the summed terms of sum(w * f)); a hundred times that is the floor
     (``scale``) below which elements are compared absolutely."""
     step = finite_diff.CENTRAL_STEP if side == "central" else finite_diff.ONE_SIDED_STEP
-    scale = 100 * (1 + magnitude) / (cmp.FLOOR_ULPS * step)
+    scale = cmp.units_scale(100, (1 + magnitude) / step)
     record.close(name=name, out=out, ref=ref, oracle="finite-difference", tol=FD_TOL[side], scale=scale)
 
 

@@ -150,6 +150,45 @@ def floor(dtype, rtol: float, scale, ulps: float = FLOOR_ULPS):
     return max(ulps * eps * scale, FLUSHED * TINY[name]) / rtol
 
 
+def allowed(dtype, scale, ulps: float = FLOOR_ULPS):
+    """The absolute error :func:`floor` allows an element below it at ``scale``: ``ulps`` units
+    of rounding of ``dtype`` at ``scale`` (``rtol * floor``, before its ``FLUSHED`` minimum).
+    ``scale``: one number or one per element. A check that asks whether a quantity is within
+    rounding of its terms asks this, so that it keeps to the rule when ``FLOOR_ULPS`` changes.
+
+    >>> allowed("float32", 2.0) == FLOOR_ULPS * 2.0**-23 * 2.0
+    True
+    >>> floor("float32", 2.0**-18, 2.0) * 2.0**-18 == allowed("float32", 2.0)
+    True
+    """
+    out = ulps * EPS[real_name(dtype)] * np.asarray(scale, np.float64)
+    return float(out) if out.ndim == 0 else out
+
+
+def scale_allowing(dtype, error, ulps: float = FLOOR_ULPS):
+    """The inverse of :func:`allowed`: the ``scale`` at which :func:`floor` allows an absolute
+    error of ``error`` (one number or one per element) in ``dtype``: a bound measured in absolute
+    terms (a model's own error) turned into the floor's scale.
+
+    >>> allowed("float64", scale_allowing("float64", 1e-9)) == 1e-9
+    True
+    """
+    out = np.asarray(error, np.float64) / (ulps * EPS[real_name(dtype)])
+    return float(out) if out.ndim == 0 else out
+
+
+def units_scale(units: float, magnitude, ulps: float = FLOOR_ULPS):
+    """The ``scale`` whose floor allows ``units`` units of rounding at ``magnitude``, in whatever
+    dtype is compared: a reference whose own error is a number of roundings at a magnitude (a
+    float64 difference quotient's, ``eps * magnitude / step``) rather than an absolute bound.
+
+    >>> allowed("float32", units_scale(1, 64.0)) == allowed("float32", 64.0, ulps=1)
+    True
+    """
+    out = units * np.asarray(magnitude, np.float64) / ulps
+    return float(out) if out.ndim == 0 else out
+
+
 def flushed_scale(dtype, cofactor=1.0, ulps: float = FLOOR_ULPS):
     """The ``scale`` (of :func:`floor`) that allows ``FLUSHED`` smallest normals times
     ``cofactor``: where a factor may be subnormal and flushed to zero (XLA's and TensorFlow's CPU
@@ -193,6 +232,17 @@ def capped(scale, ref) -> np.ndarray:
     """
     mag = _magnitude(ref)
     return np.minimum(np.asarray(scale, np.float64), float(np.max(mag[np.isfinite(mag)], initial=0.0)))
+
+
+def uncapped(scale, ref) -> np.ndarray:
+    """``scale`` as per-element floor scales of ``ref``'s shape (float64), not capped at its
+    magnitude: :func:`capped`'s counterpart for a sum whose terms cancel (``capped`` would hold
+    such a scalar at itself, the rounding of its terms at the size of their small difference).
+
+    >>> uncapped(8.0, [1.0, -2.0]).tolist(), capped(8.0, [1.0, -2.0]).tolist()
+    ([8.0, 8.0], 2.0)
+    """
+    return np.broadcast_to(np.asarray(scale, np.float64), np.shape(ref))
 
 
 def rel_err(out, ref, *, rtol: float | None = None, scale: float | None = None, dtype=None, ulps=FLOOR_ULPS) -> float:
