@@ -409,7 +409,12 @@ def _stack(elements, specs):
 #: threads). Without it the same row passed at thorough three times in three (about 10 s each).
 #: The 60 s RunOptions timeout below did not end that hang (the Session still waited at 100 s:
 #: DirectSession cancels a step past its timeout, then waits for the executor to finish). It
-#: bounds the runs whose ops honour cancellation (a get_next waiting on its input).
+#: bounds the runs whose ops honour cancellation (a get_next waiting on its input). Not declared:
+#: it needs the suite's state to appear (3,000 re-initialisations of the same pipeline alone did
+#: not hang), so no row could assert it. Related reports, not the same stack:
+#: https://github.com/tensorflow/tensorflow/issues/21277 (a Session's destructor hangs on a
+#: dataset's thread), https://github.com/tensorflow/tensorflow/issues/23334 (re-initialising an
+#: iterator in the same Session).
 V1_RUN_TIMEOUT_MS = 60_000
 
 
