@@ -245,12 +245,35 @@ def uncapped(scale, ref) -> np.ndarray:
     return np.broadcast_to(np.asarray(scale, np.float64), np.shape(ref))
 
 
+def rounding_dtype(out, ref) -> np.dtype:
+    """Whose rounding a comparison of ``out`` with ``ref`` is held to, by default: the coarser of
+    the two inexact dtypes (the larger epsilon; a complex dtype by its real part's), ``ref``'s
+    where they are equally fine, the other where one is not inexact. A float32 result compared
+    with a float64 closed form is held at float32's tolerance and floor, not float64's. An audit
+    (2026-11-30) found eight comparisons that were right only because they passed ``dtype=``;
+    with this default none needs to. A whole ci run on TF 2.21 made one other comparison of a
+    finer reference without ``dtype=``, at ``rtol=0``, where no floor applies: this default
+    changed none of its comparisons.
+
+    >>> [rounding_dtype(a, b).name for a, b in [(np.float32, np.float64), (np.float64, np.float32),
+    ...                                          (np.complex64, np.float64), (np.int32, np.float64)]]
+    ['float32', 'float32', 'complex64', 'float64']
+    """
+    o, r = np.dtype(out), np.dtype(ref)
+    if not is_inexact(r):
+        return o
+    if not is_inexact(o):
+        return r
+    return o if EPS.get(real_name(o), 0.0) > EPS.get(real_name(r), 0.0) else r
+
+
 def rel_err(out, ref, *, rtol: float | None = None, scale: float | None = None, dtype=None, ulps=FLOOR_ULPS) -> float:
     """``max_i |out_i - ref_i| / max(|ref_i|, floor)`` (the module's rule); ``inf`` on shape
     mismatch or NaN disagreement. ``rtol`` (default: the dtype's gradient tolerance) and
     ``scale`` (default ``max |ref|``) set the floor; with ``rtol=0`` the error is purely
-    relative, so only exact agreement gives 0. ``dtype``: whose rounding sets the floor
-    (default: ``ref``'s; pass the framework output's for a quantity derived in float64).
+    relative, so only exact agreement gives 0. ``dtype``: whose rounding sets the floor and the
+    default ``rtol`` (default: :func:`rounding_dtype`, the coarser of ``out``'s and ``ref``'s; pass
+    the framework output's for a quantity derived in float64).
 
     >>> rel_err(np.float32([1.0, 0.0]), np.float32([1.0, 1e-5]), rtol=2e-5) > 2e-5   # a zeroed tiny gradient
     True
@@ -272,7 +295,7 @@ def rel_err(out, ref, *, rtol: float | None = None, scale: float | None = None, 
         scale = float(np.max(mag[finite])) if finite.any() else 0.0
     elif np.ndim(scale):  # one per element, as ``ref`` is laid out
         scale = np.broadcast_to(np.asarray(scale, np.float64), ref.shape)
-    dtype = np.dtype(dtype) if dtype is not None else ref.dtype if is_inexact(ref.dtype) else out.dtype
+    dtype = np.dtype(dtype) if dtype is not None else rounding_dtype(out.dtype, ref.dtype)
     if rtol is None:
         rtol = GRAD.of(dtype) if is_inexact(dtype) and real_name(dtype) in GRAD.table else 0.0
     fl = floor(dtype, rtol, scale, ulps) if is_inexact(dtype) else 0.0

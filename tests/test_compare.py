@@ -20,6 +20,18 @@ def test_rel_err_is_relative_per_element_with_a_floor_at_the_arrays_magnitude():
     assert cmp.rel_err([1e-15], [0.0], rtol=1e-12, scale=1.0) <= 1e-12
 
 
+def test_a_float32_result_against_a_float64_reference_is_held_at_float32s_rounding():
+    # 0.1 in float32 is 1.5e-9 off float64's 0.1: float32's own rounding, which its tolerance allows,
+    # and float64's would not (the default was the reference's dtype until 2026-11-30)
+    out, ref = np.float32([1.0, 0.1]), np.float64([1.0, 0.1])
+    assert cmp.rel_err(out, ref) == cmp.rel_err(out, ref, dtype=np.float32) <= cmp.GRAD.of(np.float32)
+    assert cmp.rel_err(out, ref, dtype=np.float64) > cmp.GRAD.of(np.float64)
+    # the other way round the coarser is still the float32 one
+    assert cmp.rel_err(ref, out) == cmp.rel_err(ref, out, dtype=np.float32)
+    # a zeroed tiny float32 gradient still fails against the float64 reference
+    assert cmp.rel_err(np.float32([1.0, 0.0]), np.float64([1.0, 1e-3])) > cmp.GRAD.of(np.float32)
+
+
 def test_a_zeroed_small_gradient_fails_assert_close():
     with pytest.raises(AssertionError, match="max rel err 1.0e\\+00"):
         cmp.assert_close(name="g", out=np.float32([0.0]), ref=np.float32([1e-5]), who="a", oracle="b", tol=cmp.GRAD)
