@@ -574,7 +574,9 @@ def test_integer_sources_get_no_gradient(subject, record, case):
 
 
 @given(
-    x=ss.float_arrays(shape=ss.small_shapes(menu=((3,), (2, 3))), halfway=True),
+    x=ss.every_dtype_and_shape(shapes=((3,), (2, 3))).flatmap(
+        lambda ds: ss.float_arrays(dtype=ds[0], shape=ds[1], halfway=True)
+    ),
     data=st.data(),
 )
 def test_rounding_gradients(subject, record, x, data):

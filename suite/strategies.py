@@ -151,6 +151,28 @@ def dtypes_and_shapes(*, shapes=None, dtypes=FLOAT_DTYPES, dtype=None, min_dims=
     return _pairs(shapes, tuple(np.dtype(d) for d in dtypes), dtype, min_dims, SIGNATURES["policy"])
 
 
+def every_dtype_and_shape(*, shapes, dtypes=FLOAT_DTYPES) -> st.SearchStrategy[tuple]:
+    """A (dtype, shape) pair from the product of ``dtypes`` and ``shapes`` (every dtype with every
+    shape, where :func:`dtypes_and_shapes` pairs them), under the current signature policy: the
+    whole product under ``all``, each dtype's largest shape under ``largest`` (ci and quick: one
+    input signature per dtype, as every other row draws).
+
+    >>> f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    >>> [(d.name, s) for d, s in _product(((3,), (2, 3)), (f32, f64), "largest").elements]
+    [('float32', (2, 3)), ('float64', (2, 3))]
+    >>> len(_product(((3,), (2, 3)), (f32, f64), "all").elements)
+    4
+    """
+    shapes = tuple(tuple(s) for s in shapes)
+    return _product(shapes, tuple(np.dtype(d) for d in dtypes), SIGNATURES["policy"])
+
+
+@cached
+def _product(shapes, dtypes, policy) -> st.SearchStrategy[tuple]:
+    menu = [(d, s) for d in dtypes for s in shapes]
+    return st.sampled_from(one_per_dtype(menu) if policy == "largest" else menu)
+
+
 @cached
 def _pairs(shapes, dtypes, dtype, min_dims, policy) -> st.SearchStrategy[tuple]:
     menu = PAIR_MENU if shapes is None else paired(shapes, dtypes)
@@ -324,8 +346,7 @@ def weighted_triples(draw, *, dtypes=FLOAT_DTYPES, shapes=((3,), (2, 3))):
     """(x, w, c): 0.25 <= |x| <= 2 of either sign (no closed form of a product of x, w and c, nor of sin
     or cos of x, vanishes, so none is mistaken for zeros); w and c, weights in [0.5, 2], of x's dtype
     and shape (one of ``shapes``)."""
-    d = draw(float_dtypes(dtypes=dtypes), label="dtype")
-    s = draw(st.sampled_from(shapes), label="shape")
+    d, s = draw(every_dtype_and_shape(shapes=shapes, dtypes=dtypes), label="dtype, shape")
     m = draw(float_arrays(dtype=d, shape=s, min_value=0.25, max_value=2.0), label="|x|")
     sign = draw(arrays(np.bool_, s, elements=st.booleans()), label="sign")
     x = np.where(sign, -m, m).astype(d)
