@@ -142,12 +142,11 @@ def floor(dtype, rtol: float, scale, ulps: float = FLOOR_ULPS):
     [1.0, 9.860761315262648e-32]
     """
     name = real_name(dtype)
-    eps = EPS.get(name)
-    if eps is None or rtol <= 0:
+    if name not in EPS or rtol <= 0:
         return 0.0
     if np.ndim(scale):
-        return np.maximum(ulps * eps * np.asarray(scale, np.float64), FLUSHED * TINY[name]) / rtol
-    return max(ulps * eps * scale, FLUSHED * TINY[name]) / rtol
+        return np.maximum(allowed(dtype, scale, ulps), FLUSHED * TINY[name]) / rtol
+    return max(allowed(dtype, scale, ulps), FLUSHED * TINY[name]) / rtol
 
 
 def allowed(dtype, scale, ulps: float = FLOOR_ULPS):
@@ -200,9 +199,7 @@ def flushed_scale(dtype, cofactor=1.0, ulps: float = FLOOR_ULPS):
     >>> floor("float32", 2.0**-18, s) == FLUSHED * TINY["float32"] * 64.0 / 2.0**-18
     True
     """
-    name = real_name(dtype)
-    out = FLUSHED * TINY[name] * np.asarray(cofactor, np.float64) / (ulps * EPS[name])
-    return float(out) if out.ndim == 0 else out
+    return scale_allowing(dtype, FLUSHED * TINY[real_name(dtype)] * np.asarray(cofactor, np.float64), ulps)
 
 
 def _magnitude(a) -> np.ndarray:
