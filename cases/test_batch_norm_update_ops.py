@@ -429,8 +429,9 @@ def ema_scales(b):
     since every moving value is a weighted mean of those. Keras 2 updates by
     ``v - (v - x) * (1 - m)``, which rounds ``v - x`` at that magnitude, not the result's: with
     momentum 0 and a batch mean of 1.19e-07 under an initial 5, float32 gives 0 (``5 - 1.19e-07``
-    rounds to 5), 1.19e-07 from the exact EMA, 0.2 ulp of the 5 it was computed at (a ci draw on
-    TF 2.12-2.15, 2026-11-30). Keras 3, JAX and PyTorch weight the two terms and keep it."""
+    rounds to 5), 1.19e-07 from the exact EMA: a quarter of an ulp of the 5 it was computed at
+    (a ci draw on TF 2.12-2.15, 2026-11-30). Keras 3, JAX and PyTorch weight the two terms and
+    keep it."""
     xs = b.xs.astype(np.float64)
     means = np.abs(xs.mean(1))
     var = np.maximum(xs.var(1), xs.var(1, ddof=1)) if xs.shape[1] > 1 else xs.var(1)
