@@ -198,13 +198,10 @@ class Batches:
 @st.composite
 def batches(draw, *, shapes=SHAPES, momenta=MOMENTA) -> Batches:
     dtype = draw(ss.float_dtypes())
-    # ci/quick: one (steps, batch, features) per dtype (issue 46): each shape is one more trace and
-    # compile of every program in every mode. The shapes are paired with the dtypes, not cut to the
-    # largest, so that both still occur: (1, 4, 3) has the elements, (3, 2, 1) the several steps
-    # that chain the moving averages. dev and thorough draw every shape with every dtype.
-    menu = shapes
-    if ss.SIGNATURES["policy"] == "largest":
-        menu = [s for d, s in ss.paired(shapes) if d == dtype]
+    # ci/quick: one (steps, batch, features) per dtype (issue 46), paired with the dtypes rather
+    # than cut to the largest, so that both still occur: (1, 4, 3) has the elements, (3, 2, 1) the
+    # several steps that chain the moving averages. dev and thorough draw every shape with each.
+    menu = ss.shapes_for(dtype, shapes)
     steps, n, features = draw(st.sampled_from(menu), label="steps, batch, features")
     xs = draw(ss.float_arrays(dtype=dtype, shape=(steps, n, features), min_value=-3, max_value=3), label="xs")
     mean0 = draw(ss.float_arrays(dtype=dtype, shape=(features,), min_value=5, max_value=10), label="mean0")

@@ -622,12 +622,9 @@ def coupled_batches(draw):
     """x of shape (b, n), b >= 2, entries in [0.25, 2] (positive: no column of the other rows sums to 0, so
     the diagonal blocks S + x[b] and the row sums 2 S never coincide)."""
     d = draw(ss.float_dtypes(dtypes=DTYPES), label="dtype")
-    shapes = COUPLED_SHAPES
-    if ss.SIGNATURES["policy"] == "largest":
-        # ci/quick: one signature per dtype (issue 46); both shapes have 6 elements, so they are
-        # paired with the dtypes (float32 (2, 3), float64 (3, 2)) and both still occur
-        shapes = tuple(s for e, s in ss.paired(COUPLED_SHAPES, DTYPES) if e == d)
-    s = draw(st.sampled_from(shapes), label="shape")
+    # ci/quick: one signature per dtype (issue 46); both shapes have 6 elements, so they are paired
+    # with the dtypes (float32 (2, 3), float64 (3, 2)) and both still occur
+    s = draw(st.sampled_from(ss.shapes_for(d, COUPLED_SHAPES, DTYPES)), label="shape")
     return draw(ss.float_arrays(dtype=d, shape=s, min_value=0.25, max_value=2.0), label="x")
 
 

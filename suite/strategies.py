@@ -140,6 +140,25 @@ def signature_menu(menu) -> tuple:
     return one_per_dtype(menu) if SIGNATURES["policy"] == "largest" else tuple(menu)
 
 
+def shapes_for(dtype, shapes, dtypes=FLOAT_DTYPES) -> tuple:
+    """The shapes a row that draws its dtype first may draw with ``dtype``, under the current
+    policy (call it at draw time): every shape under ``all``; under ``largest``, the shapes
+    :func:`paired` gives ``dtype``, so that every shape still occurs, spread over the dtypes (one
+    signature per dtype where there are no more shapes than dtypes), where
+    :func:`one_per_dtype` would keep only the largest.
+
+    >>> f32 = np.dtype(np.float32)
+    >>> shapes_for(f32, ((1, 4, 3), (3, 2, 1)))
+    ((1, 4, 3), (3, 2, 1))
+    >>> use_signatures("largest"); shapes_for(f32, ((1, 4, 3), (3, 2, 1))); use_signatures("all")
+    ((1, 4, 3),)
+    """
+    shapes = tuple(tuple(s) for s in shapes)
+    if SIGNATURES["policy"] != "largest":
+        return shapes
+    return tuple(s for d, s in paired(shapes, dtypes) if d == np.dtype(dtype))
+
+
 def dtypes_and_shapes(*, shapes=None, dtypes=FLOAT_DTYPES, dtype=None, min_dims=0) -> st.SearchStrategy[tuple]:
     """A (dtype, shape) pair: from :data:`PAIR_MENU` by default, from :func:`paired`
     ``(shapes, dtypes)`` when shapes are given; ``dtype=`` keeps that dtype's pairs,
