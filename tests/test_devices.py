@@ -56,3 +56,15 @@ def test_a_gpu_that_jax_sees_and_tensorflow_does_not_is_missing(monkeypatch):
     assert set(got) == {"gpu", "torch"}
     assert "visible to jax but not to TensorFlow 2.21.0" in got["gpu"]
     assert frameworks.missing(frameworks=["tensorflow", "jax"], devices=["cpu"]) == {}
+
+
+def test_the_cpu_is_described_by_model_and_vector_extensions():
+    """The report header's ``cpu``: a CPU kernel's path (and so its rounding) follows the CPU's
+    extensions, which a virtual machine may change between days."""
+    info = "processor\t: 0\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9R14\n"
+    info += "flags\t\t: fpu avx2 avx fma avx512f\n"
+    assert frameworks.cpu_description(info) == "AMD EPYC 9R14 (family 25, model 17); avx512f, avx2, avx, fma"
+    old = frameworks.cpu_description("model name\t: Old\nflags\t\t: fpu sse4_2\n")
+    assert old == "Old; none of avx512f/avx2/avx/fma"
+    assert frameworks.cpu_description("processor\t: 0\n") is None
+    assert "cpu" in frameworks.python_environment()

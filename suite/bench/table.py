@@ -73,11 +73,19 @@ def bench_table(data) -> list[str]:
 
 
 def this_machine() -> dict:
-    """The machine a benchmark script ran on (CPU count, platform, Python): measured now."""
+    """The machine a benchmark script ran on (CPU count, the CPU's model and vector extensions,
+    platform, Python): measured now."""
     import os
     import platform
 
-    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
+    from suite.frameworks import cpu_description
+
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": cpu_description(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
 
 
 def write_result(path, out: dict) -> Path:

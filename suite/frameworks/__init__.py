@@ -575,8 +575,46 @@ def python_environment() -> dict:
     return {
         "python": platform.python_version(),
         "platform": f"{platform.system()}-{platform.machine()}",
+        "cpu": cpu_description(),
         "executable": sys.executable,
     }
+
+
+#: The vector extensions a CPU description names, where the CPU has them: the frameworks' CPU
+#: kernels (MKL, Eigen, XLA's code) choose their paths by them.
+CPU_FEATURES = ("avx512f", "avx2", "avx", "fma")
+
+
+def cpu_description(cpuinfo: str | None = None) -> str | None:
+    r"""The CPU's model, family and model numbers and which of :data:`CPU_FEATURES` it has, read
+    from ``/proc/cpuinfo`` (Linux; elsewhere the platform's processor name). A virtual machine of
+    the same platform may run on another CPU on another day, and the CPU kernels (MKL, Eigen,
+    XLA's code) choose their paths by it. Why it is recorded: on 2026-11-30 (AMD EPYC family 25
+    model 1), PyTorch's determinant of linalg-spectral's derandomized singular integer matrices
+    was an exact zero for every draw, where the 2.21 baseline's run, on another day and a CPU it
+    did not record, had met a rounding residue: that row observed two keys fewer.
+
+    >>> cpu_description("cpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\nflags\t\t: fpu fma avx\n")
+    'AMD EPYC (family 25, model 1); avx, fma'
+    >>> cpu_description("processor\t: 0\n")
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return platform.processor() or None
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() not in fields:
+            fields[key.strip()] = value.strip()
+    model = fields.get("model name")
+    if model is None:
+        return None
+    if "cpu family" in fields and "model" in fields:
+        model += f" (family {fields['cpu family']}, model {fields['model']})"
+    flags = set(fields.get("flags", "").split())
+    return "; ".join([model, ", ".join(f for f in CPU_FEATURES if f in flags) or "none of " + "/".join(CPU_FEATURES)])
 
 
 @dataclasses.dataclass(frozen=True)

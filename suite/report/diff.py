@@ -89,6 +89,8 @@ def environment_changes(old_env: dict, new_env: dict) -> list[tuple[str, str, st
 
     >>> environment_changes({"packages": {"keras": "3.15.1"}}, {"packages": {"keras-nightly": "3.16.0.dev"}})
     [('keras', '3.15.1', 'not installed'), ('keras-nightly', 'not installed', '3.16.0.dev')]
+    >>> environment_changes({"cpu": "AMD EPYC (family 25, model 1); avx2, avx, fma"}, {"cpu": None})
+    [('cpu', 'AMD EPYC (family 25, model 1); avx2, avx, fma', 'none')]
     """
     out = []
     fa, fb = old_env.get("frameworks") or {}, new_env.get("frameworks") or {}
@@ -104,7 +106,7 @@ def environment_changes(old_env: dict, new_env: dict) -> list[tuple[str, str, st
         a, b = pa.get(name, missing_a), pb.get(name, missing_b)
         if a != b:
             out.append((name, a, b))
-    for key in ("python", "platform", "hypothesis", "options", "allowed_missing", "faults", "suite_revision"):
+    for key in ("python", "platform", "cpu", "hypothesis", "options", "allowed_missing", "faults", "suite_revision"):
         a, b = old_env.get(key), new_env.get(key)
         if a != b:
             out.append((key, _plain(a), _plain(b)))

@@ -43,6 +43,7 @@ def head(report) -> dict:
         "created": report.get("created"),
         "python": env.get("python"),
         "platform": env.get("platform"),
+        "cpu": env.get("cpu"),
         "profile": env.get("hypothesis", {}).get("profile"),
         "revision": env.get("suite_revision"),
         "frameworks": [query.framework_label(k, v) for k, v in env.get("frameworks", {}).items()],
