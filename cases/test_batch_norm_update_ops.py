@@ -38,7 +38,7 @@ harness' one run per call: that test drives its own cached Session in ``graph`` 
 import dataclasses
 
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from suite import compare as cmp, strategies as ss
 from suite.behaviours import Floor, behaviour, on
@@ -517,6 +517,14 @@ def _example(record, b):
     record.example(xs=b.xs, mean0=b.mean0, var0=b.var0, momentum=b.momentum)
 
 
+#: float64 with momentum != 0, where the two roundings of 1 - momentum differ beyond tolerance, so
+#: every updating row observes "EMA decay" whatever the draws; (3, 2, 1) is float64's shape at ci.
+FLOAT64_DECAY = Batches(
+    np.array([[[-3.0], [3.0]], [[1.0], [-1.0]], [[2.0], [-2.5]]]), np.array([5.0]), np.array([20.0]), 0.9
+)
+
+
+@example(b=FLOAT64_DECAY)
 @given(b=batches())
 def test_training_updates_moving_statistics_to_the_ema(subject, oracles, record, b):
     """training=True: moving = m * moving + (1 - m) * batch moment after every step (Keras

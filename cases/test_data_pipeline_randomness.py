@@ -636,6 +636,8 @@ def test_train_and_validation_never_share(subject, record, nk, s):
 @PIPELINES
 # the regime where the epochs' order is observed (reshuffle, n >= 10, buffer >= n), whatever the draws
 @example(nb=(np.int64(16), np.int64(16)), s=np.int64(7), seeded=True, reshuffle=True, deterministic=True)
+# the same regime unseeded: exactly_once[no seed, reshuffle], whatever the draws
+@example(nb=(np.int64(16), np.int64(16)), s=np.int64(7), seeded=False, reshuffle=True, deterministic=True)
 @given(nb=buffered(), s=SEEDS, seeded=st.booleans(), reshuffle=st.booleans(), deterministic=st.booleans())
 def test_shuffle_yields_every_element_exactly_once(subject, record, nb, s, seeded, reshuffle, deterministic):
     """Two epochs of shuffle(buffer_size) through a parallel map: each epoch is a permutation of

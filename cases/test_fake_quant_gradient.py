@@ -393,8 +393,14 @@ def test_forward_is_the_nudged_quantizer(subject, oracles, record, q):
 #: division and the reciprocal product (JAX's jit, TF's XLA) give different gradients.
 LOWERING_EDGE = (np.full(6, -1.75, F32), F32(-1.75), F32(1.75), np.ones(6, F32), 2, False)
 
+#: min=-2, max=5, 3 bits (scale 1, zero point 2, nudged range [-2, 5]): -2.3 and 5.4 lie within half a
+#: step outside the range, so PyTorch's rounded mask keeps them where TF's drops them (-3 and 6 lie
+#: outside both, away from ties): PyTorch's declared x_grad_mask is told in every run.
+ROUNDED_RANGE_EDGE = (np.array([-2.3, -3.0, 0.25, 2.0, 5.4, 6.0], F32), F32(-2), F32(5), np.ones(6, F32), 3, False)
+
 
 @example(q=LOWERING_EDGE)
+@example(q=ROUNDED_RANGE_EDGE)
 @given(q=quantizer_inputs())
 def test_gradients_are_range_mask_and_clamped_sums(subject, oracles, record, q):
     """dx = w inside the nudged range (inclusive), dmin = sum(w) below it, dmax = sum(w) above it."""

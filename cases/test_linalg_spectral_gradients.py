@@ -72,7 +72,7 @@ import dataclasses
 import re
 
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from suite import compare as cmp, finite_diff
 from suite.behaviours import Floor, behaviour
@@ -970,6 +970,22 @@ def _qr_np(a, c1, c2, k):
     return np.sum(c1 * q[:, :k] * d) + np.sum(c2 * d[:, None] * r[:k])
 
 
+#: the explicit examples' a and c (data=None), cut to each shape: entries in [-2, 2], every cut of A of full
+#: rank (|diag R| >= 1.4, singular values >= 1.07), so every shape reduced and complete is reached whatever
+#: the draws
+QR_A = np.array([[1.5, -0.5, 0.25, 1.0], [-1.0, 2.0, 0.5, -0.75], [0.5, 1.0, -1.5, 0.25], [0.75, -0.25, 1.0, 1.75]])
+QR_C = np.array([[0.5, -1.25, 2.0, 1.0], [1.5, 0.75, -0.5, -2.0], [-1.0, 0.25, 1.25, 0.5], [2.0, -1.5, -0.75, 1.0]])
+
+
+def _every_qr_case(test):
+    """Every shape, reduced and complete, as an explicit example (data=None: QR_A and QR_C)."""
+    for shape in reversed(tuple(QR_SHAPES)):
+        for full in (True, False):
+            test = example(shape=shape, full=full, data=None)(test)
+    return test
+
+
+@_every_qr_case
 @given(shape=st.sampled_from(tuple(QR_SHAPES)), full=st.booleans(), data=st.data())
 def test_qr_gradient(subject, oracles, record, shape, full, data):
     """The sign-fixed factors of a full-rank tall, wide or square matrix (reduced or complete Q): the
@@ -977,13 +993,16 @@ def test_qr_gradient(subject, oracles, record, shape, full, data):
     gradient runs, and where it does, the oracles and central differences of NumPy's QR."""
     m, n = QR_SHAPES[shape]
     k = min(m, n)
-    a = data.draw(
-        st.lists(st.floats(-2.0, 2.0), min_size=m * n, max_size=m * n)
-        .map(lambda v: np.reshape(np.asarray(v, np.float64), (m, n)))
-        .filter(lambda a: np.abs(np.diag(np.linalg.qr(a)[1])).min() > 0.2),
-        label="a",
-    )
-    c1, c2 = _matrix(data, m, k, "c1"), _matrix(data, k, n, "c2")
+    if data is None:
+        a, c1, c2 = QR_A[:m, :n], QR_C[:m, :k], QR_C[:k, :n]
+    else:
+        a = data.draw(
+            st.lists(st.floats(-2.0, 2.0), min_size=m * n, max_size=m * n)
+            .map(lambda v: np.reshape(np.asarray(v, np.float64), (m, n)))
+            .filter(lambda a: np.abs(np.diag(np.linalg.qr(a)[1])).min() > 0.2),
+            label="a",
+        )
+        c1, c2 = _matrix(data, m, k, "c1"), _matrix(data, k, n, "c2")
     record.example(a=a, c1=c1, c2=c2)
     key = f"qr-grad[{shape},{'complete' if full else 'reduced'}]"
     one = np.float64(1.0)
@@ -1100,13 +1119,22 @@ def test_solve_and_inv_gradient_near_singular(subject, oracles, record, n, op, e
     record.against(oracles, program, *args, cotangent=np.float64(1.0), got=got, tol=SPECTRAL)
 
 
+# every transform as an explicit example (data=None: x and w evenly spaced over their drawn ranges)
+@example(op="fft2d", data=None)
+@example(op="ifft2d", data=None)
+@example(op="fft3d", data=None)
+@example(op="ifft3d", data=None)
 @given(op=st.sampled_from(tuple(_ND)), data=st.data())
 def test_nd_power_spectrum_gradient(subject, oracles, record, op, data):
     """sum(w * |F(x)|^2) for the 2-D and 3-D transforms of a real x of shape (3, 4) or (2, 3, 4):
     2 Re(F^H (w * F x)) with F NumPy's fftn/ifftn as a matrix, the oracles, differences."""
     shape = (3, 4) if op.endswith("2d") else (2, 3, 4)
     size = int(np.prod(shape))
-    x, w = (_reals(data, size, lo, hi, label).reshape(shape) for lo, hi, label in ((-2.0, 2.0, "x"), (0.5, 2.0, "w")))
+    ranges = ((-2.0, 2.0, "x"), (0.5, 2.0, "w"))
+    if data is None:
+        x, w = (np.linspace(lo, hi, size).reshape(shape) for lo, hi, _ in ranges)
+    else:
+        x, w = (_reals(data, size, lo, hi, label).reshape(shape) for lo, hi, label in ranges)
     record.example(x=x, w=w)
     nd = np.fft.fftn if op.startswith("fft") else np.fft.ifftn
     f = _basis(lambda e: nd(e.reshape(shape)).ravel(), size)  # complex (size, size)

@@ -51,7 +51,7 @@ https://github.com/keras-team/keras/issues/17634, https://github.com/pytorch/pyt
 import dataclasses
 
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from suite import compare as cmp, out_of_range as oor, strategies as ss
 from suite.behaviours import Floor, behaviour, on
@@ -521,6 +521,36 @@ def keras_forms(case: SaturatedCase, loss: str) -> dict:
 
 
 # ---------------------------------------------------------------- properties
+#: One row of each kind (one-hot, soft, summing to 2, all zero) at moderate logits: the all-zero row
+#: (TensorFlow's softmax(z) against the closed form's 0) and the row summing to 2 are told in every run.
+EVERY_ROW_KIND = SoftCase(
+    logits=np.array(
+        [
+            [1.5, -0.5, 2.0, 0.25, -1.0],
+            [-2.0, 0.5, 1.0, 3.0, -0.75],
+            [0.75, 1.25, -1.5, 0.0, 2.5],
+            [-0.5, 1.0, 0.5, -1.25, 2.0],
+        ],
+        np.float32,
+    ),
+    labels=np.array(
+        [[0, 0, 1, 0, 0], [0.1, 0.2, 0.3, 0.25, 0.15], [0.2, 0.6, 0.4, 0.3, 0.5], [0, 0, 0, 0, 0]], np.float32
+    ),
+    kinds=("one-hot", "soft", "sum-not-1", "zero"),
+    w=np.array([1.0, 2.5, 0.75, 3.0], np.float32),
+    v=np.array(
+        [
+            [0.5, -1.0, 1.5, 0.25, -0.5],
+            [1.0, 0.75, -1.5, 2.0, -0.25],
+            [-2.0, 0.5, 1.25, -0.75, 1.0],
+            [1.5, -0.5, 0.0, -1.25, 0.75],
+        ],
+        np.float32,
+    ),
+)
+
+
+@example(case=EVERY_ROW_KIND)
 @given(case=soft_cases())
 def test_soft_label_gradients_are_declared(subject, oracles, record, case):
     """Loss, logits' gradient (per label-row kind), labels' gradient and hypergradient, per API."""

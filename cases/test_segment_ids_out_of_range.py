@@ -500,6 +500,13 @@ SEGMENT_EXAMPLES = [
     SegmentCase(oor.distinct(d, s), oor.every_category(N_OF[s], s[0]), N_OF[s], oor.positive(d, (N_OF[s], s[1])))
     for d, s in ss.one_per_dtype(ss.paired(tuple(N_OF)))
 ]
+#: Every category again, with the -1 on the last row, whose values are the extremes of the data (the
+#: lowest of columns 0 and 2, the highest of column 1): sent to segment 0 (clamped) or n-1 (wrapped) it
+#: would move that segment's min and max, so only ``dropped`` fits the negative id (in SEGMENT_EXAMPLES
+#: the -1 sits on a row that is no segment's extreme: min and max cannot tell dropped from clamped there).
+NEGATIVE_ON_EXTREME_ROW = SegmentCase(
+    oor.distinct(np.float32, (6, 3)), np.array([2, 4, 0, -5, 6, -1], np.int32), 4, oor.positive(np.float32, (4, 3))
+)
 
 
 # ---------------------------------------------------------------- closed forms and classifiers
@@ -652,7 +659,7 @@ def _attempt_grad(runner, case, ids, api, **static):
 
 
 # ---------------------------------------------------------------- properties: unsorted_segment_*
-@ss.explicit("case", SEGMENT_EXAMPLES)
+@ss.explicit("case", [*SEGMENT_EXAMPLES, NEGATIVE_ON_EXTREME_ROW])
 @given(case=segment_cases())
 def test_unsorted_forward_out_of_range_is_declared(subject, record, case):
     """Each unsorted_segment_* op per out-of-range category: dropped, clamped, wrapped, or refused."""
@@ -807,6 +814,13 @@ def sorted_cases(draw) -> SegmentCase:
     return dataclasses.replace(case, ids=ids)
 
 
+#: Sorted ids with a gap: segment 1 is named by no id (data and cotangent as in SEGMENT_EXAMPLES'
+#: float32 signature), so each segment_* op shows what a missing segment holds.
+SORTED_GAP_EXAMPLE = SegmentCase(
+    oor.distinct(np.float32, (6, 3)), np.array([0, 0, 2, 2, 3, 3], np.int32), 4, oor.positive(np.float32, (4, 3))
+)
+
+
 def _sorted_run(subject, case, ids, api):
     res, seen = subject.attempt(
         "run", Segment.of(subject), case.data, ids, remember=cmp.xla_refusal, api=api, n=case.n, table="sorted"
@@ -815,6 +829,7 @@ def _sorted_run(subject, case, ids, api):
 
 
 @on("tensorflow", "jax")  # PyTorch has no sorted segment reduction with these semantics
+@ss.explicit("case", [SORTED_GAP_EXAMPLE])
 @given(case=sorted_cases())
 def test_sorted_segments_in_range_and_gaps(subject, oracles, record, case):
     """Sorted ids: each segment_* op's non-empty segments, its gradient, and what a gap (a missing id) holds."""
