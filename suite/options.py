@@ -22,8 +22,10 @@ DEVICES = ("cpu", "gpu")
 #: Hypothesis profiles (registered by the plugin) and their drawn examples per row, beyond the
 #: row's explicit ``@example``s (every subject row alike). quick and ci are derandomized and
 #: draw one input signature per dtype (``suite.strategies.SIGNATURES``); dev and thorough draw
-#: the whole (dtype, shape) menu.
-PROFILE_EXAMPLES = {"quick": 1, "dev": 20, "ci": 10, "thorough": 300}
+#: the whole (dtype, shape) menu. ci draws 5 (issue 46: explicit examples reach every declared key,
+#: the drawn ones add coverage; 10 drew nothing a whole run's rows observe that 5 and the explicit
+#: examples do not, and cost 1.34x the wall: 895 s against 667 s, measured as a pair on 2026-11-30).
+PROFILE_EXAMPLES = {"quick": 1, "dev": 20, "ci": 5, "thorough": 300}
 PROFILES = tuple(PROFILE_EXAMPLES)
 #: The profiles that draw one signature per dtype (the largest shape).
 ONE_SIGNATURE_PER_DTYPE = ("quick", "ci")

@@ -218,7 +218,7 @@ def test_probe(x):
 """
 
 
-@pytest.mark.parametrize("profile, examples, policy", [("quick", 1, "largest"), ("ci", 10, "largest"),
+@pytest.mark.parametrize("profile, examples, policy", [("quick", 1, "largest"), ("ci", 5, "largest"),
                                                       ("dev", 20, "all"), ("thorough", 300, "all")])  # fmt: skip
 def test_each_profile_sets_its_examples_and_signature_policy(tmp_path, profile, examples, policy):
     """The plugin loads the profile's examples and signature policy before the cases are collected."""
