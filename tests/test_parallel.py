@@ -182,3 +182,61 @@ print(json.dumps({"cpus": cpus, "mine": mine, "now": sorted(os.sched_getaffinity
     out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert out["mine"] == out["now"] == out["thread"] == out["cpus"][1::2] != []
     assert out["too_many"] is None
+
+
+#: A conftest for a cases directory: the frameworks warn while they are imported, as TensorFlow
+#: 2.12-2.17 do (their lite module imports ``jax.xla_computation``), from a file inside TensorFlow.
+_WARNS_AT_IMPORT = """
+import warnings
+
+from suite import frameworks
+
+_environment = frameworks.environment
+
+
+def environment():
+    warnings.warn_explicit(
+        "an import-time stand-in is deprecated", DeprecationWarning, "/site/tensorflow/lite/python/util.py", 1
+    )
+    return _environment()
+
+
+frameworks.environment = environment
+"""
+
+_DEMO = """
+import numpy as np
+from hypothesis import given, strategies as st
+
+from suite.behaviours import behaviour, on
+
+BEHAVIOUR = behaviour("{id}", sources=[])
+
+
+@on("jax")
+@given(x=st.just(np.float32(1)))
+def test_one(subject, record, x):
+    record.example(x=x)
+    record.equal(name="x", out=x, ref=np.float32(1), oracle="closed-form")
+"""
+
+
+@pytest.mark.slow
+def test_what_frameworks_warn_while_imported_is_no_behaviours_deprecation(tmp_path):
+    """A worker imports the frameworks before its first test, as a serial run does, so a deprecation
+    raised while they are imported is recorded under no behaviour, whatever the workers: measured at
+    the first row's teardown, it went to the behaviour each worker happened to run first."""
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "conftest.py").write_text(_WARNS_AT_IMPORT)
+    for name in ("first-demo", "second-demo"):
+        (cases / f"test_{name.replace('-', '_')}.py").write_text(_DEMO.format(id=name))
+    for jobs in ("1", "2"):
+        out = tmp_path / f"jobs-{jobs}"
+        args = ["run", "--cases", str(cases), "--frameworks", "jax", "--devices", "cpu", "--profile", "ci"]
+        p = run_cli([*args, "--jobs", jobs, "--report-dir", str(out)], tmp_path)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        report = json.loads((out / "latest.json").read_text())
+        assert len(report["results"]) == 4 and {r["outcome"] for r in report["results"]} == {"passed"}
+        assert "an import-time stand-in is deprecated" in p.stdout, "the stand-in never warned"
+        assert not report.get("deprecations"), f"--jobs {jobs}: {report.get('deprecations')}"

@@ -105,6 +105,20 @@ class RowMaker:
     def __init__(self, config):
         self.config = config
         self._declared_sent = False
+        self._environment: str | None = None
+
+    def pytest_collection_finish(self, session):
+        """A pytest-xdist worker measures its environment, and so imports the frameworks, before
+        its first test, as a serial run's report does when it starts (``ReportWriter._start``).
+        What a framework warns while it is imported is then no behaviour's: measured at the
+        first row's teardown instead, TensorFlow 2.12-2.17's import-time deprecations (its lite
+        module calling ``jax.xla_computation``, Python's ``sre_constants``, ml_dtypes'
+        ``float8_e4m3b11``) were recorded under whichever behaviour each worker ran first, so a
+        report's deprecations depended on the number of workers and the schedule."""
+        if context.of(self.config).role == "worker" and any(
+            getattr(getattr(i, "module", None), "BEHAVIOUR", None) for i in session.items
+        ):
+            self._environment = environment_payload(self.config)
 
     def pytest_runtest_logstart(self, nodeid, location):
         deprecations.start_test(nodeid)
@@ -173,7 +187,8 @@ class RowMaker:
                     declared = {"declarations": [e.as_dict() for e in all_declared()], "floors": bh.floors()}
                     rep.user_properties.append((DECLARED_PROPERTY, declared))
                     if context.of(self.config).role == "worker":
-                        rep.user_properties.append((ENVIRONMENT_PROPERTY, environment_payload(self.config)))
+                        env = self._environment or environment_payload(self.config)
+                        rep.user_properties.append((ENVIRONMENT_PROPERTY, env))
                 rep.user_properties.append((ROW_PROPERTY, json.dumps(row, default=str)))
             logged = deprecations.take()
             if logged:
